@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Installs the Debian packages strata needs to build and test (names only; nothing else is
+# downloaded). nvcc is optional: when /usr/local/cuda/bin/nvcc exists the CUDA backend builds.
+set -euo pipefail
+SUDO=""
+[ "$(id -u)" = 0 ] || SUDO=sudo
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq || true
+$SUDO apt-get install -y -qq --no-install-recommends \
+  cmake ninja-build g++ clang pkg-config \
+  libgtest-dev libgmock-dev libbenchmark-dev \
+  nlohmann-json3-dev libcli11-dev libfmt-dev libpcre2-dev \
+  python3 python3-jinja2 >/dev/null

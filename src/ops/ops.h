@@ -1,0 +1,304 @@
+// Every op of the engine, declared once. An op is an argument struct; kernels for it are
+// registered per backend (src/ops/host/*.cpp, src/ops/cuda/*.cu) and chosen at run time by
+// ops::run (registry.h). Shapes use T = tokens in the step, B = sequences, H = hidden size,
+// S = state slots in the pool. Tensors hold their own dtype; "act" means the model's
+// activation dtype (f32 or bf16), rounded at the points where vLLM stores it.
+//
+// Conventions every kernel honours:
+// - 2-D activation tensors may have a row stride larger than their width (views into a wider
+//   projection output); the innermost stride is 1.
+// - Index tensors (ids, slots, block tables, cu_seqlens) are i32 and live on the same device
+//   as the data, so a device step needs no host reads.
+// - Each Args has visit(f), which calls f(Tensor&, Role) for every tensor it holds; the host
+//   bounce (registry.h) and the op harness (tests/ops) rely on it.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "ops/registry.h"
+
+namespace strata::ops {
+
+enum class Role { In, Out, InOut };
+
+// A linear layer's weight in any stored form. y[t, n] = sum_k x[t, k] * W[n, k].
+// - bf16 / f32 weight: plain product, f32 accumulation.
+// - f8e4m3 weight (ModelOpt FP8): W_real = W * weight_scale. When input_scale > 0 the device
+//   computes W8A8 (x quantized to e4m3 as sat(x / input_scale), product scaled by
+//   input_scale * weight_scale); the host reference computes W8A16 (dequantized weight times
+//   unquantized x) and tests separate the two.
+struct LinearWeight {
+  Tensor weight;             // [N, K] bf16 | f32 | f8e4m3
+  float weight_scale = 1.f;  // f8e4m3 only
+  float input_scale = 0.f;   // f8e4m3 only; 0 = no static activation scale
+  int64_t out_features() const { return weight.dim(0); }
+  int64_t in_features() const { return weight.dim(1); }
+};
+
+// out[t, :] = table[ids[t], :]
+struct EmbeddingArgs {
+  static constexpr const char* kName = "embedding";
+  Tensor table;  // [V, H] act
+  Tensor ids;    // [T] i32
+  Tensor out;    // [T, H] act
+  template <class F> void visit(F&& f) { f(table, Role::In); f(ids, Role::In); f(out, Role::Out); }
+};
+
+// RMSNorm with an optional fused residual add (vLLM fused_add_rms_norm):
+//   residual given:  residual = act(f32(x) + f32(residual)); out = norm(residual)
+//   no residual:     out = norm(x)
+// norm(v) = act(act(f32(v) * rsqrt(mean(f32(v)^2) + eps)) * weight)  (weight applied after
+// the cast, as vLLM does; for f32 models both casts are identities).
+struct RmsNormArgs {
+  static constexpr const char* kName = "rms_norm";
+  Tensor x;         // [T, H] act
+  Tensor residual;  // [T, H] act, in/out; undefined = no residual
+  Tensor weight;    // [H] act
+  float eps = 1e-5f;
+  Tensor out;       // [T, H] act (may alias x)
+  template <class F> void visit(F&& f) {
+    f(x, Role::In); if (residual.defined()) f(residual, Role::InOut); f(weight, Role::In); f(out, Role::Out);
+  }
+};
+
+// out[T, N] = x[T, K] * W^T (f32 accumulation, stored in out's dtype: act, or f32 for the
+// router and logits).
+struct LinearArgs {
+  static constexpr const char* kName = "linear";
+  Tensor x;  // [T, K] act
+  LinearWeight w;
+  Tensor out;  // [T, N] act | f32
+  template <class F> void visit(F&& f) { f(x, Role::In); f(w.weight, Role::In); f(out, Role::Out); }
+};
+
+// Causal depthwise conv1d + SiLU over packed sequences (prefill, chunked prefill).
+// For sequence b (tokens cu_seqlens[b] .. cu_seqlens[b+1]) with state slot slots[b]:
+//   window = [conv_states[slot] (K-1 rows, oldest first) if has_initial[b] else zeros] ++ x rows
+//   out[t, c] = act(silu(bias[c] + sum_k w[c, k] * window[t + k, c]))   (f32 math)
+// and the last K-1 raw window rows are written back to conv_states[slot].
+struct Conv1dPrefillArgs {
+  static constexpr const char* kName = "conv1d_prefill";
+  Tensor x;            // [T, C] act (raw xBC)
+  Tensor weight;       // [C, K] act (checkpoint [C, 1, K] viewed)
+  Tensor bias;         // [C] act
+  Tensor conv_states;  // [S, K-1, C] act, in/out
+  Tensor cu_seqlens;   // [B+1] i32
+  Tensor slots;        // [B] i32
+  Tensor has_initial;  // [B] i32 (0/1)
+  Tensor out;          // [T, C] act
+  template <class F> void visit(F&& f) {
+    f(x, Role::In); f(weight, Role::In); f(bias, Role::In); f(conv_states, Role::InOut);
+    f(cu_seqlens, Role::In); f(slots, Role::In); f(has_initial, Role::In); f(out, Role::Out);
+  }
+};
+
+// One new token per sequence (decode): shift conv_states[slots[b]] left by one, append x[b],
+// out[b] = act(silu(bias + sum_k w[:, k] * window[k])).
+struct Conv1dUpdateArgs {
+  static constexpr const char* kName = "conv1d_update";
+  Tensor x;            // [B, C] act
+  Tensor weight;       // [C, K] act
+  Tensor bias;         // [C] act
+  Tensor conv_states;  // [S, K-1, C] act, in/out
+  Tensor slots;        // [B] i32
+  Tensor out;          // [B, C] act
+  template <class F> void visit(F&& f) {
+    f(x, Role::In); f(weight, Role::In); f(bias, Role::In); f(conv_states, Role::InOut);
+    f(slots, Role::In); f(out, Role::Out);
+  }
+};
+
+// Mamba2 SSM over packed sequences (spec section 3.2 step 6). Per token t of sequence b,
+// head h, group g = h / (Hm / G):
+//   dt = softplus(f32(dt_raw[t, h]) + f32(dt_bias[h]))        (no clamp)
+//   S_h = exp(dt * A[h]) * S_h + dt * x[t, h, :]^T (x) B[t, g, :]
+//   y[t, h, :] = act(S_h * C[t, g, :] + D[h] * x[t, h, :])
+// S starts from ssm_states[slots[b]] when has_initial[b], else zeros; the final state is
+// written back to ssm_states[slots[b]]. The prefill op computes this chunked (SSD, chunk
+// length `chunk_size`); the result must equal the sequential recurrence up to f32
+// reassociation. x, B, C and dt_raw are row views into wider tensors (row stride >= width).
+struct SsmScanArgs {
+  static constexpr const char* kName = "ssm_scan";
+  Tensor x;           // [T, Hm*P] act
+  Tensor dt_raw;      // [T, Hm] act
+  Tensor A;           // [Hm] f32 (= -exp(A_log))
+  Tensor B;           // [T, G*N] act
+  Tensor C;           // [T, G*N] act
+  Tensor D;           // [Hm] f32 or act
+  Tensor dt_bias;     // [Hm] f32 or act
+  Tensor ssm_states;  // [S, Hm, P, N] f32 (mamba_ssm_cache_dtype), in/out
+  Tensor cu_seqlens;  // [B+1] i32
+  Tensor slots;       // [B] i32
+  Tensor has_initial; // [B] i32 (0/1)
+  int64_t heads = 0, head_dim = 0, groups = 0, state_size = 0;
+  int64_t chunk_size = 128;
+  Tensor out;         // [T, Hm*P] act
+  template <class F> void visit(F&& f) {
+    f(x, Role::In); f(dt_raw, Role::In); f(A, Role::In); f(B, Role::In); f(C, Role::In);
+    f(D, Role::In); f(dt_bias, Role::In); f(ssm_states, Role::InOut); f(cu_seqlens, Role::In);
+    f(slots, Role::In); f(has_initial, Role::In); f(out, Role::Out);
+  }
+};
+
+// Decode: one token per sequence, same math as SsmScanArgs with every sequence length 1 and
+// has_initial = 1 (the selective state update).
+struct SsmUpdateArgs {
+  static constexpr const char* kName = "ssm_update";
+  Tensor x;           // [B, Hm*P] act
+  Tensor dt_raw;      // [B, Hm] act
+  Tensor A;           // [Hm] f32
+  Tensor B;           // [B, G*N] act
+  Tensor C;           // [B, G*N] act
+  Tensor D;           // [Hm]
+  Tensor dt_bias;     // [Hm]
+  Tensor ssm_states;  // [S, Hm, P, N] f32, in/out
+  Tensor slots;       // [B] i32
+  int64_t heads = 0, head_dim = 0, groups = 0, state_size = 0;
+  Tensor out;         // [B, Hm*P] act
+  template <class F> void visit(F&& f) {
+    f(x, Role::In); f(dt_raw, Role::In); f(A, Role::In); f(B, Role::In); f(C, Role::In);
+    f(D, Role::In); f(dt_bias, Role::In); f(ssm_states, Role::InOut); f(slots, Role::In);
+    f(out, Role::Out);
+  }
+};
+
+// Gated grouped RMSNorm (Mamba2 output norm, gate first):
+//   v = f32(y) * silu(f32(z)); per group of D/groups channels v *= rsqrt(mean(v^2) + eps);
+//   out = act(act(v) * weight)
+struct GatedRmsNormArgs {
+  static constexpr const char* kName = "gated_rms_norm";
+  Tensor y;       // [T, D] act
+  Tensor z;       // [T, D] act (row view into in_proj output)
+  Tensor weight;  // [D] act
+  int64_t groups = 1;
+  float eps = 1e-5f;
+  Tensor out;     // [T, D] act
+  template <class F> void visit(F&& f) { f(y, Role::In); f(z, Role::In); f(weight, Role::In); f(out, Role::Out); }
+};
+
+// Writes new K/V rows into the paged cache: row t goes to block slot_mapping[t] / block_size,
+// offset slot_mapping[t] % block_size. Negative slot = skip (padding).
+struct KvCacheWriteArgs {
+  static constexpr const char* kName = "kv_cache_write";
+  Tensor k;             // [T, n_kv*hd] act
+  Tensor v;             // [T, n_kv*hd] act
+  Tensor k_cache;       // [num_blocks, block_size, n_kv, hd] act
+  Tensor v_cache;       // [num_blocks, block_size, n_kv, hd] act
+  Tensor slot_mapping;  // [T] i32
+  template <class F> void visit(F&& f) {
+    f(k, Role::In); f(v, Role::In); f(k_cache, Role::InOut); f(v_cache, Role::InOut); f(slot_mapping, Role::In);
+  }
+};
+
+// Causal GQA attention over the paged cache (no RoPE). Sequence b has queries
+// q[cu_seqlens_q[b] .. cu_seqlens_q[b+1]) which are the last q_len tokens of its context of
+// length context_lens[b] (already written to the cache). Query i (context position
+// p = context_lens[b] - q_len + i) attends to positions 0..p; head h uses kv head
+// h / (n_heads / n_kv_heads). softmax in f32 with `scale`; out stored act.
+struct AttentionArgs {
+  static constexpr const char* kName = "attention";
+  Tensor q;             // [T, n_heads*hd] act
+  Tensor k_cache;       // [num_blocks, block_size, n_kv, hd] act
+  Tensor v_cache;       // [num_blocks, block_size, n_kv, hd] act
+  Tensor block_tables;  // [B, max_blocks_per_seq] i32
+  Tensor cu_seqlens_q;  // [B+1] i32
+  Tensor context_lens;  // [B] i32
+  int64_t n_heads = 0, n_kv_heads = 0, head_dim = 0;
+  int64_t max_q_len = 0;  // host-known bound: 1 for pure decode steps
+  float scale = 1.f;
+  Tensor out;           // [T, n_heads*hd] act
+  template <class F> void visit(F&& f) {
+    f(q, Role::In); f(k_cache, Role::In); f(v_cache, Role::In); f(block_tables, Role::In);
+    f(cu_seqlens_q, Role::In); f(context_lens, Role::In); f(out, Role::Out);
+  }
+};
+
+// out = act(relu(f32(x))^2)   (may run in place)
+struct Relu2Args {
+  static constexpr const char* kName = "relu2";
+  Tensor x;    // [T, N] act
+  Tensor out;  // [T, N] act
+  template <class F> void visit(F&& f) { f(x, Role::In); f(out, Role::Out); }
+};
+
+// out = act(f32(a) + f32(b))
+struct AddArgs {
+  static constexpr const char* kName = "add";
+  Tensor a, b;  // [T, N] act
+  Tensor out;   // [T, N] act
+  template <class F> void visit(F&& f) { f(a, Role::In); f(b, Role::In); f(out, Role::Out); }
+};
+
+// MoE routing (spec 3.5): s = sigmoid(logits); sel = s + correction_bias; when n_group > 1
+// keep the topk_group groups with the largest sum of their top-2 sel; ids = top-k of sel
+// (ties: lower index first); weights = s[ids], divided by their sum when norm_topk_prob, times
+// routed_scaling_factor. All f32.
+struct MoeRouteArgs {
+  static constexpr const char* kName = "moe_route";
+  Tensor logits;           // [T, E] f32
+  Tensor correction_bias;  // [E] f32
+  int64_t top_k = 1, n_group = 1, topk_group = 1;
+  bool norm_topk_prob = true;
+  float routed_scaling_factor = 1.f;
+  Tensor ids;      // [T, top_k] i32
+  Tensor weights;  // [T, top_k] f32
+  template <class F> void visit(F&& f) {
+    f(logits, Role::In); f(correction_bias, Role::In); f(ids, Role::Out); f(weights, Role::Out);
+  }
+};
+
+// The routed experts as one grouped computation:
+//   out[t] = act( sum_j weights[t, j] * f32(down_e(act(relu(up_e(x[t]))^2))) ),  e = ids[t, j]
+// where up_e / down_e outputs are stored act (vLLM's rounding points). The shared expert is
+// not part of this op (it is a plain MLP through linear + relu2 + linear, added after).
+struct MoeExpertsArgs {
+  static constexpr const char* kName = "moe_experts";
+  Tensor x;  // [T, H] act
+  const std::vector<LinearWeight>* up = nullptr;    // E weights [I, H]
+  const std::vector<LinearWeight>* down = nullptr;  // E weights [H, I]
+  Tensor ids;      // [T, top_k] i32
+  Tensor weights;  // [T, top_k] f32
+  Tensor out;      // [T, H] act
+  template <class F> void visit(F&& f) {
+    f(x, Role::In); f(ids, Role::In); f(weights, Role::In); f(out, Role::Out);
+  }
+};
+
+// Converts between float dtypes elementwise (contiguous, same shape), e.g. bf16 logits -> f32.
+struct CastArgs {
+  static constexpr const char* kName = "cast";
+  Tensor x;
+  Tensor out;
+  template <class F> void visit(F&& f) { f(x, Role::In); f(out, Role::Out); }
+};
+
+// Sampling parameters of one row.
+struct SamplingRow {
+  float temperature = 0.f;  // 0 = greedy (argmax, lowest index on ties)
+  int32_t top_k = 0;        // 0 = off
+  float top_p = 1.f;        // 1 = off
+  uint64_t seed = 0;        // with `step`, determines the random draw
+  uint64_t step = 0;        // index of the token being sampled in its request
+};
+
+// ids[b] sampled from logits[b] (f32): temperature scaling, then top-k, then top-p (keep the
+// smallest set of highest-probability tokens whose mass reaches top_p), then a draw from the
+// renormalized distribution with a counter-based RNG seeded by (seed, step), so host and
+// device draw the same uniform for a row.
+struct SampleArgs {
+  static constexpr const char* kName = "sample";
+  Tensor logits;  // [B, V] f32
+  std::vector<SamplingRow> rows;
+  Tensor ids;     // [B] i32
+  template <class F> void visit(F&& f) { f(logits, Role::In); f(ids, Role::Out); }
+};
+
+// Runs `a` on the kernel registry.h selects for `ctx`.
+template <class Args>
+void run(OpContext& ctx, Args& a) {
+  const auto& k = select_kernel(a, ctx);
+  k.run(a, ctx);
+}
+
+}  // namespace strata::ops
