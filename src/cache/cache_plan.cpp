@@ -1,0 +1,47 @@
+#include "cache/cache_plan.h"
+
+#include "core/check.h"
+
+namespace strata::cache {
+
+namespace {
+constexpr double kMiB = 1024.0 * 1024.0;
+}
+
+CachePlan plan_cache_for_budget(const model::ModelConfig& config, size_t budget_bytes, int64_t max_seqs,
+                                int64_t block_size, DType act_dtype) {
+  if (max_seqs < 1) fail("cache plan: max sequences must be positive, got {}", max_seqs);
+  if (block_size < 1) fail("cache plan: block size must be positive, got {}", block_size);
+  CachePlan p;
+  p.state_slots = max_seqs;
+  p.block_size = block_size;
+  p.act_dtype = act_dtype;
+  p.state_bytes = MambaStatePool::bytes_per_slot(config, act_dtype) * static_cast<size_t>(max_seqs);
+  const size_t per_block = KvBlockPool::bytes_per_block(config, block_size, act_dtype);
+  const size_t min_bytes = p.state_bytes + per_block * static_cast<size_t>(max_seqs);
+  if (budget_bytes < min_bytes)
+    fail("cache budget of {:.1f} MiB is too small: {} sequences need {:.1f} MiB of Mamba state and "
+         "{:.1f} MiB for one KV block each", budget_bytes / kMiB, max_seqs, p.state_bytes / kMiB,
+         per_block * static_cast<double>(max_seqs) / kMiB);
+  p.num_blocks = per_block ? static_cast<int64_t>((budget_bytes - p.state_bytes) / per_block) : 0;
+  p.kv_bytes = per_block * static_cast<size_t>(p.num_blocks);
+  return p;
+}
+
+CachePlan plan_cache_for_tokens(const model::ModelConfig& config, int64_t max_seqs, int64_t max_tokens,
+                                int64_t block_size, DType act_dtype) {
+  if (max_seqs < 1) fail("cache plan: max sequences must be positive, got {}", max_seqs);
+  if (max_tokens < 1) fail("cache plan: max tokens must be positive, got {}", max_tokens);
+  if (block_size < 1) fail("cache plan: block size must be positive, got {}", block_size);
+  CachePlan p;
+  p.state_slots = max_seqs;
+  p.block_size = block_size;
+  p.act_dtype = act_dtype;
+  p.state_bytes = MambaStatePool::bytes_per_slot(config, act_dtype) * static_cast<size_t>(max_seqs);
+  const size_t per_block = KvBlockPool::bytes_per_block(config, block_size, act_dtype);
+  p.num_blocks = per_block ? max_seqs * ((max_tokens + block_size - 1) / block_size) : 0;
+  p.kv_bytes = per_block * static_cast<size_t>(p.num_blocks);
+  return p;
+}
+
+}  // namespace strata::cache
