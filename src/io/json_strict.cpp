@@ -49,6 +49,12 @@ size_t first_invalid_utf8(std::string_view s) {
   return std::string_view::npos;
 }
 
+// nlohmann quotes the token it last read, which may be megabytes long: keep the start.
+std::string_view short_detail(const nlohmann::json::exception& e) {
+  std::string_view detail = e.what();
+  return detail.size() > 300 ? detail.substr(0, 300) : detail;
+}
+
 }  // namespace
 
 nlohmann::json parse_json_strict(std::string_view text, std::string_view what, int max_depth) {
@@ -84,10 +90,10 @@ nlohmann::json parse_json_strict(std::string_view text, std::string_view what, i
   try {
     return nlohmann::json::parse(text.begin(), text.end(), on_event);
   } catch (const nlohmann::json::parse_error& e) {
-    // nlohmann quotes the token it last read, which may be megabytes long: keep the start.
-    std::string_view detail = e.what();
-    if (detail.size() > 300) detail = detail.substr(0, 300);
-    fail("{}: invalid JSON at byte {}: {}", what, e.byte, detail);
+    fail("{}: invalid JSON at byte {}: {}", what, e.byte, short_detail(e));
+  } catch (const nlohmann::json::exception& e) {
+    // e.g. out_of_range 406: a number literal beyond the range of a double (1E615)
+    fail("{}: invalid JSON: {}", what, short_detail(e));
   }
 }
 

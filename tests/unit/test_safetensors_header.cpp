@@ -4,6 +4,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <limits>
 
 #include "core/check.h"
@@ -45,6 +46,9 @@ std::vector<BadCase> bad_cases() {
        {"header length 1000 runs past the end of the 50-byte file"}},
       {"bad json", safetensors_bytes("{\"w\": ", 0), {"invalid JSON"}},
       {"trailing garbage", safetensors_bytes("{} x", 0), {"invalid JSON"}},
+      // found by the fuzzer: nlohmann throws out_of_range, not parse_error, for this literal
+      {"number beyond double range", safetensors_bytes("{\"a\": 1E615}", 0),
+       {"invalid JSON", "number overflow"}},
       {"lone surrogate escape", safetensors_bytes("{\"\\ud800\": 1}", 0), {"invalid JSON"}},
       {"invalid utf-8", safetensors_bytes("{\"\xc3\x28\": 1}", 0), {"not valid UTF-8", "byte 2"}},
       {"overlong utf-8", safetensors_bytes("{\"\xc0\xaf\": 1}", 0), {"not valid UTF-8"}},
@@ -159,7 +163,7 @@ TEST(SafetensorsHeader, MalformedHeadersAreRejectedWithTheirReason) {
     }
   }
   EXPECT_EQ(rejected, cases.size());
-  EXPECT_EQ(cases.size(), 49u);  // guards against the table shrinking unnoticed
+  EXPECT_EQ(cases.size(), 50u);  // guards against the table shrinking unnoticed
 }
 
 // Valid layouts at the edges of the rules are accepted, with offsets reported from file start.
@@ -188,6 +192,29 @@ TEST(SafetensorsHeader, AcceptsEdgeLayouts) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("runs past the end"), std::string::npos) << e.what();
   }
+}
+
+// The fuzzer's seed corpus stays meaningful: files named valid_* parse, invalid_* do not.
+TEST(SafetensorsHeader, FuzzSeedCorpusIsClassifiedByName) {
+  const std::filesystem::path dir =
+      std::filesystem::path(STRATA_SOURCE_DIR) / "tests/fuzz/corpus/safetensors_header";
+  size_t valid = 0, invalid = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    const std::string name = e.path().filename().string();
+    SCOPED_TRACE(name);
+    const auto bytes = test::read_bytes(e.path().string());
+    if (name.rfind("valid_", 0) == 0) {
+      EXPECT_NO_THROW(parse_safetensors_header(bytes.data(), bytes.size(), name));
+      ++valid;
+    } else if (name.rfind("invalid_", 0) == 0) {
+      EXPECT_THROW(parse_safetensors_header(bytes.data(), bytes.size(), name), Error);
+      ++invalid;
+    } else {
+      ADD_FAILURE() << "seed names start with valid_ or invalid_";
+    }
+  }
+  EXPECT_EQ(valid, 4u);
+  EXPECT_EQ(invalid, 4u);
 }
 
 }  // namespace
