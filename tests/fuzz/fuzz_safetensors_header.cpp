@@ -16,12 +16,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     size_t expected = h.data_start;  // tensors tile the data area in file order
     for (const auto& t : h.tensors) {
       if (t.data_offset != expected) std::abort();
-      int64_t numel = 1;
+      // The parser promises numel * element size fits int64 at every partial product.
+      int64_t bytes = static_cast<int64_t>(strata::dtype_size(t.dtype));
       for (int i = 0; i < t.shape.rank(); ++i) {
-        if (t.shape[i] < 0) std::abort();
-        numel *= t.shape[i];
+        if (t.shape[i] < 0 || __builtin_mul_overflow(bytes, t.shape[i], &bytes)) std::abort();
       }
-      if (static_cast<size_t>(numel) * strata::dtype_size(t.dtype) != t.nbytes) std::abort();
+      if (static_cast<size_t>(bytes) != t.nbytes || t.shape.numel() * static_cast<int64_t>(strata::dtype_size(t.dtype)) != bytes)
+        std::abort();
       expected += t.nbytes;
       if (expected > size) std::abort();
       // Reading the bytes lets ASan confirm they are inside the input.

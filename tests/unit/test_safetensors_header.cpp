@@ -77,6 +77,10 @@ std::vector<BadCase> bad_cases() {
       {"numel*size overflows",
        safetensors_bytes("{" + entry("w", "F32", "[4611686018427387904, 4]", "[0, 16]") + "}", 16),
        {"tensor \"w\"", "overflows"}},
+      // partial product 2^63 + 2^32 fits u64 but not int64; the final 0 makes 0 bytes
+      {"partial product beyond int64",
+       safetensors_bytes("{" + entry("w", "U8", "[4294967296, 2147483649, 0]", "[0, 0]") + "}", 0),
+       {"tensor \"w\"", "overflows"}},
       {"dim beyond int64",
        safetensors_bytes("{" + entry("w", "U8", "[18446744073709551615]", "[0, 1]") + "}", 1),
        {"tensor \"w\"", "shape[0] = 18446744073709551615 is too large"}},
@@ -163,7 +167,7 @@ TEST(SafetensorsHeader, MalformedHeadersAreRejectedWithTheirReason) {
     }
   }
   EXPECT_EQ(rejected, cases.size());
-  EXPECT_EQ(cases.size(), 50u);  // guards against the table shrinking unnoticed
+  EXPECT_EQ(cases.size(), 51u);  // guards against the table shrinking unnoticed
 }
 
 // Valid layouts at the edges of the rules are accepted, with offsets reported from file start.
