@@ -34,5 +34,28 @@ TEST(HostRegistry, MissingArgumentsAreReportedNotCrashed) {
   }
 }
 
+template <class... Args>
+int count_rejected_empty() {
+  int n = 0;
+  OpContext ctx;
+  auto one = [&](auto args) {
+    try {
+      run(ctx, args);
+    } catch (const Error&) {
+      ++n;
+    }
+  };
+  (one(Args{}), ...);
+  return n;
+}
+
+// Default-constructed arguments (no tensors at all) fail with an Error for every op.
+TEST(HostRegistry, EveryOpRejectsEmptyArguments) {
+  EXPECT_EQ((count_rejected_empty<EmbeddingArgs, RmsNormArgs, LinearArgs, Conv1dPrefillArgs, Conv1dUpdateArgs,
+                                  SsmScanArgs, SsmUpdateArgs, GatedRmsNormArgs, KvCacheWriteArgs, AttentionArgs,
+                                  Relu2Args, AddArgs, MoeRouteArgs, MoeExpertsArgs, CastArgs, SampleArgs>()),
+            16);
+}
+
 }  // namespace
 }  // namespace strata::ops
