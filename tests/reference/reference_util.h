@@ -122,8 +122,13 @@ inline Tensor i32_tensor(const std::vector<int32_t>& v) {
 struct Comparison {
   int64_t compared = 0;
   int64_t failed = 0;
-  ~Comparison() { if (std::getenv("STRATA_REFTEST_VERBOSE")) std::fprintf(stderr, "compared %lld worst err/tol %.3g\n", (long long)compared, worst); }
   double worst = 0.0;  // largest |got - want| / tol seen
+
+  // STRATA_REFTEST_VERBOSE=1 prints how much of each band was used (to judge tightness).
+  ~Comparison() {
+    if (std::getenv("STRATA_REFTEST_VERBOSE"))
+      std::fprintf(stderr, "compared %lld, worst err/tol %.3g\n", static_cast<long long>(compared), worst);
+  }
 
   void check(double got, double want, double tol, const std::string& where) {
     ++compared;
