@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/check.h"
+#include "io/array_bytes.h"
 #include "io/json_strict.h"
 
 namespace strata::io {
@@ -220,15 +221,9 @@ Tensor parse_npy(const uint8_t* data, size_t size, std::string_view name) {
   if (h.fortran_order && h.shape.size() >= 2)
     fail("{}: Fortran-ordered .npy arrays are not supported; save a C-ordered array", name);
 
-  // Checked against INT64_MAX at every step, so Shape::numel cannot overflow either.
-  constexpr uint64_t kMaxBytes = static_cast<uint64_t>(std::numeric_limits<int64_t>::max());
-  uint64_t bytes = dtype_size(*dtype);
-  for (int64_t d : h.shape) {
-    const auto ud = static_cast<uint64_t>(d);
-    if (ud != 0 && bytes > kMaxBytes / ud)
-      fail("{}: .npy shape overflows a 63-bit byte count", name);
-    bytes *= ud;
-  }
+  const auto checked = checked_array_bytes(h.shape, dtype_size(*dtype));
+  if (!checked) fail("{}: .npy shape overflows a 63-bit byte count", name);
+  const uint64_t bytes = *checked;
   const size_t data_bytes = size - prefix - hlen;
   if (bytes != data_bytes)
     fail("{}: .npy shape {} of {} needs {} data bytes, the file has {}", name,

@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "core/check.h"
+#include "io/array_bytes.h"
 #include "io/json_strict.h"
 #include "io/safetensors.h"
 
@@ -67,19 +68,15 @@ Entry parse_entry(const std::string& key, const json& v, size_t data_bytes, std:
     fail("{}: tensor {}: shape has rank {}, more than the {} supported", file, name,
          shape.size(), kMaxDims);
   std::vector<int64_t> dims;
-  // numel * element size, checked at every step against INT64_MAX: then no partial product
-  // of the dims wraps either (Shape::numel multiplies them in int64 in the same order).
-  constexpr uint64_t kMaxBytes = static_cast<uint64_t>(std::numeric_limits<int64_t>::max());
-  uint64_t bytes = dtype_size(e.info.dtype);
-  for (size_t i = 0; i < shape.size(); ++i) {
-    const uint64_t d = read_unsigned(shape[i], static_cast<uint64_t>(std::numeric_limits<int64_t>::max()),
-                                     file, name, fmt::format("shape[{}]", i));
-    dims.push_back(static_cast<int64_t>(d));
-    if (d != 0 && bytes > kMaxBytes / d)
-      fail("{}: tensor {}: shape {} of {} overflows a 63-bit byte count", file, name, shape.dump(),
-           dt_str);
-    bytes *= d;
-  }
+  for (size_t i = 0; i < shape.size(); ++i)
+    dims.push_back(static_cast<int64_t>(
+        read_unsigned(shape[i], static_cast<uint64_t>(std::numeric_limits<int64_t>::max()), file,
+                      name, fmt::format("shape[{}]", i))));
+  const auto checked = checked_array_bytes(dims, dtype_size(e.info.dtype));
+  if (!checked)
+    fail("{}: tensor {}: shape {} of {} overflows a 63-bit byte count", file, name, shape.dump(),
+         dt_str);
+  const uint64_t bytes = *checked;
   e.info.shape = Shape(dims);
 
   const json& off = v["data_offsets"];

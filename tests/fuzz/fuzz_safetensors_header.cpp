@@ -7,6 +7,7 @@
 #include <cstdlib>
 
 #include "core/check.h"
+#include "core/tensor.h"
 #include "io/safetensors.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -25,6 +26,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         std::abort();
       expected += t.nbytes;
       if (expected > size) std::abort();
+      // What SafetensorsFile::tensor builds: a view (UBSan checks its stride arithmetic).
+      const strata::Tensor view = strata::Tensor::wrap(const_cast<uint8_t*>(data + t.data_offset),
+                                                       t.shape, t.dtype, strata::Device::Host, nullptr);
+      if (view.nbytes() != t.nbytes) std::abort();
       // Reading the bytes lets ASan confirm they are inside the input.
       volatile uint8_t sink = 0;
       if (t.nbytes) sink = static_cast<uint8_t>(data[t.data_offset] ^ data[t.data_offset + t.nbytes - 1]);

@@ -179,6 +179,9 @@ TEST(Npy, MalformedFilesAreRejected) {
       {npy_file(1, ok, 9), {"needs 8 data bytes, the file has 9"}},
       {npy_file(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (4294967296, 4294967296), }", 0),
        {"overflows"}},
+      // found by fuzz_npy: 0 bytes, but Tensor's row-major strides overflowed int64
+      {npy_file(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (0, 75156400000250, 67271), }", 0),
+       {"overflows"}},
       {npy_file(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (99999999999999999999,), }", 0),
        {"shape dimension too large"}},
       {npy_file(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (1,1,1,1,1,1,1), }", 4),
@@ -195,7 +198,7 @@ TEST(Npy, MalformedFilesAreRejected) {
                  }());
     ++rejected;
   }
-  EXPECT_EQ(rejected, 21u);
+  EXPECT_EQ(rejected, 22u);
 }
 
 TEST(Npy, FileErrors) {

@@ -81,6 +81,10 @@ std::vector<BadCase> bad_cases() {
       {"partial product beyond int64",
        safetensors_bytes("{" + entry("w", "U8", "[4294967296, 2147483649, 0]", "[0, 0]") + "}", 0),
        {"tensor \"w\"", "overflows"}},
+      // 0 bytes, but a row-major stride of 2^64 (found by fuzz_npy in the same check there)
+      {"zero dim hides overflowing strides",
+       safetensors_bytes("{" + entry("w", "U8", "[0, 4294967296, 4294967296]", "[0, 0]") + "}", 0),
+       {"tensor \"w\"", "overflows"}},
       {"dim beyond int64",
        safetensors_bytes("{" + entry("w", "U8", "[18446744073709551615]", "[0, 1]") + "}", 1),
        {"tensor \"w\"", "shape[0] = 18446744073709551615 is too large"}},
@@ -167,7 +171,7 @@ TEST(SafetensorsHeader, MalformedHeadersAreRejectedWithTheirReason) {
     }
   }
   EXPECT_EQ(rejected, cases.size());
-  EXPECT_EQ(cases.size(), 51u);  // guards against the table shrinking unnoticed
+  EXPECT_EQ(cases.size(), 52u);  // guards against the table shrinking unnoticed
 }
 
 // Valid layouts at the edges of the rules are accepted, with offsets reported from file start.
