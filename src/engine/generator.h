@@ -1,0 +1,51 @@
+// Single-sequence generation: prefill the prompt (whole, or in chunks that continue from the
+// cached state), then decode one token per step until max_tokens or a stop id. Owns the op
+// context and the caches of its run; the model is shared.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "cache/cache_plan.h"
+#include "engine/sampling_params.h"
+#include "model/nemotron_h/model.h"
+
+namespace strata::engine {
+
+struct GeneratorOptions {
+  int64_t max_context = 4096;  // prompt + generated tokens the caches are sized for
+  int64_t prefill_chunk = 0;   // tokens per prefill step; 0 = the whole prompt at once
+  int64_t block_size = 16;     // KV block size
+};
+
+struct GenerationResult {
+  std::vector<int32_t> tokens;        // generated ids (a stop id that ended it included)
+  std::string finish_reason;          // "stop" (a stop id) or "length" (max_tokens)
+  int64_t prompt_tokens = 0;
+  double prefill_seconds = 0, decode_seconds = 0;
+};
+
+class Generator {
+ public:
+  Generator(model::NemotronHModel& model, Device device, const GeneratorOptions& options);
+
+  // Throws strata::Error for a bad prompt (empty, ids outside the vocabulary, too long for the
+  // caches) or bad parameters. `on_token` sees each id as soon as it is sampled.
+  GenerationResult generate(const std::vector<int32_t>& prompt, const SamplingParams& params,
+                            const std::function<void(int32_t)>& on_token = {});
+
+  OpContext& context() { return ctx_; }
+
+ private:
+  model::NemotronHModel& model_;
+  GeneratorOptions options_;
+  OpContext ctx_;
+  cache::ModelCache cache_;
+};
+
+// Throws naming the first id outside [0, vocab_size).
+void validate_token_ids(const std::vector<int32_t>& ids, int64_t vocab_size, const char* what);
+
+}  // namespace strata::engine

@@ -1,0 +1,70 @@
+// Dense relu² MLP (spec 3.4) and the MoE block (spec 3.5): router logits in f32, sigmoid
+// routing with the correction bias used only for selection, the routed experts as one grouped
+// op, plus the unweighted shared expert.
+#include "model/nemotron_h/blocks.h"
+
+namespace strata::model {
+
+void mlp_block(OpContext& ctx, const MlpWeights& w, const Tensor& a, Tensor& out) {
+  const int64_t T = a.dim(0);
+  Tensor h = workspace(ctx, Shape{T, w.up.out_features()}, a.dtype());  // [T, I]
+  ops::LinearArgs up;
+  up.x = a;
+  up.w = w.up;
+  up.out = h;
+  ops::run(ctx, up);
+  ops::Relu2Args relu2;  // in place
+  relu2.x = h;
+  relu2.out = h;
+  ops::run(ctx, relu2);
+  ops::LinearArgs down;
+  down.x = h;
+  down.w = w.down;
+  down.out = out;
+  ops::run(ctx, down);
+}
+
+void moe_block(OpContext& ctx, const ModelConfig& c, const MoeWeights& w, const Tensor& a, Tensor& out) {
+  const int64_t T = a.dim(0), E = c.n_routed_experts, K = c.num_experts_per_tok;
+  Tensor logits = workspace(ctx, Shape{T, E}, DType::F32);  // [T, E] router logits, f32 out
+  ops::LinearArgs gate;
+  gate.x = a;
+  gate.w = w.router;
+  gate.out = logits;
+  ops::run(ctx, gate);
+
+  Tensor ids = workspace(ctx, Shape{T, K}, DType::I32);      // [T, K] chosen experts
+  Tensor weights = workspace(ctx, Shape{T, K}, DType::F32);  // [T, K] their weights
+  ops::MoeRouteArgs route;
+  route.logits = logits;
+  route.correction_bias = w.correction_bias;
+  route.top_k = K;
+  route.n_group = c.n_group;
+  route.topk_group = c.topk_group;
+  route.norm_topk_prob = c.norm_topk_prob;
+  route.routed_scaling_factor = c.routed_scaling_factor;
+  route.ids = ids;
+  route.weights = weights;
+  ops::run(ctx, route);
+
+  Tensor routed = w.has_shared ? workspace(ctx, a.shape(), a.dtype()) : out;  // [T, H]
+  ops::MoeExpertsArgs experts;
+  experts.x = a;
+  experts.up = &w.up;
+  experts.down = &w.down;
+  experts.ids = ids;
+  experts.weights = weights;
+  experts.out = routed;
+  ops::run(ctx, experts);
+  if (!w.has_shared) return;
+
+  Tensor shared = workspace(ctx, a.shape(), a.dtype());  // [T, H]
+  mlp_block(ctx, w.shared, a, shared);
+  ops::AddArgs add;
+  add.a = routed;
+  add.b = shared;
+  add.out = out;
+  ops::run(ctx, add);
+}
+
+}  // namespace strata::model

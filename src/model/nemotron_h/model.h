@@ -1,0 +1,45 @@
+// The Nemotron-H forward (spec section 3), written once over ops::run: the same code runs on
+// the host reference kernels and on a device backend, chosen by the OpContext.
+//
+// One step = any mix of sequences, each adding q_len >= 1 tokens after what its caches already
+// hold (StepInput): a whole prompt, a prefill chunk continuing from cached state ("chunked
+// prefill is prefill with an initial state"), or one decode token. Steps where every sequence
+// adds exactly one token to existing state use the decode kernels (conv1d_update, ssm_update);
+// all others use the prefill kernels, which also handle q_len 1.
+#pragma once
+
+#include "cache/cache_plan.h"
+#include "model/nemotron_h/config.h"
+#include "model/nemotron_h/step.h"
+#include "model/nemotron_h/weights.h"
+#include "ops/ops.h"
+
+namespace strata::model {
+
+enum class LogitRows {
+  LastPerSequence,  // [B, V]: the last token of each sequence (generation)
+  All,              // [T, V]: every token (strata logits, golden tests)
+};
+
+class NemotronHModel {
+ public:
+  NemotronHModel(ModelConfig config, ModelWeights weights);
+
+  const ModelConfig& config() const { return config_; }
+  ModelWeights& weights() { return weights_; }
+  DType act_dtype() const { return weights_.act_dtype; }
+
+  // Runs one step, updating `cache` (Mamba states of the step's slots, KV rows of its
+  // positions). Returns f32 logits on ctx.device.
+  Tensor forward(OpContext& ctx, const StepInput& step, cache::ModelCache& cache, LogitRows rows);
+
+  // Throws naming every op the model needs that `device` has no kernel for (a load-time check:
+  // nothing falls back silently).
+  void check_kernels(Device device) const;
+
+ private:
+  ModelConfig config_;
+  ModelWeights weights_;
+};
+
+}  // namespace strata::model
