@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "cache/cache_plan.h"
@@ -42,10 +43,14 @@ class Generator {
   model::NemotronHModel& model_;
   GeneratorOptions options_;
   OpContext ctx_;
+  bool device_ready_;  // set by prepare_device before the caches are allocated on the device
   cache::ModelCache cache_;
 };
 
 // Throws naming the first id outside [0, vocab_size).
 void validate_token_ids(const std::vector<int32_t>& ids, int64_t vocab_size, const char* what);
+
+// "1,2, 3" -> {1, 2, 3}; throws naming `what` and the bad item (empty list, non-number, < 0).
+std::vector<int32_t> parse_token_id_list(std::string_view text, std::string_view what);
 
 }  // namespace strata::engine

@@ -15,6 +15,10 @@ std::vector<CommandSetup>& command_setups() {
 int main(int argc, char** argv) {
   CLI::App app{"strata: an inference engine for NVIDIA Nemotron-H models"};
   app.require_subcommand(1);
+  // Parse errors on one line, like every other error (subcommands inherit this).
+  app.failure_message([](const CLI::App*, const CLI::Error& e) {
+    return "strata: error: " + std::string(e.what()) + " (see --help)\n";
+  });
   for (auto& setup : strata::cli::command_setups()) setup(app);
   try {
     app.parse(argc, argv);

@@ -1,0 +1,30 @@
+#include "engine/device.h"
+
+#include "core/check.h"
+
+namespace strata::engine {
+
+namespace {
+BackendInit& init_slot(Device d) {
+  static BackendInit inits[2] = {nullptr, nullptr};
+  return inits[static_cast<int>(d)];
+}
+}  // namespace
+
+Device parse_device(std::string_view name) {
+  if (name == "cpu" || name == "host") return Device::Host;
+  if (name == "cuda") return Device::Cuda;
+  fail("unknown device \"{}\" (expected cpu or cuda)", name);
+}
+
+void register_backend_init(Device device, BackendInit init) { init_slot(device) = init; }
+
+void prepare_device(Device device, OpContext& ctx) {
+  ctx.device = device;
+  if (device == Device::Host) return;
+  if (BackendInit init = init_slot(device)) init(ctx);
+  // Throws "no cuda backend is available in this build or on this machine" when none is installed.
+  device_allocator(device);
+}
+
+}  // namespace strata::engine

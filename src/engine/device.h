@@ -1,0 +1,24 @@
+// Choosing the device a run uses, and starting its backend. A device backend that needs
+// start-up (the CUDA backend: pick the GPU, create the stream, install its allocator) registers
+// an initializer; prepare_device runs it once and fails clearly when the device is unusable.
+#pragma once
+
+#include <string_view>
+
+#include "ops/registry.h"
+
+namespace strata::engine {
+
+// "cpu" / "host" -> Host, "cuda" -> Cuda; anything else throws naming the value.
+Device parse_device(std::string_view name);
+
+using BackendInit = void (*)(OpContext& ctx);
+// Called by a backend at static-initialization time. The initializer must be idempotent
+// (every run context calls it) and throw strata::Error when the device cannot be used.
+void register_backend_init(Device device, BackendInit init);
+
+// Makes `device` usable for ctx (runs the backend's initializer, sets ctx.device). Throws
+// strata::Error when this build or machine has no backend for it.
+void prepare_device(Device device, OpContext& ctx);
+
+}  // namespace strata::engine

@@ -1,0 +1,113 @@
+// `strata generate`: load a model directory and generate from a prompt (token ids, or text once
+// a tokenizer is available), printing text or one line of JSON.
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+#include <memory>
+#include <string>
+
+#include "command.h"
+#include "core/check.h"
+#include "core/log.h"
+#include "engine/device.h"
+#include "engine/generator.h"
+#include "model/nemotron_h/load.h"
+
+namespace strata::cli {
+namespace {
+
+struct GenerateFlags {
+  std::string model, prompt, prompt_flag, prompt_ids, device = "cpu", output = "text";
+  int64_t max_tokens = 16, prefill_chunk = 0;
+  float temperature = 0.f, top_p = 1.f;
+  int32_t top_k = 0;
+  uint64_t seed = 0;
+  bool ignore_eos = false, stats = false;
+};
+
+std::vector<int32_t> prompt_tokens(const GenerateFlags& f) {
+  const int given = !f.prompt.empty() + !f.prompt_flag.empty() + !f.prompt_ids.empty();
+  if (given == 0) fail("generate: give a prompt (text, --prompt or --prompt-ids)");
+  if (given > 1) fail("generate: give only one of a text prompt, --prompt and --prompt-ids");
+  if (!f.prompt_ids.empty()) return engine::parse_token_id_list(f.prompt_ids, "--prompt-ids");
+  fail("generate: text prompts need the tokenizer, which this build does not have yet; use --prompt-ids");
+}
+
+std::string ids_text(const std::vector<int32_t>& ids) {
+  std::string s;
+  for (int32_t id : ids) s += (s.empty() ? "" : ",") + std::to_string(id);
+  return s;
+}
+
+void run_generate(const GenerateFlags& f) {
+  if (f.output != "text" && f.output != "json") fail("--output must be text or json, got \"{}\"", f.output);
+  const std::vector<int32_t> prompt = prompt_tokens(f);
+  const Device device = engine::parse_device(f.device);
+  {
+    OpContext probe;
+    engine::prepare_device(device, probe);  // fail before loading anything
+  }
+  auto model = model::load_model(f.model, device);
+
+  engine::SamplingParams params;
+  params.temperature = f.temperature;
+  params.top_k = f.top_k;
+  params.top_p = f.top_p;
+  params.seed = f.seed;
+  params.max_tokens = f.max_tokens;
+  params.ignore_eos = f.ignore_eos;
+  params.stop_token_ids = model->config().eos_token_ids;
+  params.validate();
+
+  engine::GeneratorOptions options;
+  options.max_context = static_cast<int64_t>(prompt.size()) + f.max_tokens;
+  options.prefill_chunk = f.prefill_chunk;
+  engine::Generator gen(*model, device, options);
+  const engine::GenerationResult r = gen.generate(prompt, params);
+
+  if (f.output == "json") {
+    nlohmann::json j;
+    j["token_ids"] = r.tokens;
+    j["text"] = nullptr;  // no tokenizer in this build yet
+    j["finish_reason"] = r.finish_reason;
+    j["prompt_tokens"] = r.prompt_tokens;
+    std::printf("%s\n", j.dump().c_str());
+  } else {
+    std::printf("%s\n", ids_text(r.tokens).c_str());
+  }
+  if (f.stats) {
+    const double n = static_cast<double>(r.tokens.size());
+    std::fprintf(stderr, "prefill %lld tokens in %.3f s; decode %zu tokens in %.3f s (%.1f tokens/s)\n",
+                 static_cast<long long>(r.prompt_tokens), r.prefill_seconds, r.tokens.size(), r.decode_seconds,
+                 r.decode_seconds > 0 ? (n - 1) / r.decode_seconds : 0.0);
+  }
+}
+
+void setup_generate(CLI::App& app) {
+  auto f = std::make_shared<GenerateFlags>();
+  CLI::App* sub = app.add_subcommand("generate", "Generate tokens from a prompt");
+  sub->add_option("--model", f->model, "Model directory (config.json + safetensors)")->required();
+  sub->add_option("prompt", f->prompt, "Prompt text");
+  sub->add_option("--prompt", f->prompt_flag, "Prompt text");
+  sub->add_option("--prompt-ids", f->prompt_ids, "Prompt as comma-separated token ids, e.g. 1,2,3");
+  sub->add_option("--max-tokens", f->max_tokens, "Tokens to generate at most")->capture_default_str();
+  sub->add_option("--temperature", f->temperature, "Sampling temperature; 0 = greedy")->capture_default_str();
+  sub->add_option("--top-k", f->top_k, "Keep the k most likely tokens; 0 = off")->capture_default_str();
+  sub->add_option("--top-p", f->top_p, "Keep the smallest set with this probability mass; 1 = off")
+      ->capture_default_str();
+  sub->add_option("--seed", f->seed, "Random seed for sampling")->capture_default_str();
+  sub->add_flag("--ignore-eos", f->ignore_eos, "Do not stop at the model's EOS ids");
+  sub->add_option("--device", f->device, "cpu or cuda")->capture_default_str();
+  sub->add_option("--output", f->output, "text (ids, or text with a tokenizer) or json (one line)")
+      ->capture_default_str();
+  sub->add_option("--prefill-chunk", f->prefill_chunk, "Prefill the prompt in chunks of this many tokens; 0 = all")
+      ->capture_default_str();
+  sub->add_flag("--stats", f->stats, "Print timings to stderr");
+  sub->callback([f] { run_generate(*f); });
+}
+
+}  // namespace
+
+STRATA_COMMAND(setup_generate);
+
+}  // namespace strata::cli
