@@ -11,6 +11,8 @@
 // of magnitude.
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+
 #include "model_test_util.h"
 
 namespace strata::model {
@@ -53,11 +55,17 @@ void expect_rows_close(const std::vector<std::vector<float>>& got, const std::ve
     EXPECT_LE(e, tol) << what << ": row " << i;
     *compared += static_cast<int>(got[i].size());
   }
-  ::testing::Test::RecordProperty(what, std::to_string(worst));
+  ::testing::Test::RecordProperty(what, fmt::format("{:.3g}", worst));
 }
 
-TEST(ForwardConsistency, WholeVersusChunkedVersusDecode) {
-  const ModelConfig c = testing::tiny_hybrid_config();
+class WholeVersusChunked : public ::testing::TestWithParam<std::string> {};
+
+// Every layer kind; and Mamba + MLP only (no attention: no KV cache, no block tables).
+INSTANTIATE_TEST_SUITE_P(Patterns, WholeVersusChunked, ::testing::Values("M*-EM*E-M", "M-MM-"),
+                         [](const auto& info) { return info.index == 0 ? std::string("hybrid") : std::string("mamba_mlp"); });
+
+TEST_P(WholeVersusChunked, SameLogits) {
+  const ModelConfig c = testing::tiny_hybrid_config(DType::F32, GetParam());
   auto model = testing::synthetic_model(c, 21);
   const std::vector<int32_t> prompt = testing::random_ids(13, c.vocab_size, 5);
   const auto whole = prefill_in_pieces(*model, prompt, {13});
@@ -76,7 +84,7 @@ TEST(ForwardConsistency, WholeVersusChunkedVersusDecode) {
   TestSeq s = r.start();
   std::vector<std::vector<float>> decoded = r.step({&s}, {slice(prompt, 0, 5)}, LogitRows::All);
   for (size_t i = 5; i < prompt.size(); ++i) {
-    auto row = r.step({&s}, {{prompt[i]}}, LogitRows::LastPerSequence, /*expect_decode=*/true);
+    auto row = r.step({&s}, {{prompt[i]}}, LogitRows::LastPerSequence, /*expect_decode=*/1);
     ASSERT_EQ(row.size(), 1u);
     decoded.push_back(row[0]);
   }
@@ -102,18 +110,18 @@ TEST(ForwardConsistency, BatchedSequencesEqualEachAlone) {
   for (size_t i = 0; i < prompts.size(); ++i) {
     Runner r(*model, 1, 16);
     TestSeq s = r.start();
-    alone_prefill.push_back(r.step({&s}, {prompts[i]}, LogitRows::All));
-    alone_decode.push_back(r.step({&s}, {{next[i]}}, LogitRows::LastPerSequence, true));
-    alone_more.push_back(r.step({&s}, {more[i]}, LogitRows::All));
+    alone_prefill.push_back(r.step({&s}, {prompts[i]}, LogitRows::All, 0));
+    alone_decode.push_back(r.step({&s}, {{next[i]}}, LogitRows::LastPerSequence, 1));
+    alone_more.push_back(r.step({&s}, {more[i]}, LogitRows::All, more[i].size() == 1 ? 1 : 0));
   }
 
   // All three in one runner: different slots, interleaved blocks, one step each time.
   Runner r(*model, 3, 16);
   TestSeq a = r.start(), b = r.start(), d = r.start();
   const std::vector<TestSeq*> all = {&a, &b, &d};
-  const auto pre = r.step(all, prompts, LogitRows::All);
-  const auto dec = r.step(all, {{next[0]}, {next[1]}, {next[2]}}, LogitRows::LastPerSequence, true);
-  const auto mix = r.step(all, more, LogitRows::All);
+  const auto pre = r.step(all, prompts, LogitRows::All, 0);
+  const auto dec = r.step(all, {{next[0]}, {next[1]}, {next[2]}}, LogitRows::LastPerSequence, 1);
+  const auto mix = r.step(all, more, LogitRows::All, 0);  // q_len 1 with state goes through prefill
   ASSERT_EQ(pre.size(), 16u);
   ASSERT_EQ(dec.size(), 3u);
   ASSERT_EQ(mix.size(), 6u);
