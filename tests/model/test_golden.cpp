@@ -12,7 +12,12 @@
 //   measures (expected.json "bf16_emulation_rel_l2", per prompt). We allow 3x that (different
 //   accumulation order and kernels flip individual bf16 roundings, which then propagate), and
 //   never less than 2^-8: the logits are themselves stored bf16 (relative error up to 2^-9 per
-//   element) before the f32 cast. Without a measured emulation: 8 x 2^-8.
+//   element) before the f32 cast. MoE models add routing flips: where a token's router scores
+//   are a near tie, any bf16 rounding can change the chosen experts and that token's logits
+//   move by several percent (spec 9.1). Which prompts hit one depends on the exact rounding
+//   sequence, so every prompt may deviate as much as 1.5x the worst prompt of the emulation
+//   (a flip there shows how large one flip is for this model). Without a measured emulation:
+//   8 x 2^-8.
 // Greedy: tokens must match transformers' greedy continuation, except at a step whose recorded
 // top-2 gap is a near tie: our logits differ from the reference by about band x rms(logits) per
 // element, so two logits can only swap when their gap is below twice that. After an excused
@@ -118,8 +123,11 @@ TEST_P(Golden, LogitsAndGreedyMatchTransformers) {
     double band = 1e-4;
     if (dtype == "bfloat16") {
       band = 8 * std::ldexp(1.0, -8);
-      if (expected.contains("bf16_emulation_rel_l2"))
-        band = std::max(3 * expected["bf16_emulation_rel_l2"][i].get<double>(), std::ldexp(1.0, -8));
+      if (expected.contains("bf16_emulation_rel_l2")) {
+        const auto emu = expected["bf16_emulation_rel_l2"].get<std::vector<double>>();
+        const double worst = *std::max_element(emu.begin(), emu.end());
+        band = std::max({3 * emu.at(i), 1.5 * worst, std::ldexp(1.0, -8)});
+      }
     }
     bands.push_back(band);
     const Tensor want = logits_file.tensor("logits." + std::to_string(i));
