@@ -47,8 +47,6 @@ void run_generate(const GenerateFlags& f) {
     OpContext probe;
     engine::prepare_device(device, probe);  // fail before loading anything
   }
-  auto model = model::load_model(f.model, device);
-
   engine::SamplingParams params;
   params.temperature = f.temperature;
   params.top_k = f.top_k;
@@ -56,8 +54,10 @@ void run_generate(const GenerateFlags& f) {
   params.seed = f.seed;
   params.max_tokens = f.max_tokens;
   params.ignore_eos = f.ignore_eos;
-  params.stop_token_ids = model->config().eos_token_ids;
   params.validate();
+
+  auto model = model::load_model(f.model, device);
+  params.stop_token_ids = model->config().eos_token_ids;
 
   engine::GeneratorOptions options;
   options.max_context = static_cast<int64_t>(prompt.size()) + f.max_tokens;

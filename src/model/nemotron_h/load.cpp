@@ -5,7 +5,7 @@
 
 namespace strata::model {
 
-std::unique_ptr<NemotronHModel> load_model(const std::string& dir, Device device) {
+std::unique_ptr<NemotronHModel> load_model(const std::string& dir, Device device, bool sampling) {
   ModelConfig config = ModelConfig::load_dir(dir);
   const CheckpointSource source = CheckpointSource::open(dir);
   ModelWeights weights = load_weights(source, config);
@@ -13,7 +13,7 @@ std::unique_ptr<NemotronHModel> load_model(const std::string& dir, Device device
   log::debug("{}: {} tensors, {:.1f} MiB mapped, {:.1f} MiB viewed, {:.3f} MiB converted, {:.2f} s", dir, r.tensors,
              r.mapped_bytes / 1048576.0, r.viewed_bytes / 1048576.0, r.converted_bytes / 1048576.0, r.seconds);
   auto model = std::make_unique<NemotronHModel>(std::move(config), std::move(weights));
-  model->check_kernels(device);
+  model->check_kernels(device, sampling);
   if (device != Device::Host) model->weights().to_device(device);
   return model;
 }

@@ -9,8 +9,9 @@
 
 namespace strata::model {
 
-// Throws strata::Error naming the directory, file or tensor at fault.
-std::unique_ptr<NemotronHModel> load_model(const std::string& dir, Device device);
+// Throws strata::Error naming the directory, file or tensor at fault. `sampling`: the run also
+// samples (the sample op must exist on `device`).
+std::unique_ptr<NemotronHModel> load_model(const std::string& dir, Device device, bool sampling = true);
 
 // Parameters the config implies (tensors of spec 2.1; a tied lm_head counted once).
 int64_t parameter_count(const ModelConfig& c);

@@ -99,7 +99,7 @@ Tensor NemotronHModel::forward(OpContext& ctx, const StepInput& step, cache::Mod
   return logits32;
 }
 
-void NemotronHModel::check_kernels(Device device) const {
+void NemotronHModel::check_kernels(Device device, bool sampling) const {
   const ModelConfig& c = config_;
   std::vector<std::string> missing;
   auto need = [&](auto tag, bool used) {
@@ -110,7 +110,7 @@ void NemotronHModel::check_kernels(Device device) const {
   need(ops::RmsNormArgs{}, true);
   need(ops::LinearArgs{}, true);
   need(ops::CastArgs{}, weights_.act_dtype != DType::F32);
-  need(ops::SampleArgs{}, true);
+  need(ops::SampleArgs{}, sampling);
   need(ops::Conv1dPrefillArgs{}, c.num_mamba > 0);
   need(ops::Conv1dUpdateArgs{}, c.num_mamba > 0);
   need(ops::SsmScanArgs{}, c.num_mamba > 0);

@@ -34,8 +34,8 @@ class NemotronHModel {
   Tensor forward(OpContext& ctx, const StepInput& step, cache::ModelCache& cache, LogitRows rows);
 
   // Throws naming every op the model needs that `device` has no kernel for (a load-time check:
-  // nothing falls back silently).
-  void check_kernels(Device device) const;
+  // nothing falls back silently). `sampling`: the run also samples tokens.
+  void check_kernels(Device device, bool sampling = true) const;
 
  private:
   ModelConfig config_;

@@ -1,0 +1,73 @@
+// `strata logits`: one prefill of the given token ids; writes the f32 logits of every
+// position as a NumPy .npy file [tokens, vocab].
+#include <memory>
+#include <string>
+
+#include "command.h"
+#include "core/check.h"
+#include "engine/device.h"
+#include "engine/generator.h"
+#include "io/npy.h"
+#include "model/nemotron_h/load.h"
+
+namespace strata::cli {
+namespace {
+
+struct LogitsFlags {
+  std::string model, prompt_ids, out, device = "cpu";
+  int64_t prefill_chunk = 0;
+};
+
+void run_logits(const LogitsFlags& f) {
+  const std::vector<int32_t> ids = engine::parse_token_id_list(f.prompt_ids, "--prompt-ids");
+  const Device device = engine::parse_device(f.device);
+  OpContext ctx;
+  engine::prepare_device(device, ctx);  // fail before loading anything
+  if (f.prefill_chunk < 0) fail("--prefill-chunk must be >= 0, got {}", f.prefill_chunk);
+  auto model = model::load_model(f.model, device, /*sampling=*/false);
+  const model::ModelConfig& c = model->config();
+  engine::validate_token_ids(ids, c.vocab_size, "--prompt-ids");
+
+  const int64_t T = static_cast<int64_t>(ids.size());
+  cache::ModelCache cache(c, cache::plan_cache_for_tokens(c, 1, T, 16, model->act_dtype()), device);
+  cache::BlockTable blocks;
+  if (!blocks.ensure(cache.kv, T)) fail("KV cache: no blocks for {} tokens", T);
+  model::SequenceChunk seq;
+  seq.slot = cache.mamba.allocate();
+  seq.blocks = &blocks;
+
+  // One prefill (or several chunks of it, each continuing from the cached state).
+  Tensor all = Tensor::empty(Shape{T, c.vocab_size}, DType::F32, Device::Host);  // [T, V]
+  const int64_t chunk = f.prefill_chunk > 0 ? f.prefill_chunk : T;
+  for (int64_t done = 0; done < T; done += chunk) {
+    const int64_t len = std::min(chunk, T - done);
+    seq.num_computed = done;
+    seq.tokens.assign(ids.begin() + done, ids.begin() + done + len);
+    const model::StepInput step = model::StepInput::build({seq}, cache.kv.block_size(), c.num_attention > 0, device, ctx);
+    Tensor logits = model->forward(ctx, step, cache, model::LogitRows::All);  // [len, V] f32
+    if (logits.device() != Device::Host) {
+      logits = logits.to(Device::Host);
+      ++ctx.d2h_copies;
+    }
+    all.slice(0, done, len).copy_from(logits);
+  }
+  io::write_npy(f.out, all);
+}
+
+void setup_logits(CLI::App& app) {
+  auto f = std::make_shared<LogitsFlags>();
+  CLI::App* sub = app.add_subcommand("logits", "Write the f32 logits of every prompt position as .npy");
+  sub->add_option("--model", f->model, "Model directory (config.json + safetensors)")->required();
+  sub->add_option("--prompt-ids", f->prompt_ids, "Comma-separated token ids, e.g. 1,2,3")->required();
+  sub->add_option("--out", f->out, "Output .npy file [tokens, vocab] float32")->required();
+  sub->add_option("--device", f->device, "cpu or cuda")->capture_default_str();
+  sub->add_option("--prefill-chunk", f->prefill_chunk, "Prefill in chunks of this many tokens; 0 = all at once")
+      ->capture_default_str();
+  sub->callback([f] { run_logits(*f); });
+}
+
+}  // namespace
+
+STRATA_COMMAND(setup_logits);
+
+}  // namespace strata::cli
