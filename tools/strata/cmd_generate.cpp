@@ -1,8 +1,10 @@
-// `strata generate`: load a model directory and generate from a prompt (token ids, or text once
-// a tokenizer is available), printing text or one line of JSON.
+// `strata generate`: load a model directory and generate from a prompt (text, encoded with the
+// directory's tokenizer.json, or token ids), printing the text as it is generated or one line
+// of JSON at the end. Without a tokenizer the output is the generated ids.
 #include <nlohmann/json.hpp>
 
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 #include <string>
 
@@ -12,6 +14,9 @@
 #include "engine/device.h"
 #include "engine/generator.h"
 #include "model/nemotron_h/load.h"
+#include "text/detokenizer.h"
+#include "text/generation_config.h"
+#include "text/tokenizer.h"
 
 namespace strata::cli {
 namespace {
@@ -25,12 +30,19 @@ struct GenerateFlags {
   bool ignore_eos = false, stats = false;
 };
 
-std::vector<int32_t> prompt_tokens(const GenerateFlags& f) {
+bool has_tokenizer(const std::string& dir) {
+  return std::filesystem::exists(std::filesystem::path(dir) / "tokenizer.json");
+}
+
+// The prompt as ids; a text prompt is encoded with the model's tokenizer (special tokens added
+// as HF's encode does).
+std::vector<int32_t> prompt_tokens(const GenerateFlags& f, const text::Tokenizer* tok) {
   const int given = !f.prompt.empty() + !f.prompt_flag.empty() + !f.prompt_ids.empty();
   if (given == 0) fail("generate: give a prompt (text, --prompt or --prompt-ids)");
   if (given > 1) fail("generate: give only one of a text prompt, --prompt and --prompt-ids");
   if (!f.prompt_ids.empty()) return engine::parse_token_id_list(f.prompt_ids, "--prompt-ids");
-  fail("generate: text prompts need the tokenizer, which this build does not have yet; use --prompt-ids");
+  if (!tok) fail("{}: a text prompt needs the model's tokenizer.json; use --prompt-ids", f.model);
+  return tok->encode(f.prompt.empty() ? f.prompt_flag : f.prompt, /*add_special_tokens=*/true);
 }
 
 std::string ids_text(const std::vector<int32_t>& ids) {
@@ -41,7 +53,10 @@ std::string ids_text(const std::vector<int32_t>& ids) {
 
 void run_generate(const GenerateFlags& f) {
   if (f.output != "text" && f.output != "json") fail("--output must be text or json, got \"{}\"", f.output);
-  const std::vector<int32_t> prompt = prompt_tokens(f);
+  std::unique_ptr<text::Tokenizer> tok;
+  if (has_tokenizer(f.model))
+    tok = std::make_unique<text::Tokenizer>(text::Tokenizer::from_dir(f.model));
+  const std::vector<int32_t> prompt = prompt_tokens(f, tok.get());
   const Device device = engine::parse_device(f.device);
   {
     OpContext probe;
@@ -57,21 +72,38 @@ void run_generate(const GenerateFlags& f) {
   params.validate();
 
   auto model = model::load_model(f.model, device);
-  params.stop_token_ids = model->config().eos_token_ids;
+  params.stop_token_ids = text::stop_token_ids(f.model, tok.get(), /*chat=*/false);
 
   engine::GeneratorOptions options;
   options.max_context = static_cast<int64_t>(prompt.size()) + f.max_tokens;
   options.prefill_chunk = f.prefill_chunk;
   engine::Generator gen(*model, device, options);
-  const engine::GenerationResult r = gen.generate(prompt, params);
+
+  // Text output streams as tokens arrive (complete UTF-8 only); special tokens are skipped as
+  // vLLM's default detokenization does.
+  std::unique_ptr<text::IncrementalDetokenizer> stream;
+  if (tok && f.output == "text") stream = std::make_unique<text::IncrementalDetokenizer>(*tok, true);
+  const engine::GenerationResult r = gen.generate(prompt, params, [&](int32_t id) {
+    if (!stream) return;
+    const std::string piece = stream->push(id);
+    std::fwrite(piece.data(), 1, piece.size(), stdout);
+    std::fflush(stdout);
+  });
 
   if (f.output == "json") {
     nlohmann::json j;
     j["token_ids"] = r.tokens;
-    j["text"] = nullptr;  // no tokenizer in this build yet
+    if (tok) {
+      j["text"] = tok->decode(r.tokens, /*skip_special_tokens=*/true);
+    } else {
+      j["text"] = nullptr;  // no tokenizer.json in the model directory
+    }
     j["finish_reason"] = r.finish_reason;
     j["prompt_tokens"] = r.prompt_tokens;
     std::printf("%s\n", j.dump().c_str());
+  } else if (stream) {
+    const std::string rest = stream->finish();
+    std::printf("%s\n", rest.c_str());
   } else {
     std::printf("%s\n", ids_text(r.tokens).c_str());
   }
@@ -98,7 +130,7 @@ void setup_generate(CLI::App& app) {
   sub->add_option("--seed", f->seed, "Random seed for sampling")->capture_default_str();
   sub->add_flag("--ignore-eos", f->ignore_eos, "Do not stop at the model's EOS ids");
   sub->add_option("--device", f->device, "cpu or cuda")->capture_default_str();
-  sub->add_option("--output", f->output, "text (ids, or text with a tokenizer) or json (one line)")
+  sub->add_option("--output", f->output, "text (streamed; the ids when the model has no tokenizer) or json (one line)")
       ->capture_default_str();
   sub->add_option("--prefill-chunk", f->prefill_chunk, "Prefill the prompt in chunks of this many tokens; 0 = all")
       ->capture_default_str();
