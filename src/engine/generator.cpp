@@ -40,15 +40,26 @@ std::vector<int32_t> parse_token_id_list(std::string_view text, std::string_view
   return ids;
 }
 
+namespace {
+// The context the caches are sized for, validated before anything is allocated.
+const GeneratorOptions& checked(const GeneratorOptions& o, const model::ModelConfig& c) {
+  if (o.prefill_chunk < 0) fail("prefill chunk must be >= 0, got {}", o.prefill_chunk);
+  if (o.max_context < 1) fail("the context must hold at least one token, got {}", o.max_context);
+  if (c.max_position_embeddings > 0 && o.max_context > c.max_position_embeddings)
+    fail("prompt plus max_tokens ({} tokens) exceeds the model's context length ({}, max_position_embeddings)",
+         o.max_context, c.max_position_embeddings);
+  return o;
+}
+}  // namespace
+
 Generator::Generator(model::NemotronHModel& model, Device device, const GeneratorOptions& options)
     : model_(model),
-      options_(options),
+      options_(checked(options, model.config())),
       device_ready_((prepare_device(device, ctx_), true)),
       cache_(model.config(),
              cache::plan_cache_for_tokens(model.config(), 1, options.max_context, options.block_size,
                                           model.act_dtype()),
              device) {
-  if (options.prefill_chunk < 0) fail("prefill chunk must be >= 0, got {}", options.prefill_chunk);
 }
 
 GenerationResult Generator::generate(const std::vector<int32_t>& prompt, const SamplingParams& params,

@@ -18,6 +18,7 @@
 #include "io/safetensors.h"
 #include "model/nemotron_h/checkpoint_source.h"
 #include "model_test_util.h"
+#include "text/tokenizer.h"
 
 namespace strata::model {
 namespace {
@@ -56,6 +57,7 @@ class Cli : public ::testing::Test {
     dir_ = fs::temp_directory_path() / ("strata_cli_test_" + std::to_string(::getpid()));
     fs::create_directories(dir_ / "model");
     config_ = std::make_unique<ModelConfig>(testing::tiny_hybrid_config(DType::F32, "M*-E"));
+    config_->max_position_embeddings = 64;
     std::ofstream(dir_ / "model" / "config.json") << config_->to_json().dump(2);
     const TensorMapSource src = make_synthetic_weights(*config_, {.seed = 77, .dtype = DType::F32});
     std::vector<std::pair<std::string, Tensor>> tensors(src.tensors().begin(), src.tensors().end());
@@ -163,6 +165,8 @@ TEST_F(Cli, BadInputExitsNonZeroWithOneLine) {
       {"generate" + m + " --prompt-ids 1,500", "token id 500 at position 1 is outside the vocabulary"},
       {"generate" + m + " --prompt-ids 1 --max-tokens 0", "max_tokens must be >= 1"},
       {"generate" + m + " --prompt-ids 1 --top-p 0", "top_p must be in (0, 1]"},
+      {"generate" + m + " --prompt-ids 1,2 --max-tokens 63", "exceeds the model's context length (64"},
+      {"generate" + m + " --prompt-ids 1 --prefill-chunk -2", "prefill chunk must be >= 0"},
       {"generate" + m + " --prompt-ids 1 --output xml", "--output must be text or json"},
       {"generate" + m + " --prompt hello", "tokenizer"},
       {"generate" + m, "give a prompt"},
@@ -181,6 +185,37 @@ TEST_F(Cli, BadInputExitsNonZeroWithOneLine) {
     ++checked;
   }
   EXPECT_EQ(checked, static_cast<int>(cases.size()));
+}
+
+TEST_F(Cli, TextPromptThroughTheDemoTokenizer) {
+  // models/demo ships a tokenizer: the prompt is encoded with it, the output decoded with it,
+  // and the streamed text output equals the JSON text.
+  const std::string demo = std::string(STRATA_SOURCE_DIR) + "/models/demo";
+  const std::string args = "generate --model " + demo + " --prompt 'The cat sat on' --max-tokens 12 --ignore-eos";
+  const Result j = run_strata(args + " --output json", dir_);
+  ASSERT_EQ(j.rc, 0) << j.err;
+  const nlohmann::json out = nlohmann::json::parse(j.out);
+  const auto ids = out["token_ids"].get<std::vector<int32_t>>();
+  ASSERT_EQ(ids.size(), 12u);
+
+  const text::Tokenizer tok = text::Tokenizer::from_dir(demo);
+  EXPECT_EQ(out["text"].get<std::string>(), tok.decode(ids, /*skip_special_tokens=*/true));
+  const ModelConfig c = ModelConfig::load_dir(demo);
+  const CheckpointSource src = CheckpointSource::open(demo);
+  NemotronHModel model(c, load_weights(src, c));
+  const std::vector<int32_t> prompt = tok.encode("The cat sat on", true);
+  engine::GeneratorOptions opt;
+  opt.max_context = static_cast<int64_t>(prompt.size()) + 12;
+  engine::Generator gen(model, Device::Host, opt);
+  engine::SamplingParams sp;
+  sp.temperature = 0;
+  sp.max_tokens = 12;
+  sp.ignore_eos = true;
+  EXPECT_EQ(gen.generate(prompt, sp).tokens, ids);
+
+  const Result t = run_strata(args, dir_);
+  ASSERT_EQ(t.rc, 0) << t.err;
+  EXPECT_EQ(t.out, out["text"].get<std::string>() + "\n");
 }
 
 TEST_F(Cli, CudaFailsClearlyWithoutABackend) {

@@ -108,6 +108,10 @@ void run_generate(const GenerateFlags& f) {
     std::printf("%s\n", ids_text(r.tokens).c_str());
   }
   if (f.stats) {
+    const model::WeightLoadReport& w = model->weights().report;
+    std::fprintf(stderr, "load: %lld tensors, %.2f MiB mapped, %.2f MiB used in place, %.3f MiB converted, %.3f s\n",
+                 static_cast<long long>(w.tensors), w.mapped_bytes / 1048576.0, w.viewed_bytes / 1048576.0,
+                 w.converted_bytes / 1048576.0, w.seconds);
     const double n = static_cast<double>(r.tokens.size());
     std::fprintf(stderr, "prefill %lld tokens in %.3f s; decode %zu tokens in %.3f s (%.1f tokens/s)\n",
                  static_cast<long long>(r.prompt_tokens), r.prefill_seconds, r.tokens.size(), r.decode_seconds,
