@@ -33,7 +33,7 @@ std::vector<int32_t> parse_token_id_list(std::string_view text, std::string_view
     int64_t v = 0;
     const auto [end, ec] = std::from_chars(item.data(), item.data() + item.size(), v);
     if (item.empty() || ec != std::errc() || end != item.data() + item.size() || v < 0 || v > INT32_MAX)
-      fail("{}: \"{}\" is not a token id (expected comma-separated non-negative integers)", what, item);
+      fail("{}: {:?} is not a token id (expected comma-separated non-negative integers)", what, item);
     ids.push_back(static_cast<int32_t>(v));
     pos = comma + 1;
   }

@@ -16,7 +16,7 @@ LayerKind layer_kind_from_char(char c, std::string_view source, int64_t layer) {
     case '-': return LayerKind::Mlp;
     case 'E': return LayerKind::Moe;
     default:
-      fail("{}: hybrid_override_pattern: unknown layer char '{}' at layer {} (expected M, *, - or E)",
+      fail("{}: hybrid_override_pattern: unknown layer char {:?} at layer {} (expected M, *, - or E)",
            source, c, layer);
   }
 }

@@ -96,7 +96,7 @@ LayerKind kind_from_block_type(std::string_view s, std::string_view src, int64_t
   if (s == "attention" || s == "full_attention") return LayerKind::Attention;
   if (s == "mlp") return LayerKind::Mlp;
   if (s == "moe") return LayerKind::Moe;
-  fail("{}: layers_block_type[{}] = \"{}\" is not a known block type (mamba / linear_attention, "
+  fail("{}: layers_block_type[{}] = {:?} is not a known block type (mamba / linear_attention, "
        "attention / full_attention, mlp, moe)", src, layer, s);
 }
 
