@@ -16,6 +16,7 @@
 #include <optional>
 #include <string>
 
+#include "core/check.h"
 #include "text/jinja/limits.h"
 #include "text/jinja/template.h"
 

@@ -125,6 +125,13 @@ Value getattr(const Value& obj, const std::string& name) {
       if (auto m = method_of(obj, name)) return *m;
       if (const Value* v = obj.dict().find(name)) return *v;
       break;
+    case Kind::Bool:
+    case Kind::Int:
+    case Kind::Float:
+      // numbers.Number's attributes; int methods are not needed by templates.
+      if (name == "real") return obj.kind() == Kind::Float ? obj : Value::integer(obj.as_int());
+      if (name == "imag") return obj.kind() == Kind::Float ? Value::floating(0.0) : Value::integer(0);
+      break;
     default:
       if (auto m = method_of(obj, name)) return *m;
       break;
@@ -168,14 +175,17 @@ Value getitem(const Value& obj, const Value& key) {
 
 Value slice(const Value& obj, const Value& start, const Value& stop, const Value& step,
             Budget& budget) {
+  // jinja2 compiles slices to plain Python subscription (not environment.getitem), so every
+  // TypeError here reaches the template.
   if (obj.is_undefined()) fail_undefined(obj);
+  const bool is_str = obj.is_string();
+  if (obj.is_dict()) runtime_error("unhashable type: 'slice'");
+  if (!is_str && !(obj.is_list() && subscriptable_list(obj)))
+    runtime_error(fmt::format("'{}' object is not subscriptable", type_name(obj)));
   for (const Value* bound : {&start, &stop, &step}) {
     if (!bound->is_none() && !bound->is_int_like())
-      return Value::undefined("slice indices must be integers or None");
+      runtime_error("slice indices must be integers or None or have an __index__ method");
   }
-  const bool is_str = obj.is_string();
-  if (!is_str && !(obj.is_list() && subscriptable_list(obj)))
-    return Value::undefined(fmt::format("'{}' object is not subscriptable", type_name(obj)));
 
   if (is_str) {
     const std::u32string cps = utf8::decode(obj.str());

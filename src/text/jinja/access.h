@@ -18,8 +18,8 @@ namespace strata::jinja {
 
 Value getattr(const Value& obj, const std::string& name);
 Value getitem(const Value& obj, const Value& key);
-// obj[start:stop:step]; each bound may be None (absent). Non-integer bounds give Undefined, as
-// jinja2's getitem swallows the TypeError; a zero step raises.
+// obj[start:stop:step]; each bound may be None (absent). Slices are plain Python subscription in
+// jinja2 (not environment.getitem): non-integer bounds, dicts and numbers raise.
 Value slice(const Value& obj, const Value& start, const Value& stop, const Value& step,
             Budget& budget);
 

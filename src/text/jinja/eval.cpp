@@ -14,6 +14,7 @@ namespace strata::jinja {
 Value Renderer::eval(const Expr& e) {
   budget_.step();
   try {
+    EvalDepth depth(*this);
     return eval_inner(e);
   } catch (TemplateError& err) {
     err.locate(e.line);

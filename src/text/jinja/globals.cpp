@@ -1,5 +1,5 @@
-// Global functions: jinja2's defaults (range, dict, namespace, joiner; lipsum and cycler are not
-// provided) and transformers' raise_exception and strftime_now.
+// Global functions: jinja2's defaults (range, dict, namespace, joiner, cycler; lipsum exists but
+// refuses, since its output is random) and transformers' raise_exception and strftime_now.
 #include <fmt/format.h>
 
 #include <chrono>
@@ -82,6 +82,34 @@ Value g_joiner(Renderer&, CallArgs& a) {
   });
 }
 
+// cycler(*items): .next() returns the current item and advances, .current, .reset().
+Value g_cycler(Renderer& r, CallArgs& a) {
+  reject_kwargs("cycler", a);
+  if (a.args.empty()) runtime_error("at least one item has to be provided");
+  auto items = std::make_shared<const std::vector<Value>>(a.args);
+  auto pos = std::make_shared<size_t>(0);
+  Dict attrs;
+  attrs.set(Value::string("current"), (*items)[0]);
+  Value obj = r.make_namespace(std::move(attrs));
+  NamespaceData* data = &obj.ns();  // lives as long as obj, which the renderer keeps
+  data->attrs.set(Value::string("next"), Value::callable("cycler.next", [items, pos, data](Renderer&, CallArgs&) {
+    Value rv = (*items)[*pos];
+    *pos = (*pos + 1) % items->size();
+    data->attrs.set(Value::string("current"), (*items)[*pos]);
+    return rv;
+  }));
+  data->attrs.set(Value::string("reset"), Value::callable("cycler.reset", [items, pos, data](Renderer&, CallArgs&) {
+    *pos = 0;
+    data->attrs.set(Value::string("current"), (*items)[0]);
+    return Value::none();
+  }));
+  return obj;
+}
+
+Value g_lipsum(Renderer&, CallArgs&) {
+  runtime_error("lipsum() produces random text and is not available in this sandbox");
+}
+
 Value g_raise_exception(Renderer&, CallArgs& a) {
   Params p("raise_exception", a, {"message"});
   throw TemplateError(TemplateError::Kind::Raised, to_str(p[0]));
@@ -126,6 +154,8 @@ const Dict& builtin_globals() {
     d.set(Value::string("dict"), Value::callable("dict", g_dict));
     d.set(Value::string("namespace"), Value::callable("namespace", g_namespace));
     d.set(Value::string("joiner"), Value::callable("joiner", g_joiner));
+    d.set(Value::string("cycler"), Value::callable("cycler", g_cycler));
+    d.set(Value::string("lipsum"), Value::callable("lipsum", g_lipsum));
     d.set(Value::string("raise_exception"), Value::callable("raise_exception", g_raise_exception));
     d.set(Value::string("strftime_now"), Value::callable("strftime_now", g_strftime_now));
     return d;

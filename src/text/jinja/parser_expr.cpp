@@ -73,13 +73,23 @@ void Parser::expect(Tok type) {
   advance();
 }
 
+void Parser::fail_nesting() const {
+  throw TemplateError(TemplateError::Kind::Limit,
+                      fmt::format("expressions and blocks nest too deeply (sandbox limit {})",
+                                  max_nesting_),
+                      cur().line);
+}
+
 Parser::Nest::Nest(Parser& p) : p_(p) {
   if (++p_.depth_ > p_.max_nesting_) {
-    throw TemplateError(TemplateError::Kind::Limit,
-                        fmt::format("expressions and blocks nest too deeply (sandbox limit {})",
-                                    p_.max_nesting_),
-                        p_.cur().line);
+    --p_.depth_;
+    p_.fail_nesting();
   }
+}
+
+void Parser::Chain::link() {
+  ++links_;
+  if (++p_.depth_ > p_.max_nesting_) p_.fail_nesting();
 }
 
 // ---- expressions --------------------------------------------------------------------------------
@@ -92,7 +102,9 @@ ExprPtr Parser::parse_expression(bool with_condexpr) {
 ExprPtr Parser::parse_condexpr() {
   const int line = cur().line;
   ExprPtr expr1 = parse_or();
+  Chain chain(*this);
   while (skip_name("if")) {
+    chain.link();
     ExprPtr test = parse_or();
     ExprPtr otherwise;
     if (skip_name("else")) otherwise = parse_condexpr();
@@ -104,7 +116,9 @@ ExprPtr Parser::parse_condexpr() {
 ExprPtr Parser::parse_or() {
   const int line = cur().line;
   ExprPtr left = parse_and();
+  Chain chain(*this);
   while (skip_name("or")) {
+    chain.link();
     ExprPtr right = parse_and();
     left = std::make_unique<BinaryExpr>(ExprKind::Or, BinOp::Add, std::move(left), std::move(right), line);
   }
@@ -114,7 +128,9 @@ ExprPtr Parser::parse_or() {
 ExprPtr Parser::parse_and() {
   const int line = cur().line;
   ExprPtr left = parse_not();
+  Chain chain(*this);
   while (skip_name("and")) {
+    chain.link();
     ExprPtr right = parse_not();
     left = std::make_unique<BinaryExpr>(ExprKind::And, BinOp::Add, std::move(left), std::move(right), line);
   }
@@ -162,7 +178,9 @@ ExprPtr Parser::parse_compare() {
 ExprPtr Parser::parse_math1() {
   const int line = cur().line;
   ExprPtr left = parse_concat();
+  Chain chain(*this);
   while (is_op("+") || is_op("-")) {
+    chain.link();
     const BinOp op = is_op("+") ? BinOp::Add : BinOp::Sub;
     advance();
     ExprPtr right = parse_concat();
@@ -183,7 +201,9 @@ ExprPtr Parser::parse_concat() {
 ExprPtr Parser::parse_math2() {
   const int line = cur().line;
   ExprPtr left = parse_pow();
+  Chain chain(*this);
   while (is_op("*") || is_op("/") || is_op("//") || is_op("%")) {
+    chain.link();
     const std::string& t = cur().text;
     const BinOp op = t == "*" ? BinOp::Mul : t == "/" ? BinOp::Div : t == "//" ? BinOp::FloorDiv : BinOp::Mod;
     advance();
@@ -196,7 +216,9 @@ ExprPtr Parser::parse_math2() {
 ExprPtr Parser::parse_pow() {
   const int line = cur().line;
   ExprPtr left = parse_unary();
+  Chain chain(*this);
   while (skip_op("**")) {
+    chain.link();
     ExprPtr right = parse_unary();
     left = std::make_unique<BinaryExpr>(ExprKind::Binary, BinOp::Pow, std::move(left), std::move(right), line);
   }
@@ -337,7 +359,9 @@ ExprPtr Parser::parse_dict() {
 }
 
 ExprPtr Parser::parse_postfix(ExprPtr node) {
+  Chain chain(*this);
   while (true) {
+    chain.link();
     if (is_op(".") || is_op("[")) {
       node = parse_subscript(std::move(node));
     } else if (is_op("(")) {
@@ -351,7 +375,9 @@ ExprPtr Parser::parse_postfix(ExprPtr node) {
 }
 
 ExprPtr Parser::parse_filter_expr(ExprPtr node) {
+  Chain chain(*this);
   while (true) {
+    chain.link();
     if (is_op("|")) {
       node = parse_filter(std::move(node));
     } else if (is_name("is")) {
@@ -453,7 +479,9 @@ std::string Parser::parse_dotted_name() {
 }
 
 ExprPtr Parser::parse_filter(ExprPtr node, bool start_inline) {
+  Chain chain(*this);
   while (is_op("|") || start_inline) {
+    chain.link();
     if (!start_inline) advance();
     start_inline = false;
     const int line = cur().line;

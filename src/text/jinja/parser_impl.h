@@ -67,7 +67,23 @@ class Parser {
     Parser& p_;
   };
 
+  // A left-associative chain (a + b + c, x.y.z, v | f | g) nests one node per link: each link
+  // counts as one level of nesting until the chain is parsed.
+  class Chain {
+   public:
+    explicit Chain(Parser& p) : p_(p) {}
+    ~Chain() { p_.depth_ -= links_; }
+    Chain(const Chain&) = delete;
+    Chain& operator=(const Chain&) = delete;
+    void link();
+
+   private:
+    Parser& p_;
+    int links_ = 0;
+  };
+
  private:
+  [[noreturn]] void fail_nesting() const;
   // expressions
   ExprPtr parse_condexpr();
   ExprPtr parse_or();

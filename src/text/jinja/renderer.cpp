@@ -101,6 +101,7 @@ std::string Renderer::render_body(const Body& body, ScopePtr scope) {
 Renderer::Flow Renderer::exec(const Stmt& s) {
   budget_.step();
   try {
+    EvalDepth depth(*this);
     switch (s.kind) {
       case StmtKind::Output:
         write(static_cast<const OutputStmt&>(s).text);
@@ -188,7 +189,7 @@ Renderer::Flow Renderer::exec_for(const ForStmt& s) {
   return Flow::Normal;
 }
 
-std::string Renderer::run_for(const ForStmt& s, const Value& iterable, int depth0) {
+void Renderer::run_for(const ForStmt& s, const Value& iterable, int depth0) {
   auto items = iterate(iterable);
   const ScopePtr outer = scope_;
   if (s.filter) {
@@ -208,7 +209,7 @@ std::string Renderer::run_for(const ForStmt& s, const Value& iterable, int depth
     frame->parent = outer;
     Restore<ScopePtr> inner(scope_, frame);
     exec_body(s.else_body);
-    return {};
+    return;
   }
   auto changed_state = std::make_shared<std::vector<Value>>();
   for (size_t i = 0; i < items->size(); ++i) {
@@ -235,7 +236,6 @@ std::string Renderer::run_for(const ForStmt& s, const Value& iterable, int depth
     frame->vars["loop"] = Value::loop(std::move(data));
     if (exec_body(s.body) == Flow::Break) break;
   }
-  return {};
 }
 
 void Renderer::assign(const Target& t, const Value& v) {

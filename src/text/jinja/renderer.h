@@ -14,7 +14,10 @@
 #include <unordered_map>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include "text/jinja/ast.h"
+#include "text/jinja/error.h"
 #include "text/jinja/call_args.h"
 #include "text/jinja/limits.h"
 #include "text/jinja/value.h"
@@ -53,7 +56,7 @@ class Renderer {
   Flow exec_body(const Body& body);
   Flow exec(const Stmt& s);
   Flow exec_for(const ForStmt& s);
-  std::string run_for(const ForStmt& s, const Value& iterable, int depth0);
+  void run_for(const ForStmt& s, const Value& iterable, int depth0);
   void exec_call_block(const CallBlockStmt& s);
   std::string render_body(const Body& body, ScopePtr scope);
   void assign(const Target& t, const Value& v);
@@ -71,6 +74,7 @@ class Renderer {
   Value eval_compare(const CompareExpr& c);
 
   class CallDepth;
+  class EvalDepth;
 
   const Body& program_;
   Budget budget_;
@@ -79,8 +83,29 @@ class Renderer {
   std::string* out_ = nullptr;        // where output goes (a macro call redirects it)
   const Value* block_input_ = nullptr;  // body text for {% filter %} / {% set x | f %}
   int call_depth_ = 0;
+  int eval_depth_ = 0;
   std::vector<ScopePtr> macro_scopes_;  // frames captured by macros: cleared after the render
   std::vector<Value> namespaces_;
+};
+
+// Every statement and expression evaluation nests one C++ call deeper; bounding the nesting
+// bounds the stack whatever the template and its macros do.
+class Renderer::EvalDepth {
+ public:
+  explicit EvalDepth(Renderer& r) : r_(r) {
+    if (++r_.eval_depth_ > r_.budget_.limits().max_eval_depth) {
+      --r_.eval_depth_;
+      throw TemplateError(TemplateError::Kind::Limit,
+                          fmt::format("evaluation nests deeper than {} levels, the sandbox limit",
+                                      r_.budget_.limits().max_eval_depth));
+    }
+  }
+  ~EvalDepth() { --r_.eval_depth_; }
+  EvalDepth(const EvalDepth&) = delete;
+  EvalDepth& operator=(const EvalDepth&) = delete;
+
+ private:
+  Renderer& r_;
 };
 
 }  // namespace strata::jinja

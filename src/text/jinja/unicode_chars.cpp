@@ -16,6 +16,12 @@ char32_t simple_upper(char32_t c) {
   if (c >= 0x14a && c <= 0x177) return (c & 1) ? c - 1 : c;
   if (c >= 0x17a && c <= 0x17e) return (c & 1) ? c : c - 1;
   if (c == 0x17f) return 'S';
+  // Latin Extended-B digraphs (DŽ Dž dž, LJ Lj lj, NJ Nj nj, DZ Dz dz): upper is the first.
+  if ((c >= 0x1c4 && c <= 0x1cc) || (c >= 0x1f1 && c <= 0x1f3)) return c - (c - (c >= 0x1f1 ? 0x1f1 : 0x1c4)) % 3;
+  if (c >= 0x1cd && c <= 0x1dc) return (c & 1) ? c : c - 1;
+  if ((c >= 0x1de && c <= 0x1ef) || (c >= 0x1f8 && c <= 0x21f) || (c >= 0x222 && c <= 0x233))
+    return (c & 1) ? c - 1 : c;
+  if (c == 0x1f5) return 0x1f4;
   if ((c >= 0x3b1 && c <= 0x3c1) || (c >= 0x3c3 && c <= 0x3cb)) return c - 32;
   if (c == 0x3c2) return 0x3a3;
   if (c == 0x3ac) return 0x386;
@@ -43,6 +49,12 @@ char32_t simple_lower(char32_t c) {
   if (c >= 0x139 && c <= 0x148) return (c & 1) ? c + 1 : c;
   if (c >= 0x14a && c <= 0x177) return (c & 1) ? c : c + 1;
   if (c == 0x178) return 0xff;
+  if ((c >= 0x1c4 && c <= 0x1cc) || (c >= 0x1f1 && c <= 0x1f3))
+    return c - (c - (c >= 0x1f1 ? 0x1f1 : 0x1c4)) % 3 + 2;
+  if (c >= 0x1cd && c <= 0x1dc) return (c & 1) ? c + 1 : c;
+  if ((c >= 0x1de && c <= 0x1ef) || (c >= 0x1f8 && c <= 0x21f) || (c >= 0x222 && c <= 0x233))
+    return (c & 1) ? c : c + 1;
+  if (c == 0x1f4) return 0x1f5;
   if (c >= 0x179 && c <= 0x17e) return (c & 1) ? c + 1 : c;
   if ((c >= 0x391 && c <= 0x3a1) || (c >= 0x3a3 && c <= 0x3ab)) return c + 32;
   if (c == 0x386) return 0x3ac;
@@ -99,8 +111,12 @@ bool is_decimal(char32_t c) {
 bool is_cased(char32_t c) {
   return c == 0xdf || c == 0x149 || c == 0x130 || simple_upper(c) != c || simple_lower(c) != c;
 }
-bool is_lower(char32_t c) { return c == 0xdf || c == 0x149 || simple_upper(c) != c; }
-bool is_upper(char32_t c) { return c == 0x130 || simple_lower(c) != c; }
+// The titlecase digraphs (Dž, Lj, Nj, Dz) are neither upper nor lower.
+bool is_titlecase_digraph(char32_t c) { return c == 0x1c5 || c == 0x1c8 || c == 0x1cb || c == 0x1f2; }
+bool is_lower(char32_t c) {
+  return !is_titlecase_digraph(c) && (c == 0xdf || c == 0x149 || simple_upper(c) != c);
+}
+bool is_upper(char32_t c) { return !is_titlecase_digraph(c) && (c == 0x130 || simple_lower(c) != c); }
 
 bool is_alpha(char32_t c) {
   if (c < 0x80) return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
@@ -131,7 +147,9 @@ void append_lower(std::u32string& out, char32_t c) {
 }
 
 void append_title(std::u32string& out, char32_t c) {
-  if (c == 0xdf) {
+  if ((c >= 0x1c4 && c <= 0x1cc) || (c >= 0x1f1 && c <= 0x1f3)) {
+    out.push_back(c - (c - (c >= 0x1f1 ? 0x1f1 : 0x1c4)) % 3 + 1);
+  } else if (c == 0xdf) {
     out += U"Ss";
   } else if (c == 0x149) {
     out += U"\u02bcN";
