@@ -1,0 +1,235 @@
+// Causal GQA attention over the paged cache with an online (flash-style) softmax.
+// A block serves one sequence, one kv head and a tile of queries: its rows are the (query,
+// q head) pairs that share that kv head, so each K/V tile read from the cache is used by every
+// head of the group. Keys stream in tiles of kKeyTile through shared memory (converted to f32);
+// each warp owns rows: lane j scores key j of the tile, then the warp rescales its running
+// output (lane d-slice of head_dim) by the new maximum and adds P.V.
+// Decode (one query per sequence) splits the context over blocks (split-K) and a second kernel
+// merges the partial (max, sum, output) triples.
+#include <cfloat>
+
+#include "ops/cuda/attention.h"
+#include "ops/cuda/common.cuh"
+
+namespace strata::cuda {
+
+namespace {
+
+constexpr int kWarps = 8;
+constexpr int kKeyTile = 32;
+constexpr int kMaxRowsPerWarp = 8;
+constexpr int kMaxRows = kWarps * kMaxRowsPerWarp;  // (query, head) rows per block
+
+int64_t queries_per_block(const AttentionLaunch& p) {
+  const int64_t group = p.n_heads / p.n_kv_heads;
+  if (p.max_q_len <= 1) return 1;
+  const int64_t bq = kMaxRows / group;
+  return bq < 1 ? 1 : bq;
+}
+
+size_t smem_bytes(const AttentionLaunch& p) {
+  const int64_t rows = queries_per_block(p) * (p.n_heads / p.n_kv_heads);
+  return static_cast<size_t>(rows * p.head_dim + kKeyTile * (p.head_dim + 1) + kKeyTile * p.head_dim) * sizeof(float);
+}
+
+template <class T, int DPL>
+__global__ void __launch_bounds__(kWarps * 32) attention_kernel(AttentionLaunch p, int64_t bq, int64_t split_len,
+                                                                int* errors) {
+  constexpr int HD = DPL * 32;
+  extern __shared__ float sh[];
+  const int64_t group = p.n_heads / p.n_kv_heads;
+  const int64_t rows = bq * group;
+  float* qs = sh;                                // [rows][HD], pre-scaled
+  float* ks = qs + rows * HD;                    // [kKeyTile][HD + 1] (padded: lanes read columns)
+  float* vs = ks + kKeyTile * (HD + 1);          // [kKeyTile][HD]
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int64_t split = blockIdx.x % p.n_splits, qtile = blockIdx.x / p.n_splits;
+  const int64_t kvh = blockIdx.y, b = blockIdx.z;
+  const int32_t* cu = static_cast<const int32_t*>(p.cu_seqlens_q.p);
+  const int64_t q_start = cu[b], q_len = cu[b + 1] - cu[b];
+  int64_t ctx = static_cast<const int32_t*>(p.context_lens.p)[b];
+  const int64_t max_ctx = p.block_tables.cols * p.block_size;
+  if (threadIdx.x == 0 && qtile == 0 && split == 0 && kvh == 0 &&
+      (q_len > p.max_q_len || ctx < q_len || ctx > max_ctx || q_len < 0))
+    atomicAdd(errors, 1);  // inconsistent lengths: clamp below, rows without keys give zeros
+  if (ctx > max_ctx) ctx = max_ctx;
+  const int64_t q0 = qtile * bq;  // first query of the tile within the sequence
+  if (q0 >= q_len || q0 >= p.max_q_len) return;
+  const int64_t q_rows = min(bq, min(q_len, p.max_q_len) - q0);
+
+  for (int64_t e = threadIdx.x; e < rows * HD; e += blockDim.x) {
+    const int64_t r = e / HD, d = e % HD, qi = r / group, h = kvh * group + r % group;
+    qs[e] = qi < q_rows ? to_f32(static_cast<const T*>(p.q.p)[(q_start + q0 + qi) * p.q.ld + h * HD + d]) * p.scale : 0.f;
+  }
+
+  // Keys this block may need: up to the last query's position, within its split.
+  const int64_t last_pos = ctx - q_len + q0 + q_rows - 1;
+  const int64_t k_begin = split * split_len;
+  const int64_t k_end = min(last_pos + 1, (split + 1) * split_len);
+
+  float m[kMaxRowsPerWarp], l[kMaxRowsPerWarp], acc[kMaxRowsPerWarp][DPL];
+#pragma unroll
+  for (int i = 0; i < kMaxRowsPerWarp; ++i) {
+    m[i] = -FLT_MAX;
+    l[i] = 0.f;
+#pragma unroll
+    for (int d = 0; d < DPL; ++d) acc[i][d] = 0.f;
+  }
+
+  const T* kc = static_cast<const T*>(p.k_cache);
+  const T* vc = static_cast<const T*>(p.v_cache);
+  const int32_t* table = static_cast<const int32_t*>(p.block_tables.p) + b * p.block_tables.ld;
+  for (int64_t k0 = k_begin; k0 < k_end; k0 += kKeyTile) {
+    __syncthreads();  // the previous tile is consumed (and qs is written, first time round)
+    for (int64_t e = threadIdx.x; e < kKeyTile * HD; e += blockDim.x) {
+      const int64_t j = e / HD, d = e % HD, key = k0 + j;
+      float kv = 0.f, vv = 0.f;
+      if (key < k_end) {
+        const int32_t page = table[key / p.block_size];
+        if (page >= 0 && page < p.num_blocks) {
+          const int64_t off = ((static_cast<int64_t>(page) * p.block_size + key % p.block_size) * p.n_kv_heads + kvh) * HD + d;
+          kv = to_f32(kc[off]);
+          vv = to_f32(vc[off]);
+        } else if (d == 0) {
+          atomicAdd(errors, 1);
+        }
+      }
+      ks[j * (HD + 1) + d] = kv;
+      vs[j * HD + d] = vv;
+    }
+    __syncthreads();
+    const int64_t key = k0 + lane;
+#pragma unroll
+    for (int i = 0; i < kMaxRowsPerWarp; ++i) {
+      const int64_t r = warp + static_cast<int64_t>(i) * kWarps;
+      if (r >= rows || r / group >= q_rows) continue;
+      const int64_t pos = ctx - q_len + q0 + r / group;  // this query's position in the context
+      const float* qr = qs + r * HD;
+      float s = 0.f;
+#pragma unroll 8
+      for (int d = 0; d < HD; ++d) s = fmaf(qr[d], ks[lane * (HD + 1) + d], s);
+      const bool valid = key < k_end && key <= pos;
+      const float tile_max = warp_max(valid ? s : -FLT_MAX);
+      if (tile_max == -FLT_MAX) continue;  // no visible key in this tile for this row
+      const float m_new = fmaxf(m[i], tile_max);
+      const float pj = valid ? expf(s - m_new) : 0.f;
+      const float corr = expf(m[i] - m_new);
+      l[i] = l[i] * corr + warp_sum(pj);
+      m[i] = m_new;
+#pragma unroll
+      for (int d = 0; d < DPL; ++d) acc[i][d] *= corr;
+      for (int j = 0; j < kKeyTile; ++j) {
+        const float pb = __shfl_sync(0xffffffffu, pj, j);
+        const float* vr = vs + j * HD + lane * DPL;
+#pragma unroll
+        for (int d = 0; d < DPL; ++d) acc[i][d] = fmaf(pb, vr[d], acc[i][d]);
+      }
+    }
+  }
+
+#pragma unroll
+  for (int i = 0; i < kMaxRowsPerWarp; ++i) {
+    const int64_t r = warp + static_cast<int64_t>(i) * kWarps;
+    if (r >= rows || r / group >= q_rows) continue;
+    const int64_t t = q_start + q0 + r / group, h = kvh * group + r % group;
+    if (p.n_splits == 1) {
+      const float inv = l[i] > 0.f ? 1.f / l[i] : 0.f;
+      T* o = static_cast<T*>(p.out.p) + t * p.out.ld + h * HD + lane * DPL;
+#pragma unroll
+      for (int d = 0; d < DPL; ++d) o[d] = from_f32<T>(acc[i][d] * inv);
+    } else {
+      // partials: [split][t][head] (max, sum) then [split][t][head][HD] outputs
+      const int64_t T_ = p.q.rows, idx = (split * T_ + t) * p.n_heads + h;
+      float* ml = p.partials;
+      float* po = p.partials + 2 * p.n_splits * T_ * p.n_heads;
+      if (lane == 0) {
+        ml[2 * idx] = m[i];
+        ml[2 * idx + 1] = l[i];
+      }
+#pragma unroll
+      for (int d = 0; d < DPL; ++d) po[idx * HD + lane * DPL + d] = acc[i][d];
+    }
+  }
+  // Rows of a split past the visible keys still leave a partial: (max -FLT_MAX, sum 0) above.
+}
+
+// grid (T, n_heads), block HD threads: merges the splits of one (token, head).
+template <class T>
+__global__ void attention_combine_kernel(AttentionLaunch p, int* written_guard) {
+  const int64_t t = blockIdx.x, h = blockIdx.y, HD = p.head_dim, T_ = p.q.rows, S = p.n_splits;
+  const float* ml = p.partials;
+  const float* po = p.partials + 2 * S * T_ * p.n_heads;
+  float mx = -FLT_MAX;
+  for (int64_t s = 0; s < S; ++s) mx = fmaxf(mx, ml[2 * ((s * T_ + t) * p.n_heads + h)]);
+  float sum = 0.f, o = 0.f;
+  for (int64_t s = 0; s < S; ++s) {
+    const int64_t idx = (s * T_ + t) * p.n_heads + h;
+    const float ls = ml[2 * idx + 1];
+    if (ls == 0.f) continue;
+    const float w = expf(ml[2 * idx] - mx);
+    sum += w * ls;
+    o += w * po[idx * HD + threadIdx.x];
+  }
+  static_cast<T*>(p.out.p)[t * p.out.ld + h * HD + threadIdx.x] = from_f32<T>(sum > 0.f ? o / sum : 0.f);
+  (void)written_guard;
+}
+
+// Marks every partial as empty, so splits that exit early (past the context) merge as nothing.
+__global__ void clear_partials_kernel(float* ml, int64_t n) {
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    ml[2 * i] = -FLT_MAX;
+    ml[2 * i + 1] = 0.f;
+  }
+}
+
+}  // namespace
+
+bool attention_head_dim_supported(int64_t head_dim) { return head_dim == 64 || head_dim == 128; }
+
+int64_t attention_decode_splits(const AttentionLaunch& p, int sms) {
+  const int64_t B = p.cu_seqlens_q.n - 1;
+  const int64_t max_ctx = p.block_tables.cols * p.block_size;
+  const int64_t blocks = B * p.n_kv_heads;
+  int64_t splits = (2 * sms + blocks - 1) / blocks;
+  const int64_t most = (max_ctx + 4 * kKeyTile - 1) / (4 * kKeyTile);  // keep >= 4 key tiles per split
+  if (splits > most) splits = most;
+  return splits < 1 ? 1 : splits;
+}
+
+int64_t attention_partials_floats(const AttentionLaunch& p) {
+  return p.n_splits * p.q.rows * p.n_heads * (2 + p.head_dim);
+}
+
+void launch_attention(const AttentionLaunch& p, int* index_errors, void* stream) {
+  const int64_t B = p.cu_seqlens_q.n - 1;
+  if (p.q.rows == 0 || B <= 0) return;
+  auto s = static_cast<cudaStream_t>(stream);
+  const int64_t bq = queries_per_block(p);
+  const int64_t qtiles = (p.max_q_len + bq - 1) / bq;
+  const int64_t max_ctx = p.block_tables.cols * p.block_size;
+  int64_t split_len = (max_ctx + p.n_splits - 1) / p.n_splits;
+  split_len = (split_len + kKeyTile - 1) / kKeyTile * kKeyTile;
+  const size_t smem = smem_bytes(p);
+  if (p.n_splits > 1) {
+    const int64_t n = p.n_splits * p.q.rows * p.n_heads;
+    clear_partials_kernel<<<grid_1d(n, 256) < 1024 ? grid_1d(n, 256) : 1024, 256, 0, s>>>(p.partials, n);
+    STRATA_CUDA_LAUNCH_CHECK();
+  }
+  dim3 grid(static_cast<unsigned>(qtiles * p.n_splits), static_cast<unsigned>(p.n_kv_heads), static_cast<unsigned>(B));
+  with_act(p.q.dt, [&](auto tag) {
+    using T = decltype(tag);
+    auto kernel = p.head_dim == 64 ? attention_kernel<T, 2> : attention_kernel<T, 4>;
+    if (smem > 48 * 1024)
+      STRATA_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
+    kernel<<<grid, kWarps * 32, smem, s>>>(p, bq, split_len, index_errors);
+    STRATA_CUDA_LAUNCH_CHECK();
+    if (p.n_splits > 1) {
+      attention_combine_kernel<T><<<dim3(static_cast<unsigned>(p.q.rows), static_cast<unsigned>(p.n_heads)),
+                                    static_cast<unsigned>(p.head_dim), 0, s>>>(p, nullptr);
+      STRATA_CUDA_LAUNCH_CHECK();
+    }
+  });
+}
+
+}  // namespace strata::cuda

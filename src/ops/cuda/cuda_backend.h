@@ -1,0 +1,51 @@
+// The CUDA backend: one device, one stream, one arena. `init_backend` installs the arena as the
+// DeviceAllocator for Device::Cuda (so Tensor::empty(..., Device::Cuda) and copies work) and
+// creates the stream every kernel and copy runs on. Plain C++: callable from code built without
+// CUDA, where `device_available` says why there is no device and `init_backend` throws.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "ops/cuda/cuda_arena.h"
+#include "ops/registry.h"
+
+namespace strata::cuda {
+
+// True when this build has the CUDA backend and a CUDA device can be used; otherwise false and
+// *why says what is missing (no nvcc at build time, no driver, no device).
+bool device_available(std::string* why);
+
+// Selects `device`, creates the stream and the arena and installs it. Idempotent for the same
+// device; a second, different device throws (one device per process). Throws strata::Error
+// when the build has no CUDA or the device cannot be used.
+void init_backend(int device = 0);
+bool backend_initialized();
+
+// The backend's stream (a cudaStream_t). Kernels run on OpContext::stream, which `bind` sets.
+void* stream();
+void bind(OpContext& ctx);  // ctx.device = Cuda, ctx.stream = stream()
+
+// Waits for the stream; asynchronous kernel faults surface here as strata::Error.
+void synchronize();
+
+// Copies made through the arena since start-up, by direction. A decode step's budget is one
+// h2d (the packed step input) and one d2h (the sampled ids): compare before/after a step.
+CopyCounters copy_counters();
+ArenaStats arena_stats();
+
+// Kernels that meet an out-of-range index (token id, slot, block, expert id) skip that element
+// and count it here instead of faulting. Reading synchronizes and resets the count.
+int* index_error_counter();  // device pointer handed to kernels
+int64_t take_index_errors();
+
+// "NVIDIA H200 (sm_90, 132 SMs, 139.8 GiB)" of the initialized device.
+std::string device_description();
+int multiprocessor_count();
+
+// Median milliseconds of `fn` (which enqueues work on stream()) over `reps` timed runs after
+// `warmup` runs, each timed with CUDA events.
+double time_ms(const std::function<void()>& fn, int warmup, int reps);
+
+}  // namespace strata::cuda

@@ -1,0 +1,26 @@
+// Plain descriptions of tensors handed from the kernel registrations (.cpp, where arguments are
+// checked) to the launchers (.cu, which only launch). No CUDA or fmt types, so both sides
+// include it.
+#pragma once
+
+#include <cstdint>
+
+#include "core/dtype.h"
+
+namespace strata::cuda {
+
+// A row-major 2-D view: element (r, c) at p + r * ld + c (ld >= cols, in elements).
+struct Mat {
+  void* p = nullptr;
+  int64_t rows = 0, cols = 0, ld = 0;
+  DType dt = DType::F32;
+};
+
+// A contiguous vector (parameters, index tensors); p may be null for an absent tensor.
+struct Vec {
+  void* p = nullptr;
+  int64_t n = 0;
+  DType dt = DType::F32;
+};
+
+}  // namespace strata::cuda

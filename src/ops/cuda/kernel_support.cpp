@@ -1,0 +1,85 @@
+#include "ops/cuda/kernel_support.h"
+
+#include "ops/cuda/cuda_backend.h"
+
+namespace strata::cuda {
+
+ArgCheck& ArgCheck::bad(const std::string& msg) {
+  if (ok_ && why_) *why_ = msg;  // the first problem explains the refusal
+  ok_ = false;
+  return *this;
+}
+
+ArgCheck& ArgCheck::on_device(const Tensor& t, const char* name) {
+  if (!ok_) return *this;
+  if (!t.defined()) return bad(fmt::format("{} is missing", name));
+  if (t.device() != Device::Cuda) return bad(fmt::format("{} {} is not on the CUDA device", name, t.str()));
+  return *this;
+}
+
+ArgCheck& ArgCheck::dtype(const Tensor& t, DType d, const char* name) {
+  if (!ok_) return *this;
+  if (t.dtype() != d) return bad(fmt::format("{} {} must be {}", name, t.str(), dtype_name(d)));
+  return *this;
+}
+
+ArgCheck& ArgCheck::act(const Tensor& t, const char* name) {
+  if (!ok_) return *this;
+  if (t.dtype() != DType::F32 && t.dtype() != DType::BF16)
+    return bad(fmt::format("{} {}: activations must be f32 or bf16", name, t.str()));
+  return *this;
+}
+
+ArgCheck& ArgCheck::same_dtype(const Tensor& a, const Tensor& b, const char* na, const char* nb) {
+  if (!ok_) return *this;
+  if (a.dtype() != b.dtype())
+    return bad(fmt::format("{} {} and {} {} must have one dtype", na, a.str(), nb, b.str()));
+  return *this;
+}
+
+ArgCheck& ArgCheck::rows(const Tensor& t, int64_t r, int64_t c, const char* name) {
+  if (!ok_) return *this;
+  if (t.rank() != 2) return bad(fmt::format("{} {} must be 2-D", name, t.str()));
+  if (r >= 0 && t.dim(0) != r) return bad(fmt::format("{} {} must have {} rows", name, t.str(), r));
+  if (c >= 0 && t.dim(1) != c) return bad(fmt::format("{} {} must have {} columns", name, t.str(), c));
+  if (t.dim(1) > 1 && t.stride(1) != 1)
+    return bad(fmt::format("{} {}: innermost stride {} (must be 1)", name, t.str(), t.stride(1)));
+  if (t.dim(0) > 1 && t.stride(0) < t.dim(1))
+    return bad(fmt::format("{} {}: row stride {} below its width", name, t.str(), t.stride(0)));
+  return *this;
+}
+
+ArgCheck& ArgCheck::contiguous(const Tensor& t, const Shape& shape, const char* name) {
+  if (!ok_) return *this;
+  if (t.shape() != shape) return bad(fmt::format("{} {} must have shape {}", name, t.str(), shape.str()));
+  if (!t.is_contiguous()) return bad(fmt::format("{} {} must be contiguous", name, t.str()));
+  return *this;
+}
+
+ArgCheck& ArgCheck::require(bool cond, const std::string& what) {
+  if (!ok_ || cond) return *this;
+  return bad(what);
+}
+
+Mat mat_of(const Tensor& t) {
+  Mat m;
+  m.p = t.raw();
+  m.rows = t.dim(0);
+  m.cols = t.dim(1);
+  m.ld = t.dim(0) > 1 ? t.stride(0) : t.dim(1);
+  m.dt = t.dtype();
+  return m;
+}
+
+Vec vec_of(const Tensor& t) {
+  Vec v;
+  if (!t.defined()) return v;
+  v.p = t.raw();
+  v.n = t.numel();
+  v.dt = t.dtype();
+  return v;
+}
+
+void* stream_of(const OpContext& ctx) { return ctx.stream ? ctx.stream : stream(); }
+
+}  // namespace strata::cuda

@@ -1,0 +1,46 @@
+// Argument checks shared by the CUDA kernels' `supports` functions, and the conversions from
+// checked tensors to the launchers' plain views. Each check returns false and explains itself
+// in *why, so a refused op names the tensor and the problem.
+#pragma once
+
+#include <string>
+
+#include "core/tensor.h"
+#include "ops/cuda/device_views.h"
+#include "ops/registry.h"
+
+namespace strata::cuda {
+
+class ArgCheck {
+ public:
+  explicit ArgCheck(std::string* why) : why_(why) {}
+  bool ok() const { return ok_; }
+  operator bool() const { return ok_; }
+
+  // The tensor exists and lives on the CUDA device.
+  ArgCheck& on_device(const Tensor& t, const char* name);
+  ArgCheck& dtype(const Tensor& t, DType d, const char* name);
+  ArgCheck& act(const Tensor& t, const char* name);  // f32 or bf16
+  ArgCheck& same_dtype(const Tensor& a, const Tensor& b, const char* na, const char* nb);
+  // Rank 2, [rows, cols] (-1 = any), innermost stride 1, row stride >= cols.
+  ArgCheck& rows(const Tensor& t, int64_t rows, int64_t cols, const char* name);
+  // Contiguous with exactly this shape.
+  ArgCheck& contiguous(const Tensor& t, const Shape& shape, const char* name);
+  // A free-form condition.
+  ArgCheck& require(bool cond, const std::string& what);
+  // Fails the check with `what` (for reasons computed by the caller).
+  ArgCheck& fail(const std::string& what) { return require(false, what); }
+
+ private:
+  ArgCheck& bad(const std::string& msg);
+  std::string* why_;
+  bool ok_ = true;
+};
+
+Mat mat_of(const Tensor& t);  // rank-2 view (checked with ArgCheck::rows)
+Vec vec_of(const Tensor& t);  // contiguous; an undefined tensor gives an empty Vec
+
+// The stream kernels of this context run on.
+void* stream_of(const OpContext& ctx);
+
+}  // namespace strata::cuda

@@ -1,0 +1,103 @@
+// Registrations of the linear op on the CUDA backend. Both kernels live in this file so their
+// order is fixed: ops::run takes the first that supports the arguments, which makes the small-M
+// kernel the choice for T <= 8 and cuBLASLt the choice above (and the harness tests both).
+#ifdef STRATA_HAVE_CUDA
+#include "ops/cuda/kernel_support.h"
+#include "ops/cuda/linear.h"
+#include "ops/ops.h"
+
+namespace strata::cuda {
+namespace {
+
+using ops::LinearArgs;
+
+void check_common(ArgCheck& c, const LinearArgs& a) {
+  const Tensor& w = a.w.weight;
+  c.on_device(a.x, "x").on_device(w, "weight").on_device(a.out, "out").rows(a.x, -1, -1, "x");
+  c.require(w.rank() == 2, fmt::format("weight {} must be [N, K]", w.str()));
+  if (!c) return;
+  c.contiguous(w, w.shape(), "weight").rows(a.x, -1, w.dim(1), "x").rows(a.out, a.x.dim(0), w.dim(0), "out");
+  c.require(a.out.dtype() == DType::F32 || a.out.dtype() == DType::BF16,
+            fmt::format("out {} must be f32 or bf16", a.out.str()));
+  const DType xt = a.x.dtype(), wt = w.dtype();
+  const bool combo = (xt == DType::BF16 && (wt == DType::BF16 || wt == DType::F8E4M3)) ||
+                     (xt == DType::BF16 && wt == DType::F32 && a.out.dtype() == DType::F32) ||
+                     (xt == DType::F32 && wt == DType::F32 && a.out.dtype() == DType::F32);
+  c.require(combo, fmt::format("x {} with weight {} -> out {} is not a supported combination", dtype_name(xt),
+                               dtype_name(wt), dtype_name(a.out.dtype())));
+  if (wt == DType::F8E4M3)
+    c.require(a.w.input_scale >= 0.f && a.w.weight_scale > 0.f,
+              fmt::format("fp8 scales: weight_scale {} must be > 0, input_scale {} >= 0", a.w.weight_scale, a.w.input_scale));
+}
+
+bool is_w8a8(const LinearArgs& a) { return a.w.weight.dtype() == DType::F8E4M3 && a.w.input_scale > 0.f; }
+
+LinearLaunch launch_of(const LinearArgs& a) {
+  LinearLaunch p;
+  p.x = mat_of(a.x);
+  p.w = a.w.weight.raw();
+  p.wt = a.w.weight.dtype();
+  p.n = a.w.weight.dim(0);
+  p.k = a.w.weight.dim(1);
+  p.scale = p.wt == DType::F8E4M3 ? a.w.weight_scale : 1.f;
+  p.out = mat_of(a.out);
+  return p;
+}
+
+// W8A8: quantizes x into `scratch` (kept alive by the caller until the GEMM is enqueued).
+void quantize_input(const LinearArgs& a, LinearLaunch& p, Tensor& scratch, void* stream) {
+  const int64_t T = a.x.dim(0), K = a.x.dim(1);
+  scratch = Tensor::empty(Shape{T, K}, DType::F8E4M3, Device::Cuda);
+  launch_quantize_fp8(p.x, a.w.input_scale, scratch.raw(), stream);
+  p.x = Mat{scratch.raw(), T, K, K, DType::F8E4M3};
+  p.scale = a.w.input_scale * a.w.weight_scale;
+}
+
+bool small_m_supports(const LinearArgs& a, std::string* why) {
+  ArgCheck c(why);
+  check_common(c, a);
+  if (c) c.require(a.x.dim(0) <= kSmallMMaxRows, fmt::format("T = {} above the small-M limit {}", a.x.dim(0), kSmallMMaxRows));
+  return c;
+}
+void small_m_run(const LinearArgs& a, OpContext& ctx) {
+  LinearLaunch p = launch_of(a);
+  Tensor xq;
+  if (is_w8a8(a)) quantize_input(a, p, xq, stream_of(ctx));
+  launch_linear_small_m(p, stream_of(ctx));
+}
+
+bool cublaslt_supports(const LinearArgs& a, std::string* why) {
+  ArgCheck c(why);
+  check_common(c, a);
+  if (!c) return false;
+  if (a.w.weight.dtype() == DType::F8E4M3) {
+    c.require(a.w.input_scale > 0.f,
+              fmt::format("fp8 weight without input_scale (W8A16) runs only in the small-M kernel (T <= {})", kSmallMMaxRows));
+    c.require(a.x.dim(1) % 16 == 0, fmt::format("FP8 GEMM needs K % 16 == 0 (K = {})", a.x.dim(1)));
+    c.require(a.out.dim(0) <= 1 || a.out.stride(0) % 8 == 0,
+              fmt::format("FP8 GEMM needs an output row stride multiple of 8 (stride {})", a.out.stride(0)));
+  }
+  return c;
+}
+void cublaslt_run(const LinearArgs& a, OpContext& ctx) {
+  LinearLaunch p = launch_of(a);
+  void* s = stream_of(ctx);
+  Tensor scratch;
+  if (is_w8a8(a)) {
+    quantize_input(a, p, scratch, s);
+  } else if (a.x.dtype() == DType::BF16 && p.wt == DType::F32) {
+    // f32 router weight: widen x, then an exact-f32 GEMM.
+    scratch = Tensor::empty(Shape{a.x.dim(0), a.x.dim(1)}, DType::F32, Device::Cuda);
+    launch_rows_to_f32(p.x, scratch.data<float>(), s);
+    p.x = Mat{scratch.raw(), a.x.dim(0), a.x.dim(1), a.x.dim(1), DType::F32};
+  }
+  linear_cublaslt(p, s);
+}
+
+}  // namespace
+
+STRATA_REGISTER_KERNEL(LinearArgs, "cuda.small_m", Device::Cuda, small_m_supports, small_m_run);
+STRATA_REGISTER_KERNEL(LinearArgs, "cuda.cublaslt", Device::Cuda, cublaslt_supports, cublaslt_run);
+
+}  // namespace strata::cuda
+#endif  // STRATA_HAVE_CUDA

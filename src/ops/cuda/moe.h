@@ -1,0 +1,50 @@
+// Launchers of the MoE ops: routing (sigmoid scores, biased group-limited top-k, renormalized
+// weights) and the routed experts as one grouped computation on the device.
+#pragma once
+
+#include "ops/cuda/device_views.h"
+
+namespace strata::cuda {
+
+struct MoeRouteLaunch {
+  Mat logits;                    // [T, E] f32
+  const float* bias = nullptr;   // [E] f32
+  int64_t top_k = 1, n_group = 1, topk_group = 1;
+  bool norm_topk_prob = true;
+  float routed_scaling_factor = 1.f;
+  Mat ids, weights;              // [T, top_k] i32, f32
+};
+void launch_moe_route(const MoeRouteLaunch& p, void* stream);
+
+// The experts' weights as device tables (built once per expert list by the registration).
+struct ExpertTables {
+  const void* const* up = nullptr;    // [E] pointers to [I, H]
+  const void* const* down = nullptr;  // [E] pointers to [H, I]
+  const float* up_scale = nullptr;    // [E] weight_scale (1 for bf16/f32 weights)
+  const float* up_in = nullptr;       // [E] input_scale (W8A8 only)
+  const float* down_scale = nullptr;
+  const float* down_in = nullptr;
+};
+
+struct MoeExpertsLaunch {
+  Mat x;                 // [T, H] act
+  int64_t experts = 0, inter = 0, hidden = 0, top_k = 0;  // E, I, H, k
+  DType wt = DType::BF16;  // every expert's weight dtype
+  bool w8a8 = false;       // e4m3 weights with input scales: activations quantized per expert
+  bool vec_up = false, vec_down = false;  // every weight row 16-byte aligned (chunked loads)
+  ExpertTables tables;
+  Mat ids, weights;      // [T, k] i32, f32
+  Mat out;               // [T, H] act
+  // Scratch (sizes from moe_scratch_bytes): quantized inputs, hidden activations, per-pair
+  // down outputs and the bucketing tables (grouped path).
+  void* scratch = nullptr;
+};
+
+int64_t moe_max_tiles(int64_t pairs, int64_t experts);
+size_t moe_scratch_bytes(const MoeExpertsLaunch& p, bool grouped);
+// T <= 8: per (token, expert) matrix-vector products, combine fused into the down projection.
+void launch_moe_gemv(const MoeExpertsLaunch& p, int* index_errors, void* stream);
+// Any T: pairs bucketed by expert on the device, tiled GEMMs per expert, weighted combine.
+void launch_moe_grouped(const MoeExpertsLaunch& p, int* index_errors, void* stream);
+
+}  // namespace strata::cuda

@@ -1,0 +1,341 @@
+// The routed experts. Per (token t, slot j) pair with expert e = ids[t, j]:
+//   u = act(x[t] . W_up[e]^T * su);  h = act(relu(u)^2);  d = act(h . W_down[e]^T * sd)
+//   out[t] = act(sum_j weights[t, j] * d_j)                  (sum in slot order, as the host)
+// su, sd: weight_scale for e4m3 weights (times input_scale in W8A8, where x and h are first
+// quantized with the expert's input scales), 1 otherwise.
+// Decode path (few tokens): matrix-vector products, one warp per output row, the weighted
+// combine fused into the down projection. Grouped path (any T): pairs bucketed by expert on the
+// device (count, scan, scatter), then tiled GEMMs that each read one expert's weight tile once
+// for up to 64 of its tokens, and a combine pass.
+#include <type_traits>
+
+#include "ops/cuda/gemv.cuh"
+#include "ops/cuda/moe.h"
+
+namespace strata::cuda {
+
+namespace {
+
+constexpr int kWarps = 8;
+constexpr int kTile = 64;   // grouped GEMM tile (pairs x features)
+constexpr int kTileK = 16;
+
+struct Scratch {
+  uint8_t* xq = nullptr;   // [pairs, H] e4m3 (W8A8)
+  void* h = nullptr;       // [pairs, I] act, or e4m3 bytes in W8A8
+  void* d = nullptr;       // [pairs, H] act (grouped)
+  int32_t* counts = nullptr;   // [E]
+  int32_t* offsets = nullptr;  // [E]
+  int32_t* cursor = nullptr;   // [E]
+  int32_t* sorted = nullptr;   // [pairs]
+  int32_t* tiles = nullptr;    // [max_tiles, 2]: expert, first sorted row (-1: unused)
+};
+
+size_t align256(size_t v) { return (v + 255) / 256 * 256; }
+
+Scratch carve(const MoeExpertsLaunch& p, bool grouped, size_t* total) {
+  Scratch s;
+  const int64_t pairs = p.x.rows * p.top_k, E = p.experts;
+  const size_t act = dtype_size(p.x.dt);
+  char* base = static_cast<char*>(p.scratch);
+  size_t off = 0;
+  auto take = [&](size_t bytes) {
+    char* ptr = base ? base + off : nullptr;
+    off += align256(bytes);
+    return ptr;
+  };
+  if (p.w8a8) s.xq = reinterpret_cast<uint8_t*>(take(static_cast<size_t>(pairs * p.hidden)));
+  s.h = take(static_cast<size_t>(pairs * p.inter) * (p.w8a8 ? 1 : act));
+  if (grouped) {
+    s.d = take(static_cast<size_t>(pairs * p.hidden) * act);
+    s.counts = reinterpret_cast<int32_t*>(take(static_cast<size_t>(E) * 4));
+    s.offsets = reinterpret_cast<int32_t*>(take(static_cast<size_t>(E) * 4));
+    s.cursor = reinterpret_cast<int32_t*>(take(static_cast<size_t>(E) * 4));
+    s.sorted = reinterpret_cast<int32_t*>(take(static_cast<size_t>(pairs) * 4));
+    s.tiles = reinterpret_cast<int32_t*>(take(static_cast<size_t>(moe_max_tiles(pairs, E)) * 8));
+  }
+  *total = off;
+  return s;
+}
+
+__device__ __forceinline__ int expert_of(const MoeExpertsLaunch& p, int64_t pair) {
+  const int64_t t = pair / p.top_k, j = pair % p.top_k;
+  return static_cast<const int32_t*>(p.ids.p)[t * p.ids.ld + j];
+}
+__device__ __forceinline__ bool valid_expert(const MoeExpertsLaunch& p, int e) { return e >= 0 && e < p.experts; }
+
+// The up projection's epilogue: h = act(relu(act(u))^2), stored as act or quantized for W8A8.
+template <class TA>
+__device__ __forceinline__ void store_hidden(const MoeExpertsLaunch& p, const Scratch& s, int e, int64_t pair,
+                                             int64_t i, float u) {
+  const float ua = fmaxf(round_to<TA>(u), 0.f);
+  const float h = round_to<TA>(ua * ua);
+  if (p.w8a8) static_cast<uint8_t*>(s.h)[pair * p.inter + i] = f32_to_fp8_sat(h / p.tables.down_in[e]);
+  else static_cast<TA*>(s.h)[pair * p.inter + i] = from_f32<TA>(h);
+}
+
+__device__ __forceinline__ float up_scale(const MoeExpertsLaunch& p, int e) {
+  return p.w8a8 ? p.tables.up_scale[e] * p.tables.up_in[e] : p.tables.up_scale[e];
+}
+__device__ __forceinline__ float down_scale(const MoeExpertsLaunch& p, int e) {
+  return p.w8a8 ? p.tables.down_scale[e] * p.tables.down_in[e] : p.tables.down_scale[e];
+}
+
+// W8A8: xq[pair] = sat_e4m3(x[t] / up_in[e]). grid (pairs, ceil(H / 256)).
+template <class TA>
+__global__ void quantize_pairs_kernel(MoeExpertsLaunch p, Scratch s) {
+  const int64_t pair = blockIdx.x, c = static_cast<int64_t>(blockIdx.y) * blockDim.x + threadIdx.x;
+  if (c >= p.hidden) return;
+  const int e = expert_of(p, pair);
+  if (!valid_expert(p, e)) return;
+  const TA* x = static_cast<const TA*>(p.x.p) + (pair / p.top_k) * p.x.ld;
+  s.xq[pair * p.hidden + c] = f32_to_fp8_sat(to_f32(x[c]) / p.tables.up_in[e]);
+}
+
+// ---- decode path ----
+
+// grid (ceil(I / 8), pairs): warp per hidden feature i of one pair.
+template <class TA, class TW, bool Q, bool VEC>
+__global__ void __launch_bounds__(kWarps * 32) up_gemv_kernel(MoeExpertsLaunch p, Scratch s, int* errors) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int64_t pair = blockIdx.y, i = static_cast<int64_t>(blockIdx.x) * kWarps + warp;
+  const int e = expert_of(p, pair);
+  if (!valid_expert(p, e)) {
+    if (threadIdx.x == 0 && blockIdx.x == 0) atomicAdd(errors, 1);
+    return;
+  }
+  if (i >= p.inter) return;
+  const TW* w = static_cast<const TW*>(p.tables.up[e]) + i * p.hidden;
+  float acc;
+  if constexpr (Q) acc = lane_dot<uint8_t, TW, VEC>(s.xq + pair * p.hidden, w, p.hidden, lane);
+  else acc = lane_dot<TA, TW, VEC>(static_cast<const TA*>(p.x.p) + (pair / p.top_k) * p.x.ld, w, p.hidden, lane);
+  acc = warp_sum(acc);
+  if (lane == 0) store_hidden<TA>(p, s, e, pair, i, acc * up_scale(p, e));
+}
+
+// grid (ceil(H / 8), T): warp per output feature n of token t, over the token's k experts.
+template <class TA, class TW, bool Q, bool VEC>
+__global__ void __launch_bounds__(kWarps * 32) down_combine_gemv_kernel(MoeExpertsLaunch p, Scratch s) {
+  using TH = typename std::conditional<Q, uint8_t, TA>::type;
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int64_t t = blockIdx.y, n = static_cast<int64_t>(blockIdx.x) * kWarps + warp;
+  if (n >= p.hidden) return;
+  const int32_t* ids = static_cast<const int32_t*>(p.ids.p) + t * p.ids.ld;
+  const float* wts = static_cast<const float*>(p.weights.p) + t * p.weights.ld;
+  float sum = 0.f;
+  for (int64_t j = 0; j < p.top_k; ++j) {
+    const int e = ids[j];
+    if (!valid_expert(p, e)) continue;
+    const TW* w = static_cast<const TW*>(p.tables.down[e]) + n * p.inter;
+    const TH* h = static_cast<const TH*>(s.h) + (t * p.top_k + j) * p.inter;
+    const float acc = warp_sum(lane_dot<TH, TW, VEC>(h, w, p.inter, lane));
+    sum += wts[j] * round_to<TA>(acc * down_scale(p, e));
+  }
+  if (lane == 0) static_cast<TA*>(p.out.p)[t * p.out.ld + n] = from_f32<TA>(sum);
+}
+
+// ---- grouped path ----
+
+__global__ void count_kernel(MoeExpertsLaunch p, Scratch s, int64_t pairs, int* errors) {
+  const int64_t pair = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (pair >= pairs) return;
+  const int e = expert_of(p, pair);
+  if (valid_expert(p, e)) atomicAdd(&s.counts[e], 1);
+  else atomicAdd(errors, 1);
+}
+
+// One thread: offsets of each expert's rows in the sorted list and the tile table.
+__global__ void plan_kernel(MoeExpertsLaunch p, Scratch s, int64_t max_tiles) {
+  if (threadIdx.x != 0 || blockIdx.x != 0) return;
+  int32_t off = 0;
+  int64_t tile = 0;
+  for (int e = 0; e < p.experts; ++e) {
+    s.offsets[e] = off;
+    s.cursor[e] = 0;
+    for (int32_t r = 0; r < s.counts[e] && tile < max_tiles; r += kTile, ++tile) {
+      s.tiles[2 * tile] = e;
+      s.tiles[2 * tile + 1] = off + r;
+    }
+    off += s.counts[e];
+  }
+  for (; tile < max_tiles; ++tile) s.tiles[2 * tile] = -1;
+}
+
+__global__ void scatter_kernel(MoeExpertsLaunch p, Scratch s, int64_t pairs) {
+  const int64_t pair = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (pair >= pairs) return;
+  const int e = expert_of(p, pair);
+  if (!valid_expert(p, e)) return;
+  // Order within an expert is arbitrary; each pair's row is computed independently of it.
+  s.sorted[s.offsets[e] + atomicAdd(&s.cursor[e], 1)] = static_cast<int32_t>(pair);
+}
+
+// grid (max_tiles, ceil(F / 64)), 256 threads, 4x4 outputs each: for the tile's pairs (rows)
+// and features f0.. (columns), acc = A[pair] . W_e[f]. UP: A = x (or xq), W = up, epilogue h;
+// DOWN: A = h, W = down, epilogue d.
+template <class TA, class TW, bool Q, bool UP>
+__global__ void __launch_bounds__(256) grouped_gemm_kernel(MoeExpertsLaunch p, Scratch s) {
+  using TXe = typename std::conditional<Q, uint8_t, TA>::type;
+  __shared__ float as[kTileK][kTile + 4];
+  __shared__ __align__(16) float bs[kTileK][kTile + 4];
+  const int e = s.tiles[2 * blockIdx.x];
+  if (e < 0) return;
+  const int32_t row0 = s.tiles[2 * blockIdx.x + 1];
+  const int32_t rows = min(kTile, s.offsets[e] + s.counts[e] - row0);
+  const int64_t K = UP ? p.hidden : p.inter, F = UP ? p.inter : p.hidden;
+  const int64_t f0 = static_cast<int64_t>(blockIdx.y) * kTile;
+  const TW* W = static_cast<const TW*>(UP ? p.tables.up[e] : p.tables.down[e]);
+  const int tx = threadIdx.x % 16, ty = threadIdx.x / 16;
+  // Loader mapping: 64 rows x 16 k per operand, 4 elements per thread, k fastest.
+  const int lk = threadIdx.x % kTileK, lr = threadIdx.x / kTileK;  // lr: 0..15, rows lr + 16 m
+  const TXe* arow[4];
+#pragma unroll
+  for (int m = 0; m < 4; ++m) {
+    const int r = lr + 16 * m;
+    arow[m] = nullptr;
+    if (r < rows) {
+      const int64_t pair = s.sorted[row0 + r];
+      if (UP && !Q) arow[m] = reinterpret_cast<const TXe*>(static_cast<const TA*>(p.x.p) + (pair / p.top_k) * p.x.ld);
+      else if (UP) arow[m] = reinterpret_cast<const TXe*>(s.xq + pair * p.hidden);
+      else arow[m] = static_cast<const TXe*>(s.h) + pair * p.inter;
+    }
+  }
+  float acc[4][4] = {};
+  for (int64_t k0 = 0; k0 < K; k0 += kTileK) {
+    const int64_t k = k0 + lk;
+#pragma unroll
+    for (int m = 0; m < 4; ++m) {
+      const int r = lr + 16 * m;
+      as[lk][r] = (arow[m] && k < K) ? elem_f32(arow[m][k]) : 0.f;
+      const int64_t f = f0 + r;
+      bs[lk][r] = (f < F && k < K) ? elem_f32(W[f * K + k]) : 0.f;
+    }
+    __syncthreads();
+#pragma unroll
+    for (int kk = 0; kk < kTileK; ++kk) {
+      float a[4];
+#pragma unroll
+      for (int i = 0; i < 4; ++i) a[i] = as[kk][ty * 4 + i];
+      const float4 b = *reinterpret_cast<const float4*>(&bs[kk][tx * 4]);
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        acc[i][0] = fmaf(a[i], b.x, acc[i][0]);
+        acc[i][1] = fmaf(a[i], b.y, acc[i][1]);
+        acc[i][2] = fmaf(a[i], b.z, acc[i][2]);
+        acc[i][3] = fmaf(a[i], b.w, acc[i][3]);
+      }
+    }
+    __syncthreads();
+  }
+  const float scale = UP ? up_scale(p, e) : down_scale(p, e);
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const int r = ty * 4 + i;
+    if (r >= rows) continue;
+    const int64_t pair = s.sorted[row0 + r];
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const int64_t f = f0 + tx * 4 + j;
+      if (f >= F) continue;
+      if (UP) store_hidden<TA>(p, s, e, pair, f, acc[i][j] * scale);
+      else static_cast<TA*>(s.d)[pair * p.hidden + f] = from_f32<TA>(acc[i][j] * scale);
+    }
+  }
+}
+
+// grid (T, ceil(H / 256)): out[t] = act(sum_j weights[t, j] * d[t*k + j]) over valid experts.
+template <class TA>
+__global__ void combine_kernel(MoeExpertsLaunch p, Scratch s) {
+  const int64_t t = blockIdx.x, n = static_cast<int64_t>(blockIdx.y) * blockDim.x + threadIdx.x;
+  if (n >= p.hidden) return;
+  const int32_t* ids = static_cast<const int32_t*>(p.ids.p) + t * p.ids.ld;
+  const float* wts = static_cast<const float*>(p.weights.p) + t * p.weights.ld;
+  float sum = 0.f;
+  for (int64_t j = 0; j < p.top_k; ++j) {
+    if (!valid_expert(p, ids[j])) continue;
+    sum += wts[j] * to_f32(static_cast<const TA*>(s.d)[(t * p.top_k + j) * p.hidden + n]);
+  }
+  static_cast<TA*>(p.out.p)[t * p.out.ld + n] = from_f32<TA>(sum);
+}
+
+// Calls f(TA{}, TW{}, Q) for the launch's dtypes (combinations checked by the registration).
+template <class F>
+void with_expert_types(const MoeExpertsLaunch& p, F&& f) {
+  if (p.x.dt == DType::F32 && p.wt == DType::F32) f(float{}, float{}, std::false_type{});
+  else if (p.x.dt == DType::BF16 && p.wt == DType::BF16) f(bf16{}, bf16{}, std::false_type{});
+  else if (p.x.dt == DType::BF16 && p.wt == DType::F8E4M3 && p.w8a8) f(bf16{}, uint8_t{}, std::true_type{});
+  else if (p.x.dt == DType::BF16 && p.wt == DType::F8E4M3) f(bf16{}, uint8_t{}, std::false_type{});
+  else STRATA_CUDA_FAIL("moe_experts: unsupported activation/weight dtypes (checked in supports)");
+}
+
+}  // namespace
+
+int64_t moe_max_tiles(int64_t pairs, int64_t experts) { return (pairs + experts * (kTile - 1)) / kTile; }
+
+size_t moe_scratch_bytes(const MoeExpertsLaunch& p, bool grouped) {
+  size_t total = 0;
+  MoeExpertsLaunch q = p;
+  q.scratch = nullptr;
+  (void)carve(q, grouped, &total);
+  return total;
+}
+
+void launch_moe_gemv(const MoeExpertsLaunch& p, int* index_errors, void* stream) {
+  const int64_t T = p.x.rows, pairs = T * p.top_k;
+  if (T == 0) return;
+  size_t total = 0;
+  const Scratch s = carve(p, false, &total);
+  auto st = static_cast<cudaStream_t>(stream);
+  with_expert_types(p, [&](auto ta, auto tw, auto q) {
+    using TA = decltype(ta);
+    using TW = decltype(tw);
+    constexpr bool Q = decltype(q)::value;
+    if constexpr (Q) {
+      quantize_pairs_kernel<TA><<<dim3(static_cast<unsigned>(pairs), grid_1d(p.hidden, 256)), 256, 0, st>>>(p, s);
+      STRATA_CUDA_LAUNCH_CHECK();
+    }
+    dim3 g_up(static_cast<unsigned>((p.inter + kWarps - 1) / kWarps), static_cast<unsigned>(pairs));
+    if (p.vec_up) up_gemv_kernel<TA, TW, Q, true><<<g_up, kWarps * 32, 0, st>>>(p, s, index_errors);
+    else up_gemv_kernel<TA, TW, Q, false><<<g_up, kWarps * 32, 0, st>>>(p, s, index_errors);
+    STRATA_CUDA_LAUNCH_CHECK();
+    dim3 g_down(static_cast<unsigned>((p.hidden + kWarps - 1) / kWarps), static_cast<unsigned>(T));
+    if (p.vec_down) down_combine_gemv_kernel<TA, TW, Q, true><<<g_down, kWarps * 32, 0, st>>>(p, s);
+    else down_combine_gemv_kernel<TA, TW, Q, false><<<g_down, kWarps * 32, 0, st>>>(p, s);
+    STRATA_CUDA_LAUNCH_CHECK();
+  });
+}
+
+void launch_moe_grouped(const MoeExpertsLaunch& p, int* index_errors, void* stream) {
+  const int64_t T = p.x.rows, pairs = T * p.top_k;
+  if (T == 0) return;
+  size_t total = 0;
+  const Scratch s = carve(p, true, &total);
+  auto st = static_cast<cudaStream_t>(stream);
+  const int64_t max_tiles = moe_max_tiles(pairs, p.experts);
+  STRATA_CUDA_CHECK(cudaMemsetAsync(s.counts, 0, static_cast<size_t>(p.experts) * 4, st));
+  count_kernel<<<grid_1d(pairs, 256), 256, 0, st>>>(p, s, pairs, index_errors);
+  STRATA_CUDA_LAUNCH_CHECK();
+  plan_kernel<<<1, 32, 0, st>>>(p, s, max_tiles);
+  STRATA_CUDA_LAUNCH_CHECK();
+  scatter_kernel<<<grid_1d(pairs, 256), 256, 0, st>>>(p, s, pairs);
+  STRATA_CUDA_LAUNCH_CHECK();
+  with_expert_types(p, [&](auto ta, auto tw, auto q) {
+    using TA = decltype(ta);
+    using TW = decltype(tw);
+    constexpr bool Q = decltype(q)::value;
+    if constexpr (Q) {
+      quantize_pairs_kernel<TA><<<dim3(static_cast<unsigned>(pairs), grid_1d(p.hidden, 256)), 256, 0, st>>>(p, s);
+      STRATA_CUDA_LAUNCH_CHECK();
+    }
+    grouped_gemm_kernel<TA, TW, Q, true>
+        <<<dim3(static_cast<unsigned>(max_tiles), grid_1d(p.inter, kTile)), 256, 0, st>>>(p, s);
+    STRATA_CUDA_LAUNCH_CHECK();
+    grouped_gemm_kernel<TA, TW, Q, false>
+        <<<dim3(static_cast<unsigned>(max_tiles), grid_1d(p.hidden, kTile)), 256, 0, st>>>(p, s);
+    STRATA_CUDA_LAUNCH_CHECK();
+    combine_kernel<TA><<<dim3(static_cast<unsigned>(T), grid_1d(p.hidden, 256)), 256, 0, st>>>(p, s);
+    STRATA_CUDA_LAUNCH_CHECK();
+  });
+}
+
+}  // namespace strata::cuda

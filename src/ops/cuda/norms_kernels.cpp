@@ -1,0 +1,56 @@
+// Registrations of rms_norm and gated_rms_norm on the CUDA backend.
+#ifdef STRATA_HAVE_CUDA
+#include "ops/cuda/kernel_support.h"
+#include "ops/cuda/norms.h"
+#include "ops/ops.h"
+
+namespace strata::cuda {
+namespace {
+
+using ops::GatedRmsNormArgs;
+using ops::RmsNormArgs;
+
+bool rms_norm_supports(const RmsNormArgs& a, std::string* why) {
+  ArgCheck c(why);
+  c.on_device(a.x, "x").on_device(a.weight, "weight").on_device(a.out, "out").act(a.x, "x");
+  c.same_dtype(a.x, a.weight, "x", "weight").same_dtype(a.x, a.out, "x", "out").rows(a.x, -1, -1, "x");
+  if (!c) return false;
+  c.contiguous(a.weight, Shape{a.x.dim(1)}, "weight").rows(a.out, a.x.dim(0), a.x.dim(1), "out");
+  if (a.residual.defined()) {
+    c.on_device(a.residual, "residual").same_dtype(a.x, a.residual, "x", "residual");
+    c.rows(a.residual, a.x.dim(0), a.x.dim(1), "residual");
+    c.require(a.residual.raw() != a.out.raw(), "out must not alias residual");
+  }
+  return c;
+}
+void rms_norm_run(const RmsNormArgs& a, OpContext& ctx) {
+  Mat res;
+  if (a.residual.defined()) res = mat_of(a.residual);
+  launch_rms_norm(mat_of(a.x), res, vec_of(a.weight), a.eps, mat_of(a.out), stream_of(ctx));
+}
+
+bool gated_supports(const GatedRmsNormArgs& a, std::string* why) {
+  ArgCheck c(why);
+  c.on_device(a.y, "y").on_device(a.z, "z").on_device(a.weight, "weight").on_device(a.out, "out");
+  c.act(a.y, "y").same_dtype(a.y, a.z, "y", "z").same_dtype(a.y, a.weight, "y", "weight");
+  c.same_dtype(a.y, a.out, "y", "out").rows(a.y, -1, -1, "y");
+  if (!c) return false;
+  const int64_t D = a.y.dim(1);
+  c.require(a.groups >= 1 && D % a.groups == 0,
+            fmt::format("groups {} must divide the width {} of y", a.groups, D));
+  c.rows(a.z, a.y.dim(0), D, "z").rows(a.out, a.y.dim(0), D, "out").contiguous(a.weight, Shape{D}, "weight");
+  c.require(a.groups <= 65535, "at most 65535 groups");
+  return c;
+}
+void gated_run(const GatedRmsNormArgs& a, OpContext& ctx) {
+  launch_gated_rms_norm(mat_of(a.y), mat_of(a.z), vec_of(a.weight), a.groups, a.eps, mat_of(a.out),
+                        stream_of(ctx));
+}
+
+}  // namespace
+
+STRATA_REGISTER_KERNEL(RmsNormArgs, "cuda", Device::Cuda, rms_norm_supports, rms_norm_run);
+STRATA_REGISTER_KERNEL(GatedRmsNormArgs, "cuda", Device::Cuda, gated_supports, gated_run);
+
+}  // namespace strata::cuda
+#endif  // STRATA_HAVE_CUDA

@@ -1,0 +1,88 @@
+// Cases: attention over the paged cache, decode (one query per sequence, split-K over long
+// contexts) and prefill (causal over the last q_len positions, chunked-prefill continuations),
+// with scattered block tables.
+#include <algorithm>
+#include <cmath>
+
+#include "cases_util.h"
+
+namespace strata::opstest {
+namespace {
+
+using namespace strata::ops;
+
+struct S {
+  const char* name;
+  int64_t nh, nkv, hd, bs;
+  std::vector<int32_t> q_lens, ctx;
+};
+
+Outcome run_attention(const S& s, DType act, Rng& rng) {
+  AttentionArgs a;
+  const int64_t B = static_cast<int64_t>(s.q_lens.size());
+  std::vector<int32_t> cu{0};
+  int64_t max_blocks = 1, used = 0;
+  for (int64_t b = 0; b < B; ++b) {
+    cu.push_back(cu.back() + s.q_lens[static_cast<size_t>(b)]);
+    const int64_t nb = (s.ctx[static_cast<size_t>(b)] + s.bs - 1) / s.bs;
+    max_blocks = std::max(max_blocks, nb);
+    used += nb;
+  }
+  const int64_t T = cu.back(), num_blocks = used + 3;
+  // Physical blocks handed out in random order; unused table entries point at block 0.
+  std::vector<int32_t> phys = distinct(rng, used, num_blocks);
+  std::vector<int32_t> table(static_cast<size_t>(B * max_blocks), 0);
+  size_t next = 0;
+  for (int64_t b = 0; b < B; ++b) {
+    const int64_t nb = (s.ctx[static_cast<size_t>(b)] + s.bs - 1) / s.bs;
+    for (int64_t i = 0; i < nb; ++i) table[static_cast<size_t>(b * max_blocks + i)] = phys[next++];
+  }
+  const int64_t qw = s.nh * s.hd;
+  Tensor qkv = normal_tensor(rng, Shape{T, qw + 2 * s.nkv * s.hd}, act, 1.f);
+  a.q = qkv.slice(1, 0, qw);
+  a.k_cache = normal_tensor(rng, Shape{num_blocks, s.bs, s.nkv, s.hd}, act, 1.f);
+  a.v_cache = normal_tensor(rng, Shape{num_blocks, s.bs, s.nkv, s.hd}, act, 1.f);
+  a.block_tables = i32_tensor(table, Shape{B, max_blocks});
+  a.cu_seqlens_q = i32_tensor(cu);
+  a.context_lens = i32_tensor(s.ctx);
+  a.n_heads = s.nh;
+  a.n_kv_heads = s.nkv;
+  a.head_dim = s.hd;
+  a.max_q_len = *std::max_element(s.q_lens.begin(), s.q_lens.end());
+  a.scale = 1.f / std::sqrt(static_cast<float>(s.hd));
+  a.out = Tensor::empty(Shape{T, qw}, act);
+  // Scores sum hd products; softmax and output sum over the context; exp per key.
+  Tolerance tol;
+  tol.reduction = s.hd + *std::max_element(s.ctx.begin(), s.ctx.end());
+  tol.math = 2;
+  return run_case(a, act, tol);
+}
+
+std::vector<OpCase> attention_cases() {
+  const int64_t n3q = Nano3::q_heads, n3kv = Nano3::kv_heads, n9q = Nano9B::q_heads, n9kv = Nano9B::kv_heads;
+  const S shapes[] = {
+      {"nano3 decode", n3q, n3kv, 128, 16, {1}, {1000}},
+      {"nano3 decode long", n3q, n3kv, 128, 16, {1}, {4099}},
+      {"nano3 decode batch", n3q, n3kv, 128, 16, {1, 1, 1}, {1, 37, 700}},
+      {"9b decode", n9q, n9kv, 128, 16, {1, 1}, {513, 64}},
+      {"nano3 prefill", n3q, n3kv, 128, 16, {130}, {130}},
+      {"nano3 chunked prefill", n3q, n3kv, 128, 16, {17, 5}, {17, 40}},
+      {"9b prefill", n9q, n9kv, 128, 32, {300}, {300}},
+      {"9b mixed", n9q, n9kv, 128, 16, {1, 17, 3}, {90, 17, 20}},
+      {"odd hd 64", 6, 3, 64, 7, {1, 3, 17}, {5, 3, 50}},
+      {"odd mha", 4, 4, 64, 5, {13}, {29}},
+  };
+  std::vector<OpCase> out;
+  for (const S& s : shapes)
+    for (DType act : acts())
+      out.push_back({"attention", fmt::format("{} heads {}/{}x{} block {} q_lens {} ctx {} {}", s.name, s.nh, s.nkv, s.hd, s.bs,
+                                              fmt::join(s.q_lens, ","), fmt::join(s.ctx, ","), dt(act)),
+                     true, [s, act](Rng& rng) { return run_attention(s, act, rng); }});
+  return out;
+}
+
+}  // namespace
+
+STRATA_OP_CASES(attention_cases);
+
+}  // namespace strata::opstest

@@ -1,0 +1,105 @@
+// Cases: linear in bf16, f32 and FP8 (W8A16, and W8A8 on inputs that are exactly e4m3 values
+// times a power-of-two input scale, where W8A8 and the host's W8A16 compute the same sums).
+#include <cmath>
+
+#include "cases_util.h"
+
+namespace strata::opstest {
+namespace {
+
+using namespace strata::ops;
+
+enum class WKind { Act, F32Router, Fp8W8A16, Fp8W8A8 };
+
+struct S {
+  const char* name;
+  int64_t T, N, K;
+  DType act;
+  WKind kind;
+  DType out;
+  bool x_view;
+  bool supported;
+};
+
+std::string kind_name(WKind k) {
+  switch (k) {
+    case WKind::Act: return "act weight";
+    case WKind::F32Router: return "f32 weight";
+    case WKind::Fp8W8A16: return "fp8 W8A16";
+    case WKind::Fp8W8A8: return "fp8 W8A8";
+  }
+  return "";
+}
+
+Outcome run_linear(const S& s, Rng& rng) {
+  LinearArgs a;
+  const float wstd = 1.f / std::sqrt(static_cast<float>(s.K));
+  if (s.kind == WKind::Fp8W8A8) {
+    // x = e4m3 code * 2^-3: exactly what the device's quantizer recovers.
+    const float in_scale = 0.125f;
+    Tensor wide = Tensor::empty(Shape{s.T, s.K + (s.x_view ? 16 : 0)}, s.act);
+    for (int64_t i = 0; i < wide.numel(); ++i)
+      store_from_f32(wide.raw(), s.act, static_cast<size_t>(i), fp8e4m3_to_f32(fp8e4m3_from_f32_sat(rng.normal() * 16.f)) * in_scale);
+    a.x = wide.slice(1, s.x_view ? 16 : 0, s.K);
+    a.w.weight = fp8_weight(rng, Shape{s.N, s.K}, wstd, &a.w.weight_scale);
+    a.w.input_scale = in_scale;
+  } else {
+    a.x = s.x_view ? wide_rows(rng, s.T, s.K, 24, 8, s.act, 1.f) : normal_tensor(rng, Shape{s.T, s.K}, s.act, 1.f);
+    if (s.kind == WKind::Fp8W8A16) a.w.weight = fp8_weight(rng, Shape{s.N, s.K}, wstd, &a.w.weight_scale);
+    else a.w.weight = normal_tensor(rng, Shape{s.N, s.K}, s.kind == WKind::F32Router ? DType::F32 : s.act, wstd);
+  }
+  a.out = Tensor::empty(Shape{s.T, s.N}, s.out);
+  Tolerance tol;  // one f32 sum of K products, one rounding to out
+  tol.reduction = s.K;
+  return run_case(a, s.act, tol);
+}
+
+std::vector<OpCase> linear_cases() {
+  const DType bf = DType::BF16, f32 = DType::F32;
+  const S shapes[] = {
+      {"nano3 in_proj", 1, Nano3::in_proj, Nano3::hidden, bf, WKind::Act, bf, false, true},
+      {"nano3 in_proj", 3, Nano3::in_proj, Nano3::hidden, bf, WKind::Act, bf, false, true},
+      {"nano3 in_proj", 17, Nano3::in_proj, Nano3::hidden, bf, WKind::Act, bf, false, true},
+      {"nano3 in_proj", 130, Nano3::in_proj, Nano3::hidden, bf, WKind::Act, bf, false, true},
+      {"nano3 out_proj", 1, Nano3::hidden, Nano3::d_inner, bf, WKind::Act, bf, false, true},
+      {"nano3 out_proj", 300, Nano3::hidden, Nano3::d_inner, bf, WKind::Act, bf, true, true},
+      {"nano3 shared up", 8, Nano3::shared_width, Nano3::hidden, bf, WKind::Act, bf, false, true},
+      {"nano3 lm_head", 1, Nano3::vocab, Nano3::hidden, bf, WKind::Act, f32, false, true},
+      {"nano3 router", 3, Nano3::experts, Nano3::hidden, bf, WKind::F32Router, f32, false, true},
+      {"nano3 router", 17, Nano3::experts, Nano3::hidden, bf, WKind::F32Router, f32, false, true},
+      {"9b in_proj", 1, Nano9B::in_proj, Nano9B::hidden, bf, WKind::Act, bf, false, true},
+      {"9b in_proj", 8, Nano9B::in_proj, Nano9B::hidden, bf, WKind::Act, bf, false, true},
+      {"9b mlp up", 1, Nano9B::mlp, Nano9B::hidden, bf, WKind::Act, bf, false, true},
+      {"9b mlp down", 2, Nano9B::hidden, Nano9B::mlp, bf, WKind::Act, bf, false, true},
+      {"odd", 1, 131, 257, bf, WKind::Act, bf, true, true},
+      {"odd", 3, 131, 257, bf, WKind::Act, bf, false, true},
+      {"odd", 17, 131, 257, bf, WKind::Act, bf, true, true},
+      {"odd", 300, 1031, 131, bf, WKind::Act, bf, false, true},
+      {"f32 nano3 out_proj", 1, Nano3::hidden, Nano3::d_inner, f32, WKind::Act, f32, false, true},
+      {"f32 odd", 1, 257, 1031, f32, WKind::Act, f32, true, true},
+      {"f32 odd", 17, 257, 1031, f32, WKind::Act, f32, false, true},
+      {"f32", 130, 1024, 768, f32, WKind::Act, f32, true, true},
+      {"nano3 in_proj", 1, Nano3::in_proj, Nano3::hidden, bf, WKind::Fp8W8A16, bf, false, true},
+      {"nano3 in_proj", 4, Nano3::in_proj, Nano3::hidden, bf, WKind::Fp8W8A16, bf, false, true},
+      {"nano3 in_proj", 1, Nano3::in_proj, Nano3::hidden, bf, WKind::Fp8W8A8, bf, false, true},
+      {"nano3 in_proj", 17, Nano3::in_proj, Nano3::hidden, bf, WKind::Fp8W8A8, bf, false, true},
+      {"nano3 expert up", 300, Nano3::expert_width, Nano3::hidden, bf, WKind::Fp8W8A8, bf, true, true},
+      {"9b mlp down", 8, Nano9B::hidden, Nano9B::mlp, bf, WKind::Fp8W8A8, bf, false, true},
+      {"fp8 odd", 3, 131, 257, bf, WKind::Fp8W8A16, bf, true, true},
+      {"fp8 odd", 3, 131, 257, bf, WKind::Fp8W8A8, f32, false, true},
+      // Refusals the table documents: W8A16 beyond the small-M kernel, FP8 GEMM with K % 16 != 0.
+      {"fp8 W8A16 prefill", 17, 256, 512, bf, WKind::Fp8W8A16, bf, false, false},
+      {"fp8 W8A8 odd K prefill", 17, 131, 257, bf, WKind::Fp8W8A8, bf, false, false},
+  };
+  std::vector<OpCase> out;
+  for (const S& s : shapes)
+    out.push_back({"linear", fmt::format("{} T={} N={} K={} x {} {} -> {}{}", s.name, s.T, s.N, s.K, dt(s.act), kind_name(s.kind), dt(s.out), s.x_view ? " x-view" : ""),
+                   s.supported, [s](Rng& rng) { return run_linear(s, rng); }});
+  return out;
+}
+
+}  // namespace
+
+STRATA_OP_CASES(linear_cases);
+
+}  // namespace strata::opstest

@@ -1,0 +1,199 @@
+// Cases: conv1d_prefill, conv1d_update, ssm_scan, ssm_update (packed sequences, state slots,
+// chunked-prefill continuations, sequences shorter than the conv window, empty sequences).
+#include <cmath>
+
+#include "cases_util.h"
+
+namespace strata::opstest {
+namespace {
+
+using namespace strata::ops;
+
+std::vector<int32_t> offsets_of(const std::vector<int32_t>& lens) {
+  std::vector<int32_t> cu{0};
+  for (int32_t l : lens) cu.push_back(cu.back() + l);
+  return cu;
+}
+
+int64_t total(const std::vector<int32_t>& lens) { return offsets_of(lens).back(); }
+
+// ---- conv1d ----
+
+struct ConvS {
+  const char* name;
+  int64_t C;
+  std::vector<int32_t> lens;  // prefill: tokens per sequence; update: one per entry
+  std::vector<int32_t> has_initial;
+};
+
+constexpr int64_t kConvK = 4, kSlots = 9;
+
+std::vector<OpCase> conv_cases() {
+  const ConvS shapes[] = {
+      {"nano3", Nano3::conv_dim, {300}, {0}},
+      {"nano3", Nano3::conv_dim, {5, 1, 17, 2}, {1, 0, 1, 1}},
+      {"9b", Nano9B::conv_dim, {130, 3}, {1, 0}},
+      {"odd", 131, {1, 0, 2, 17, 3}, {1, 1, 0, 1, 1}},
+  };
+  std::vector<OpCase> out;
+  for (const ConvS& s : shapes)
+    for (DType act : acts()) {
+      out.push_back({"conv1d_prefill", fmt::format("{} C={} K={} lens {} has_initial {} {}", s.name, s.C, kConvK, fmt::join(s.lens, ","), fmt::join(s.has_initial, ","), dt(act)), true,
+                     [s, act](Rng& rng) {
+                       Conv1dPrefillArgs a;
+                       const int64_t T = total(s.lens), B = static_cast<int64_t>(s.lens.size());
+                       a.x = wide_rows(rng, T, s.C, 4096 + 64, 4096, act, 1.f);  // xBC: columns of in_proj rows
+                       a.weight = normal_tensor(rng, Shape{s.C, kConvK}, act, 0.5f);
+                       a.bias = normal_tensor(rng, Shape{s.C}, act, 0.5f);
+                       a.conv_states = normal_tensor(rng, Shape{kSlots, kConvK - 1, s.C}, act, 1.f);
+                       a.cu_seqlens = i32_tensor(offsets_of(s.lens));
+                       a.slots = i32_tensor(distinct(rng, B, kSlots));
+                       a.has_initial = i32_tensor(s.has_initial);
+                       a.out = Tensor::empty(Shape{T, s.C}, act);
+                       Tolerance tol;  // K products and the bias; silu's exp
+                       tol.reduction = kConvK + 1;
+                       tol.math = 1;
+                       return run_case(a, act, tol);
+                     }});
+    }
+  for (int64_t C : {Nano3::conv_dim, Nano9B::conv_dim, int64_t{131}})
+    for (int64_t B : {int64_t{1}, int64_t{3}, int64_t{8}})
+      for (DType act : acts())
+        out.push_back({"conv1d_update", fmt::format("C={} B={} {}", C, B, dt(act)), true, [C, B, act](Rng& rng) {
+                         Conv1dUpdateArgs a;
+                         a.x = wide_rows(rng, B, C, 100, 50, act, 1.f);
+                         a.weight = normal_tensor(rng, Shape{C, kConvK}, act, 0.5f);
+                         a.bias = normal_tensor(rng, Shape{C}, act, 0.5f);
+                         a.conv_states = normal_tensor(rng, Shape{kSlots, kConvK - 1, C}, act, 1.f);
+                         a.slots = i32_tensor(distinct(rng, B, kSlots));
+                         a.out = Tensor::empty(Shape{B, C}, act);
+                         Tolerance tol;
+                         tol.reduction = kConvK + 1;
+                         tol.math = 1;
+                         return run_case(a, act, tol);
+                       }});
+  return out;
+}
+
+// ---- ssm ----
+
+struct SsmS {
+  const char* name;
+  int64_t Hm, P, G, N, chunk;
+  std::vector<int32_t> lens;
+  std::vector<int32_t> has_initial;
+  bool bf16_params;  // D and dt_bias stored in the act dtype (vLLM) instead of f32
+};
+
+constexpr int64_t kSsmSlots = 5;
+
+// Fills the per-head parameters the way Mamba2 initializes them: A in [-16, -1], dt_bias the
+// inverse softplus of dt in [1e-3, 1e-1], D around 1; the state starts away from zero.
+template <class A>
+void ssm_params(A& a, Rng& rng, int64_t Hm, DType param) {
+  a.A = Tensor::empty(Shape{Hm}, DType::F32);
+  Tensor dtb = Tensor::empty(Shape{Hm}, DType::F32);
+  for (int64_t h = 0; h < Hm; ++h) {
+    a.A.template data<float>()[h] = -std::exp(rng.uniform(0.f, 2.77f));
+    const float dt0 = std::exp(rng.uniform(std::log(1e-3f), std::log(1e-1f)));
+    dtb.data<float>()[h] = std::log(std::expm1(dt0));
+  }
+  a.D = uniform_tensor(rng, Shape{Hm}, param, 0.5f, 1.5f);
+  if (param == DType::F32) {
+    a.dt_bias = dtb;
+  } else {
+    a.dt_bias = Tensor::empty(Shape{Hm}, param);
+    for (int64_t h = 0; h < Hm; ++h) store_from_f32(a.dt_bias.raw(), param, static_cast<size_t>(h), dtb.data<float>()[h]);
+  }
+}
+
+// x, B, C and dt as column ranges of one in_proj-like row (the layout the model passes).
+template <class A>
+void ssm_inputs(A& a, Rng& rng, int64_t T, int64_t Hm, int64_t P, int64_t G, int64_t N, DType act) {
+  const int64_t xw = Hm * P, bw = G * N, width = 17 + xw + 2 * bw + Hm;
+  Tensor row = normal_tensor(rng, Shape{T, width}, act, 1.f);
+  a.x = row.slice(1, 17, xw);
+  a.B = row.slice(1, 17 + xw, bw);
+  a.C = row.slice(1, 17 + xw + bw, bw);
+  a.dt_raw = row.slice(1, 17 + xw + 2 * bw, Hm);
+}
+
+// y sums N state terms (and, chunked, up to `chunk` positions of N-term products); exponents
+// carry the cumsum's rounding, which scales the same way. softplus, exp and the decay exps.
+Tolerance ssm_tolerance(int64_t chunk, int64_t N) {
+  Tolerance tol;
+  tol.reduction = chunk * N;
+  tol.math = 3;
+  return tol;
+}
+
+std::vector<OpCase> ssm_cases() {
+  const SsmS scans[] = {
+      {"nano3", Nano3::heads, Nano3::head_dim, Nano3::groups, Nano3::state, 128, {300}, {0}, false},
+      {"nano3", Nano3::heads, Nano3::head_dim, Nano3::groups, Nano3::state, 128, {5, 1, 11}, {1, 0, 1}, true},
+      {"nano3 decode-sized", Nano3::heads, Nano3::head_dim, Nano3::groups, Nano3::state, 128, {1}, {1}, false},
+      {"9b", Nano9B::heads, Nano9B::head_dim, Nano9B::groups, Nano9B::state, 128, {130}, {1}, false},
+      {"odd", 6, 5, 3, 7, 16, {40, 3, 0, 17}, {1, 0, 1, 0}, true},
+      {"odd N=64 chunk 64", 8, 16, 2, 64, 64, {130, 64}, {1, 1}, false},
+      {"odd N=256 chunk 32", 4, 24, 1, 256, 32, {70}, {1}, false},
+  };
+  std::vector<OpCase> out;
+  for (const SsmS& s : scans)
+    for (DType act : acts())
+      out.push_back({"ssm_scan", fmt::format("{} heads={}x{} groups={} N={} chunk={} lens {} has_initial {} {}{}", s.name, s.Hm, s.P, s.G, s.N, s.chunk,
+                                             fmt::join(s.lens, ","), fmt::join(s.has_initial, ","), dt(act), s.bf16_params ? " act params" : ""),
+                     true, [s, act](Rng& rng) {
+                       SsmScanArgs a;
+                       const int64_t T = total(s.lens), B = static_cast<int64_t>(s.lens.size());
+                       ssm_inputs(a, rng, T, s.Hm, s.P, s.G, s.N, act);
+                       ssm_params(a, rng, s.Hm, s.bf16_params ? act : DType::F32);
+                       a.ssm_states = normal_tensor(rng, Shape{kSsmSlots, s.Hm, s.P, s.N}, DType::F32, 0.5f);
+                       a.cu_seqlens = i32_tensor(offsets_of(s.lens));
+                       a.slots = i32_tensor(distinct(rng, B, kSsmSlots));
+                       a.has_initial = i32_tensor(s.has_initial);
+                       a.heads = s.Hm;
+                       a.head_dim = s.P;
+                       a.groups = s.G;
+                       a.state_size = s.N;
+                       a.chunk_size = s.chunk;
+                       a.out = Tensor::empty(Shape{T, s.Hm * s.P}, act);
+                       return run_case(a, act, ssm_tolerance(s.chunk, s.N));
+                     }});
+  struct U { const char* name; int64_t Hm, P, G, N, B; };
+  const U updates[] = {{"nano3", Nano3::heads, Nano3::head_dim, Nano3::groups, Nano3::state, 1},
+                       {"nano3", Nano3::heads, Nano3::head_dim, Nano3::groups, Nano3::state, 3},
+                       {"9b", Nano9B::heads, Nano9B::head_dim, Nano9B::groups, Nano9B::state, 1},
+                       {"9b", Nano9B::heads, Nano9B::head_dim, Nano9B::groups, Nano9B::state, 2},
+                       {"odd", 6, 5, 3, 7, 3},
+                       {"N=64", 8, 16, 2, 64, 2},
+                       {"N=256", 4, 24, 1, 256, 1}};
+  for (const U& s : updates)
+    for (DType act : acts())
+      out.push_back({"ssm_update", fmt::format("{} heads={}x{} groups={} N={} B={} {}", s.name, s.Hm, s.P, s.G, s.N, s.B, dt(act)), true,
+                     [s, act](Rng& rng) {
+                       SsmUpdateArgs a;
+                       ssm_inputs(a, rng, s.B, s.Hm, s.P, s.G, s.N, act);
+                       ssm_params(a, rng, s.Hm, DType::F32);
+                       a.ssm_states = normal_tensor(rng, Shape{kSsmSlots, s.Hm, s.P, s.N}, DType::F32, 0.5f);
+                       a.slots = i32_tensor(distinct(rng, s.B, kSsmSlots));
+                       a.heads = s.Hm;
+                       a.head_dim = s.P;
+                       a.groups = s.G;
+                       a.state_size = s.N;
+                       a.out = Tensor::empty(Shape{s.B, s.Hm * s.P}, act);
+                       return run_case(a, act, ssm_tolerance(1, s.N));
+                     }});
+  return out;
+}
+
+std::vector<OpCase> all() {
+  std::vector<OpCase> out = conv_cases();
+  for (auto& c : ssm_cases()) out.push_back(std::move(c));
+  return out;
+}
+
+}  // namespace
+
+STRATA_OP_CASES(all);
+
+}  // namespace strata::opstest
