@@ -54,10 +54,11 @@ Tensor i32_tensor(const std::vector<int32_t>& values, const Shape& shape) {
 }
 
 Tensor fp8_weight(Rng& rng, const Shape& shape, float stddev, float* scale_out) {
-  // Codes ~N(0, 100^2) clipped to the e4m3 range: the scale maps them back to stddev.
+  // Codes uniform in +-173 (standard deviation 100) within the e4m3 range: the scale maps them
+  // back to `stddev`. Uniform draws keep gigabytes of expert weights cheap to make.
   Tensor t = Tensor::empty(shape, DType::F8E4M3, Device::Host);
   auto* q = static_cast<uint8_t*>(t.raw());
-  for (int64_t i = 0; i < t.numel(); ++i) q[i] = fp8e4m3_from_f32_sat(rng.normal() * 100.f);
+  for (int64_t i = 0; i < t.numel(); ++i) q[i] = fp8e4m3_from_f32_sat(rng.uniform(-173.2f, 173.2f));
   *scale_out = stddev / 100.f;
   return t;
 }

@@ -121,6 +121,26 @@ double time_ms(const std::function<void()>& fn, int warmup, int reps) {
   return ms[static_cast<size_t>(reps / 2)];
 }
 
+double time_graph_ms(const std::function<void()>& fn, int warmup, int reps) {
+  Backend& b = ready();
+  cudaGraph_t graph = nullptr;
+  cudaGraphExec_t exec = nullptr;
+  STRATA_CUDA_CHECK(cudaStreamBeginCapture(b.stream, cudaStreamCaptureModeThreadLocal));
+  try {
+    fn();
+  } catch (...) {
+    (void)cudaStreamEndCapture(b.stream, &graph);
+    if (graph) (void)cudaGraphDestroy(graph);
+    throw;
+  }
+  STRATA_CUDA_CHECK(cudaStreamEndCapture(b.stream, &graph));
+  STRATA_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+  const double ms = time_ms([&] { STRATA_CUDA_CHECK(cudaGraphLaunch(exec, b.stream)); }, warmup, reps);
+  STRATA_CUDA_CHECK(cudaGraphExecDestroy(exec));
+  STRATA_CUDA_CHECK(cudaGraphDestroy(graph));
+  return ms;
+}
+
 }  // namespace strata::cuda
 
 #else  // built without CUDA: the backend exists only to say why it cannot run
@@ -150,6 +170,7 @@ int64_t take_index_errors() { no_cuda(); }
 std::string device_description() { no_cuda(); }
 int multiprocessor_count() { no_cuda(); }
 double time_ms(const std::function<void()>&, int, int) { no_cuda(); }
+double time_graph_ms(const std::function<void()>&, int, int) { no_cuda(); }
 
 }  // namespace strata::cuda
 

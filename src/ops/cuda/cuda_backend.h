@@ -47,5 +47,9 @@ int multiprocessor_count();
 // Median milliseconds of `fn` (which enqueues work on stream()) over `reps` timed runs after
 // `warmup` runs, each timed with CUDA events.
 double time_ms(const std::function<void()>& fn, int warmup, int reps);
+// Captures what `fn` enqueues on stream() into a CUDA graph once, then returns the median
+// milliseconds of one replay over `reps` replays after `warmup` (launch gaps removed, as the
+// engine's decode graphs will run). `fn` must not synchronize or copy to/from the host.
+double time_graph_ms(const std::function<void()>& fn, int warmup, int reps);
 
 }  // namespace strata::cuda

@@ -135,13 +135,13 @@ __global__ void __launch_bounds__(kThreads) draw_kernel(int64_t V, int64_t row0,
   __shared__ double sh[kThreads];
   __shared__ long long found;
   const int64_t r = blockIdx.x, b = row0 + r;
-  const ops::SamplingRow row = rows.rows[r];
+  const SampleRow row = rows.rows[r];
   if (row.temperature == 0.f) return;  // greedy: written by argmax_kernel
   const float* k = keys + b * V;
   const int32_t* id = vals + b * V;
   const float m = k[0], temp = row.temperature;
   auto p = [&](int64_t i) { return static_cast<double>(expf((k[i] - m) / temp)); };
-  int64_t kept = row.top_k > 0 ? min<int64_t>(row.top_k, V) : V;
+  int64_t kept = row.top_k > 0 ? min(static_cast<int64_t>(row.top_k), V) : V;
   double mass = chunked_sum(kept, p, sh);
   if (row.top_p < 1.f) {
     const double need = static_cast<double>(row.top_p) * mass;
@@ -214,7 +214,7 @@ size_t sample_scratch_bytes(int64_t rows, int64_t vocab) {
   return 4 * align256(n * 4) + align256(static_cast<size_t>(rows + 1) * 4) + align256(cub_temp_bytes(rows, vocab));
 }
 
-void launch_sample(const SampleLaunch& p, const ops::SamplingRow* rows, int* index_errors, void* stream) {
+void launch_sample(const SampleLaunch& p, const SampleRow* rows, int* index_errors, void* stream) {
   const int64_t B = p.logits.rows, V = p.logits.cols;
   if (B == 0) return;
   auto s = static_cast<cudaStream_t>(stream);

@@ -3,17 +3,26 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 #include "ops/cuda/device_views.h"
-#include "ops/ops.h"
 
 namespace strata::cuda {
 
 // Rows per launch: their parameters travel as a kernel argument (no copy to the device).
 constexpr int kSampleRowsPerLaunch = 64;
 
+// One row's parameters (ops::SamplingRow's fields; this header stays free of ops.h, whose fmt
+// includes do not build next to CUB under nvcc).
+struct SampleRow {
+  float temperature = 0.f;
+  int32_t top_k = 0;
+  float top_p = 1.f;
+  uint64_t seed = 0, step = 0;
+};
+
 struct SampleRowsParam {
-  ops::SamplingRow rows[kSampleRowsPerLaunch];
+  SampleRow rows[kSampleRowsPerLaunch];
 };
 
 struct SampleLaunch {
@@ -27,6 +36,6 @@ struct SampleLaunch {
 };
 
 size_t sample_scratch_bytes(int64_t rows, int64_t vocab);
-void launch_sample(const SampleLaunch& p, const ops::SamplingRow* rows, int* index_errors, void* stream);
+void launch_sample(const SampleLaunch& p, const SampleRow* rows, int* index_errors, void* stream);
 
 }  // namespace strata::cuda

@@ -44,7 +44,10 @@ void sample_run(const SampleArgs& a, OpContext& ctx) {
     scratch = Tensor::empty(Shape{static_cast<int64_t>(p.scratch_bytes)}, DType::U8, Device::Cuda);
     p.scratch = scratch.raw();
   }
-  launch_sample(p, a.rows.data(), index_error_counter(), stream_of(ctx));
+  std::vector<SampleRow> rows(a.rows.size());
+  for (size_t b = 0; b < rows.size(); ++b)
+    rows[b] = SampleRow{a.rows[b].temperature, a.rows[b].top_k, a.rows[b].top_p, a.rows[b].seed, a.rows[b].step};
+  launch_sample(p, rows.data(), index_error_counter(), stream_of(ctx));
 }
 
 }  // namespace

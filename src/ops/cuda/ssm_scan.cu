@@ -163,7 +163,7 @@ __global__ void chunk_state_kernel(SsmLaunch p, Scratch s) {
       xw[e] = v;
     }
     __syncthreads();
-    const int rows = static_cast<int>(min<int64_t>(32, len - s0));
+    const int rows = static_cast<int>(min(static_cast<int64_t>(32), static_cast<int64_t>(len) - s0));
     for (int r = 0; r < rows; ++r) {
 #pragma unroll
       for (int i = 0; i < 16; ++i)
@@ -240,7 +240,7 @@ __global__ void chunk_scan_kernel(SsmLaunch p, Scratch s) {
       cs[r * 33 + k] = (r < len && n0 + k < N) ? to_f32(Cm[(t0 + r) * p.C.ld + g * N + n0 + k]) : 0.f;
     }
     __syncthreads();
-    const int kmax = static_cast<int>(min<int64_t>(32, N - n0));
+    const int kmax = static_cast<int>(min(static_cast<int64_t>(32), N - n0));
     for (int k = 0; k < kmax; ++k) {
       const float cv = cs[l * 33 + k];
 #pragma unroll

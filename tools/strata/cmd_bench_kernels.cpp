@@ -1,0 +1,298 @@
+// `strata bench-kernels`: times the decode-critical CUDA kernels on the Nano-3 and Nano-9B-v2
+// shapes (batch 1) and reports achieved bandwidth against the H200's measured read ceiling
+// (4.57 TB/s, spec/performance.md section 9). Each row: bytes the kernel must move at least
+// (weights/state read once, state written once), the median time of one launch, GB/s, and the
+// fraction of the ceiling. Launches are captured in a CUDA graph and replayed (no launch gaps);
+// inputs rotate over enough copies that the working set exceeds the L2 cache.
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <memory>
+
+#include "command.h"
+#include "core/check.h"
+#include "ops/cuda/cuda_backend.h"
+#include "ops/ops.h"
+
+namespace strata::cli {
+namespace {
+
+using namespace strata::ops;
+
+constexpr double kCeilingGBs = 4570.0;
+constexpr double kRotateBytes = 256e6;  // > 4x the 50 MB L2
+
+struct Row {
+  std::string kernel, shape;
+  double bytes = 0, us = 0;
+};
+
+uint64_t g_state = 0x1234567;
+float next_uniform() {  // fast, deterministic, never exactly zero in practice
+  uint64_t z = (g_state += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  z ^= z >> 31;
+  return static_cast<float>(z >> 40) * (1.0f / 16777216.0f) * 2.f - 1.f;
+}
+
+Tensor random_device(const Shape& shape, DType dt, float scale) {
+  Tensor h = Tensor::empty(shape, dt, Device::Host);
+  if (dt == DType::F8E4M3) {
+    auto* q = static_cast<uint8_t*>(h.raw());
+    for (int64_t i = 0; i < h.numel(); ++i) q[i] = fp8e4m3_from_f32_sat(next_uniform() * 300.f);
+  } else if (dt == DType::BF16) {
+    auto* q = static_cast<uint16_t*>(h.raw());
+    for (int64_t i = 0; i < h.numel(); ++i) q[i] = f32_to_bf16(next_uniform() * scale);
+  } else {
+    for (int64_t i = 0; i < h.numel(); ++i) store_from_f32(h.raw(), dt, static_cast<size_t>(i), next_uniform() * scale);
+  }
+  return h.to(Device::Cuda);
+}
+
+Tensor device_i32(const std::vector<int32_t>& v) {
+  Tensor h = Tensor::empty(Shape{static_cast<int64_t>(v.size())}, DType::I32, Device::Host);
+  std::copy(v.begin(), v.end(), h.data<int32_t>());
+  return h.to(Device::Cuda);
+}
+
+int sets_for(double bytes) { return static_cast<int>(std::clamp(std::ceil(kRotateBytes / bytes), 1.0, 64.0)); }
+
+template <class Args>
+const Kernel<Args>& kernel_named(const char* name) {
+  for (const auto& k : OpTable<Args>::kernels())
+    if (k.device == Device::Cuda && std::string(k.name) == name) return k;
+  fail("no CUDA kernel named {} for op {}", name, Args::kName);
+}
+
+// Median microseconds of one launch: `sets` launches (one per input set) captured in a graph.
+double time_launches(int sets, const std::function<void(int)>& launch) {
+  for (int i = 0; i < sets; ++i) launch(i);  // warm: plans, tables, arena blocks
+  cuda::synchronize();
+  const double ms = cuda::time_graph_ms([&] { for (int i = 0; i < sets; ++i) launch(i); }, 3, 20);
+  return ms * 1000.0 / sets;
+}
+
+Row bench_linear(const char* kernel, const char* what, int64_t N, int64_t K, DType wt, bool w8a8, DType out_dt) {
+  const double wbytes = static_cast<double>(N * K) * static_cast<double>(dtype_size(wt));
+  const int sets = sets_for(wbytes);
+  std::vector<LinearArgs> args(static_cast<size_t>(sets));
+  for (auto& a : args) {
+    a.x = random_device(Shape{1, K}, DType::BF16, 1.f);
+    a.w.weight = random_device(Shape{N, K}, wt, 1.f / std::sqrt(static_cast<float>(K)));
+    if (wt == DType::F8E4M3) {
+      a.w.weight_scale = 0.01f;
+      a.w.input_scale = w8a8 ? 1.f / 64.f : 0.f;
+    }
+    a.out = Tensor::empty(Shape{1, N}, out_dt, Device::Cuda);
+  }
+  const auto& k = kernel_named<LinearArgs>(kernel);
+  OpContext ctx;
+  cuda::bind(ctx);
+  std::string why;
+  if (!k.supports(args[0], &why)) fail("bench linear {}: {}", kernel, why);
+  Row r;
+  r.kernel = fmt::format("linear {} {}", kernel, wt == DType::F8E4M3 ? (w8a8 ? "fp8 W8A8" : "fp8 W8A16") : dtype_name(wt));
+  r.shape = fmt::format("{} M=1 N={} K={}", what, N, K);
+  r.bytes = wbytes + static_cast<double>(K * 2 + N * static_cast<int64_t>(dtype_size(out_dt)));
+  r.us = time_launches(sets, [&](int i) { k.run(args[static_cast<size_t>(i)], ctx); });
+  return r;
+}
+
+Row bench_ssm_update(const char* what, int64_t Hm, int64_t P, int64_t G, int64_t N) {
+  const double state_bytes = static_cast<double>(Hm * P * N) * 4.0;
+  const int sets = sets_for(2 * state_bytes);
+  SsmUpdateArgs a;
+  const int64_t width = Hm * P + 2 * G * N + Hm;
+  Tensor row = random_device(Shape{1, width}, DType::BF16, 1.f);
+  a.x = row.slice(1, 0, Hm * P);
+  a.B = row.slice(1, Hm * P, G * N);
+  a.C = row.slice(1, Hm * P + G * N, G * N);
+  a.dt_raw = row.slice(1, Hm * P + 2 * G * N, Hm);
+  a.A = random_device(Shape{Hm}, DType::F32, 1.f);
+  a.D = random_device(Shape{Hm}, DType::F32, 1.f);
+  a.dt_bias = random_device(Shape{Hm}, DType::F32, 1.f);
+  a.ssm_states = random_device(Shape{sets, Hm, P, N}, DType::F32, 0.5f);
+  a.heads = Hm;
+  a.head_dim = P;
+  a.groups = G;
+  a.state_size = N;
+  a.out = Tensor::empty(Shape{1, Hm * P}, DType::BF16, Device::Cuda);
+  std::vector<Tensor> slots;
+  for (int i = 0; i < sets; ++i) slots.push_back(device_i32({i}));
+  OpContext ctx;
+  cuda::bind(ctx);
+  Row r;
+  r.kernel = "ssm_update (f32 state)";
+  r.shape = fmt::format("{} B=1 heads {}x{} N={}", what, Hm, P, N);
+  r.bytes = 2 * state_bytes + static_cast<double>(width * 2 + Hm * P * 2);
+  r.us = time_launches(sets, [&](int i) {
+    a.slots = slots[static_cast<size_t>(i)];
+    ops::run(ctx, a);
+  });
+  return r;
+}
+
+Row bench_conv_update(const char* what, int64_t C) {
+  const int64_t K = 4;
+  const double state_bytes = static_cast<double>((K - 1) * C) * 2.0;
+  const int sets = 64;  // a small state: rotate over many slots
+  Conv1dUpdateArgs a;
+  a.x = random_device(Shape{1, C}, DType::BF16, 1.f);
+  a.weight = random_device(Shape{C, K}, DType::BF16, 0.5f);
+  a.bias = random_device(Shape{C}, DType::BF16, 0.5f);
+  a.conv_states = random_device(Shape{sets, K - 1, C}, DType::BF16, 1.f);
+  a.out = Tensor::empty(Shape{1, C}, DType::BF16, Device::Cuda);
+  std::vector<Tensor> slots;
+  for (int i = 0; i < sets; ++i) slots.push_back(device_i32({i}));
+  OpContext ctx;
+  cuda::bind(ctx);
+  Row r;
+  r.kernel = "conv1d_update (bf16)";
+  r.shape = fmt::format("{} B=1 C={} K={}", what, C, K);
+  r.bytes = 2 * state_bytes + static_cast<double>(C * K * 2 + C * 2 + 2 * C * 2);
+  r.us = time_launches(sets, [&](int i) {
+    a.slots = slots[static_cast<size_t>(i)];
+    ops::run(ctx, a);
+  });
+  return r;
+}
+
+Row bench_attention(const char* what, int64_t nh, int64_t nkv, int64_t ctx_len) {
+  const int64_t hd = 128, bs = 16, nb = (ctx_len + bs - 1) / bs;
+  const double kv_bytes = static_cast<double>(2 * ctx_len * nkv * hd * 2);
+  const int sets = sets_for(kv_bytes);
+  AttentionArgs a;
+  a.q = random_device(Shape{1, nh * hd}, DType::BF16, 1.f);
+  a.k_cache = random_device(Shape{sets * nb, bs, nkv, hd}, DType::BF16, 1.f);
+  a.v_cache = random_device(Shape{sets * nb, bs, nkv, hd}, DType::BF16, 1.f);
+  a.cu_seqlens_q = device_i32({0, 1});
+  a.context_lens = device_i32({static_cast<int32_t>(ctx_len)});
+  a.n_heads = nh;
+  a.n_kv_heads = nkv;
+  a.head_dim = hd;
+  a.max_q_len = 1;
+  a.scale = 1.f / std::sqrt(static_cast<float>(hd));
+  a.out = Tensor::empty(Shape{1, nh * hd}, DType::BF16, Device::Cuda);
+  std::vector<Tensor> tables;
+  for (int i = 0; i < sets; ++i) {
+    std::vector<int32_t> t(static_cast<size_t>(nb));
+    for (int64_t j = 0; j < nb; ++j) t[static_cast<size_t>(j)] = static_cast<int32_t>(i * nb + j);
+    tables.push_back(device_i32(t).reshape(Shape{1, nb}));
+  }
+  OpContext ctx;
+  cuda::bind(ctx);
+  Row r;
+  r.kernel = "attention decode (bf16 KV)";
+  r.shape = fmt::format("{} heads {}/{}x{} ctx {}", what, nh, nkv, hd, ctx_len);
+  r.bytes = kv_bytes + static_cast<double>(2 * nh * hd * 2);
+  r.us = time_launches(sets, [&](int i) {
+    a.block_tables = tables[static_cast<size_t>(i)];
+    ops::run(ctx, a);
+  });
+  return r;
+}
+
+Row bench_moe(const char* what, DType wt, bool w8a8) {
+  const int64_t E = 128, k = 6, H = 2688, I = 1856;
+  auto up = std::make_shared<std::vector<LinearWeight>>(static_cast<size_t>(E));
+  auto down = std::make_shared<std::vector<LinearWeight>>(static_cast<size_t>(E));
+  for (int64_t e = 0; e < E; ++e) {
+    auto& u = (*up)[static_cast<size_t>(e)];
+    auto& d = (*down)[static_cast<size_t>(e)];
+    u.weight = random_device(Shape{I, H}, wt, 1.f / std::sqrt(static_cast<float>(H)));
+    d.weight = random_device(Shape{H, I}, wt, 1.f / std::sqrt(static_cast<float>(I)));
+    if (wt == DType::F8E4M3) {
+      u.weight_scale = d.weight_scale = 0.01f;
+      u.input_scale = w8a8 ? 4.f / 448.f : 0.f;
+      d.input_scale = w8a8 ? 2.f / 448.f : 0.f;
+    }
+  }
+  const int sets = static_cast<int>(E / k);  // every set routes to 6 experts no other set uses
+  MoeExpertsArgs a;
+  a.x = random_device(Shape{1, H}, DType::BF16, 1.f);
+  a.up = up.get();
+  a.down = down.get();
+  a.weights = random_device(Shape{1, k}, DType::F32, 1.f);
+  a.out = Tensor::empty(Shape{1, H}, DType::BF16, Device::Cuda);
+  std::vector<Tensor> ids;
+  for (int i = 0; i < sets; ++i) {
+    std::vector<int32_t> v;
+    for (int64_t j = 0; j < k; ++j) v.push_back(static_cast<int32_t>(i * k + j));
+    ids.push_back(device_i32(v).reshape(Shape{1, k}));
+  }
+  OpContext ctx;
+  cuda::bind(ctx);
+  Row r;
+  r.kernel = fmt::format("moe_experts decode {}", wt == DType::F8E4M3 ? (w8a8 ? "fp8 W8A8" : "fp8 W8A16") : "bf16");
+  r.shape = fmt::format("{} T=1 top{} of {} H={} I={}", what, k, E, H, I);
+  r.bytes = static_cast<double>(k * 2 * H * I) * static_cast<double>(dtype_size(wt));
+  r.us = time_launches(sets, [&](int i) {
+    a.ids = ids[static_cast<size_t>(i)];
+    ops::run(ctx, a);
+  });
+  return r;
+}
+
+void run_bench(const std::string& out_path, const std::string& only) {
+  cuda::init_backend(0);
+  // (label for --only, the measurement)
+  const std::vector<std::pair<std::string, std::function<Row()>>> items = {
+      {"linear cuda.small_m, nano3 in_proj, 10304, 2688, BF16, false, BF16", [] { return bench_linear("cuda.small_m", "nano3 in_proj", 10304, 2688, DType::BF16, false, DType::BF16); }},
+      {"linear cuda.cublaslt, nano3 in_proj, 10304, 2688, BF16, false, BF16", [] { return bench_linear("cuda.cublaslt", "nano3 in_proj", 10304, 2688, DType::BF16, false, DType::BF16); }},
+      {"linear cuda.small_m, nano3 out_proj, 2688, 4096, BF16, false, BF16", [] { return bench_linear("cuda.small_m", "nano3 out_proj", 2688, 4096, DType::BF16, false, DType::BF16); }},
+      {"linear cuda.small_m, nano3 lm_head, 131072, 2688, BF16, false, F32", [] { return bench_linear("cuda.small_m", "nano3 lm_head", 131072, 2688, DType::BF16, false, DType::F32); }},
+      {"linear cuda.small_m, nano3 in_proj, 10304, 2688, F8E4M3, true, BF16", [] { return bench_linear("cuda.small_m", "nano3 in_proj", 10304, 2688, DType::F8E4M3, true, DType::BF16); }},
+      {"linear cuda.cublaslt, nano3 in_proj, 10304, 2688, F8E4M3, true, BF16", [] { return bench_linear("cuda.cublaslt", "nano3 in_proj", 10304, 2688, DType::F8E4M3, true, DType::BF16); }},
+      {"linear cuda.small_m, nano3 in_proj, 10304, 2688, F8E4M3, false, BF16", [] { return bench_linear("cuda.small_m", "nano3 in_proj", 10304, 2688, DType::F8E4M3, false, DType::BF16); }},
+      {"linear cuda.small_m, nano3 shared up, 3712, 2688, F8E4M3, true, BF16", [] { return bench_linear("cuda.small_m", "nano3 shared up", 3712, 2688, DType::F8E4M3, true, DType::BF16); }},
+      {"linear cuda.small_m, 9b in_proj, 22656, 4480, BF16, false, BF16", [] { return bench_linear("cuda.small_m", "9b in_proj", 22656, 4480, DType::BF16, false, DType::BF16); }},
+      {"linear cuda.small_m, 9b mlp up, 15680, 4480, BF16, false, BF16", [] { return bench_linear("cuda.small_m", "9b mlp up", 15680, 4480, DType::BF16, false, DType::BF16); }},
+      {"linear cuda.small_m, 9b mlp down, 4480, 15680, BF16, false, BF16", [] { return bench_linear("cuda.small_m", "9b mlp down", 4480, 15680, DType::BF16, false, DType::BF16); }},
+      {"linear cuda.cublaslt, 9b mlp up, 15680, 4480, BF16, false, BF16", [] { return bench_linear("cuda.cublaslt", "9b mlp up", 15680, 4480, DType::BF16, false, DType::BF16); }},
+      {"linear cuda.small_m, 9b mlp up, 15680, 4480, F8E4M3, true, BF16", [] { return bench_linear("cuda.small_m", "9b mlp up", 15680, 4480, DType::F8E4M3, true, DType::BF16); }},
+      {"ssm_update nano3, 64, 64, 8, 128", [] { return bench_ssm_update("nano3", 64, 64, 8, 128); }},
+      {"ssm_update 9b, 128, 80, 8, 128", [] { return bench_ssm_update("9b", 128, 80, 8, 128); }},
+      {"conv_update nano3, 6144", [] { return bench_conv_update("nano3", 6144); }},
+      {"conv_update 9b, 12288", [] { return bench_conv_update("9b", 12288); }},
+      {"attention nano3, 32, 2, 4096", [] { return bench_attention("nano3", 32, 2, 4096); }},
+      {"attention nano3, 32, 2, 32768", [] { return bench_attention("nano3", 32, 2, 32768); }},
+      {"attention 9b, 40, 8, 4096", [] { return bench_attention("9b", 40, 8, 4096); }},
+      {"moe nano3, BF16, false", [] { return bench_moe("nano3", DType::BF16, false); }},
+      {"moe nano3, F8E4M3, true", [] { return bench_moe("nano3", DType::F8E4M3, true); }},
+      {"moe nano3, F8E4M3, false", [] { return bench_moe("nano3", DType::F8E4M3, false); }},
+  };
+  std::vector<Row> rows;
+  for (const auto& [label, measure] : items) {
+    if (!only.empty() && label.find(only) == std::string::npos) continue;
+    const Row r = measure();
+    std::printf("%-34s %-40s %9.3f MB %8.2f us %7.0f GB/s %5.1f%%\n", r.kernel.c_str(), r.shape.c_str(), r.bytes / 1e6,
+                r.us, r.bytes / r.us / 1e3, 100.0 * r.bytes / r.us / 1e3 / kCeilingGBs);
+    std::fflush(stdout);
+    rows.push_back(r);
+  }
+  if (!out_path.empty()) {
+    std::ofstream f(out_path);
+    if (!f) fail("bench-kernels: cannot write {}", out_path);
+    f << fmt::format("GPU: {}\n\n", cuda::device_description());
+    f << "| kernel | shape | bytes (MB) | time (us) | GB/s | of 4.57 TB/s |\n|---|---|---|---|---|---|\n";
+    for (const Row& r : rows)
+      f << fmt::format("| {} | {} | {:.3f} | {:.2f} | {:.0f} | {:.1f}% |\n", r.kernel, r.shape, r.bytes / 1e6, r.us,
+                       r.bytes / r.us / 1e3, 100.0 * r.bytes / r.us / 1e3 / kCeilingGBs);
+  }
+}
+
+void setup(CLI::App& app) {
+  auto* cmd = app.add_subcommand("bench-kernels", "Time the decode-critical CUDA kernels on Nano-3 / Nano-9B-v2 shapes");
+  auto out = std::make_shared<std::string>();
+  auto only = std::make_shared<std::string>();
+  cmd->add_option("--out", *out, "also write the table as markdown to this file");
+  cmd->add_option("--only", *only, "run the rows whose label (function and arguments) contains this text");
+  cmd->callback([out, only] { run_bench(*out, *only); });
+}
+
+}  // namespace
+
+STRATA_COMMAND(setup);
+
+}  // namespace strata::cli
