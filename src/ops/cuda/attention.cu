@@ -20,6 +20,12 @@ constexpr int kKeyTile = 32;
 constexpr int kMaxRowsPerWarp = 8;
 constexpr int kMaxRows = kWarps * kMaxRowsPerWarp;  // (query, head) rows per block
 
+// DPL consecutive values of one K or V row, read with one vector load.
+template <class T, int DPL>
+struct alignas(DPL * sizeof(T)) Slice {
+  T v[DPL];
+};
+
 int64_t queries_per_block(const AttentionLaunch& p) {
   const int64_t group = p.n_heads / p.n_kv_heads;
   if (p.max_q_len <= 1) return 1;
@@ -81,21 +87,40 @@ __global__ void __launch_bounds__(kWarps * 32) attention_kernel(AttentionLaunch 
   const int32_t* table = static_cast<const int32_t*>(p.block_tables.p) + b * p.block_tables.ld;
   for (int64_t k0 = k_begin; k0 < k_end; k0 += kKeyTile) {
     __syncthreads();  // the previous tile is consumed (and qs is written, first time round)
-    for (int64_t e = threadIdx.x; e < kKeyTile * HD; e += blockDim.x) {
-      const int64_t j = e / HD, d = e % HD, key = k0 + j;
-      float kv = 0.f, vv = 0.f;
-      if (key < k_end) {
-        const int32_t page = table[key / p.block_size];
-        if (page >= 0 && page < p.num_blocks) {
-          const int64_t off = ((static_cast<int64_t>(page) * p.block_size + key % p.block_size) * p.n_kv_heads + kvh) * HD + d;
-          kv = to_f32(kc[off]);
-          vv = to_f32(vc[off]);
-        } else if (d == 0) {
-          atomicAdd(errors, 1);
+    {
+      // Warp w loads keys w, w + 8, w + 16, w + 24 of the tile; each lane a DPL-wide slice of
+      // the K and V rows. Every load of the tile is issued before the first is used.
+      Slice<T, DPL> kr[kKeyTile / kWarps], vr[kKeyTile / kWarps];
+#pragma unroll
+      for (int i = 0; i < kKeyTile / kWarps; ++i) {
+        const int64_t key = k0 + warp + i * kWarps;
+        int32_t page = -1;
+        if (key < k_end) {
+          page = table[key / p.block_size];
+          if (page < 0 || page >= p.num_blocks) {
+            if (lane == 0) atomicAdd(errors, 1);
+            page = -1;
+          }
+        }
+        if (page >= 0) {
+          const int64_t off =
+              ((static_cast<int64_t>(page) * p.block_size + key % p.block_size) * p.n_kv_heads + kvh) * HD + lane * DPL;
+          kr[i] = *reinterpret_cast<const Slice<T, DPL>*>(kc + off);
+          vr[i] = *reinterpret_cast<const Slice<T, DPL>*>(vc + off);
+        } else {
+#pragma unroll
+          for (int d = 0; d < DPL; ++d) kr[i].v[d] = vr[i].v[d] = from_f32<T>(0.f);
         }
       }
-      ks[j * (HD + 1) + d] = kv;
-      vs[j * HD + d] = vv;
+#pragma unroll
+      for (int i = 0; i < kKeyTile / kWarps; ++i) {
+        const int j = warp + i * kWarps;
+#pragma unroll
+        for (int d = 0; d < DPL; ++d) {
+          ks[j * (HD + 1) + lane * DPL + d] = to_f32(kr[i].v[d]);
+          vs[j * HD + lane * DPL + d] = to_f32(vr[i].v[d]);
+        }
+      }
     }
     __syncthreads();
     const int64_t key = k0 + lane;
@@ -192,7 +217,7 @@ int64_t attention_decode_splits(const AttentionLaunch& p, int sms) {
   const int64_t max_ctx = p.block_tables.cols * p.block_size;
   const int64_t blocks = B * p.n_kv_heads;
   int64_t splits = (2 * sms + blocks - 1) / blocks;
-  const int64_t most = (max_ctx + 4 * kKeyTile - 1) / (4 * kKeyTile);  // keep >= 4 key tiles per split
+  const int64_t most = (max_ctx + kKeyTile - 1) / kKeyTile;  // at least one key tile per split
   if (splits > most) splits = most;
   return splits < 1 ? 1 : splits;
 }

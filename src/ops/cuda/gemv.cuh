@@ -77,36 +77,93 @@ inline bool gemv_vectorizable(const void* x, int64_t ldx, const void* w, int64_t
          (ldx * static_cast<int64_t>(sizeof(TX))) % xb == 0;
 }
 
-// This lane's share of x[0:K] . w[0:K] (reduce over the warp afterwards). VEC: chunked loads,
-// four chunks in flight; otherwise element loads (any K, any alignment).
-template <class TX, class TW, bool VEC>
-__device__ __forceinline__ float lane_dot(const TX* __restrict__ x, const TW* __restrict__ w, int64_t K, int lane) {
-  float acc = 0.f;
+// A 16-byte weight chunk that is read once: bypass L1.
+__device__ __forceinline__ uint4 load_stream16(const void* p) {
+  uint4 v;
+  asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+               : "l"(p));
+  return v;
+}
+
+constexpr int kGemvWarps = 8;  // blockDim.x = 256 for block_gemv
+
+// Block-wide dot products of R consecutive weight rows (w, row stride K; rows >= `rows` are
+// skipped) with M <= MM rows of x (row stride ldx): out_sm[m * R + r] = x[m] . w[r].
+// The block's 8 warps split K into 8 slices; a lane keeps 2 x R 16-byte weight chunks in
+// flight. Partial sums: per lane in order, a warp tree, then the 8 warps in order (fixed order:
+// the result does not depend on timing). `red` holds kGemvWarps * MM * R floats of shared
+// memory. Ends with the block synchronized.
+template <class TX, class TW, int MM, int R, bool VEC>
+__device__ __forceinline__ void block_gemv(const TX* __restrict__ x, int64_t ldx, int M, const TW* __restrict__ w, int rows,
+                                           int64_t K, float* red, float* out_sm) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  float acc[MM][R];
+#pragma unroll
+  for (int m = 0; m < MM; ++m)
+#pragma unroll
+    for (int r = 0; r < R; ++r) acc[m][r] = 0.f;
   if constexpr (VEC) {
     constexpr int E = chunk_elems<TW>();
-    constexpr int kUnroll = 4;
-    const uint4* wr = reinterpret_cast<const uint4*>(w);
-    const int64_t chunks = K / E;
-    int64_t c = lane;
-    auto consume = [&](const uint4& wv, int64_t chunk) {
-      float wf[E], xf[E];
-      unpack<TW, E>(reinterpret_cast<const uint32_t*>(&wv), wf);
-      load_vals<TX, E>(x + chunk * E, xf);
+    const int64_t chunks = K / E, per = (chunks + kGemvWarps - 1) / kGemvWarps;
+    const int64_t c0 = warp * per, c1 = min(chunks, c0 + per);
+    for (int64_t c = c0 + lane; c < c1; c += 64) {
+      uint4 wv[2][R];
 #pragma unroll
-      for (int e = 0; e < E; ++e) acc = fmaf(xf[e], wf[e], acc);
-    };
-    for (; c + 32 * (kUnroll - 1) < chunks; c += 32 * kUnroll) {
-      uint4 wv[kUnroll];
+      for (int u = 0; u < 2; ++u)
 #pragma unroll
-      for (int u = 0; u < kUnroll; ++u) wv[u] = __ldcs(wr + c + 32 * u);
+        for (int r = 0; r < R; ++r) {
+          const int64_t cc = c + 32 * u;
+          wv[u][r] = (cc < c1 && r < rows) ? load_stream16(w + r * K + cc * E) : make_uint4(0u, 0u, 0u, 0u);
+        }
 #pragma unroll
-      for (int u = 0; u < kUnroll; ++u) consume(wv[u], c + 32 * u);
+      for (int u = 0; u < 2; ++u) {
+        const int64_t cc = c + 32 * u;
+        if (cc >= c1) break;
+#pragma unroll
+        for (int m = 0; m < MM; ++m) {
+          if (m >= M) break;
+          float xf[E];
+          load_vals<TX, E>(x + m * ldx + cc * E, xf);
+#pragma unroll
+          for (int r = 0; r < R; ++r) {
+            float wf[E];
+            unpack<TW, E>(reinterpret_cast<const uint32_t*>(&wv[u][r]), wf);
+#pragma unroll
+            for (int e = 0; e < E; ++e) acc[m][r] = fmaf(xf[e], wf[e], acc[m][r]);
+          }
+        }
+      }
     }
-    for (; c < chunks; c += 32) consume(__ldcs(wr + c), c);
   } else {
-    for (int64_t k = lane; k < K; k += 32) acc = fmaf(elem_f32(x[k]), elem_f32(w[k]), acc);
+    for (int64_t k = threadIdx.x; k < K; k += blockDim.x) {
+#pragma unroll
+      for (int r = 0; r < R; ++r) {
+        const float wv = r < rows ? elem_f32(w[r * K + k]) : 0.f;
+#pragma unroll
+        for (int m = 0; m < MM; ++m)
+          if (m < M) acc[m][r] = fmaf(elem_f32(x[m * ldx + k]), wv, acc[m][r]);
+      }
+    }
   }
-  return acc;
+#pragma unroll
+  for (int m = 0; m < MM; ++m) {
+    if (m >= M) break;
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+      const float v = warp_sum(acc[m][r]);
+      if (lane == 0) red[warp * (MM * R) + m * R + r] = v;
+    }
+  }
+  __syncthreads();
+  for (int i = threadIdx.x; i < M * R; i += blockDim.x) {
+    float s = 0.f;
+#pragma unroll
+    for (int wp = 0; wp < kGemvWarps; ++wp) s += red[wp * (MM * R) + i];
+    out_sm[i] = s;
+  }
+  __syncthreads();
 }
+
 
 }  // namespace strata::cuda

@@ -1,7 +1,8 @@
 // Small-M linear (T <= 8, decode): memory-bound, so the weight must stream at full bandwidth.
-// One warp per output feature n: lanes walk W[n, :] in 16-byte chunks (8 bf16, 16 e4m3 or
-// 4 f32 values), four chunks in flight per lane, and multiply each chunk with the same columns
-// of every token's x (small, served from L1). Sums are f32; the warp reduces them at the end.
+// A block of 8 warps computes R output features: the warps split K, each lane keeps 2 x R
+// 16-byte weight chunks in flight (8 bf16, 16 e4m3 or 4 f32 values each) and applies them to
+// the same columns of every token's x (small, served from L1). Sums are f32 in a fixed order.
+// R = 4 for wide layers (fewer, fuller blocks), 1 when there are few output features.
 #include "ops/cuda/gemv.cuh"
 #include "ops/cuda/linear.h"
 
@@ -9,97 +10,44 @@ namespace strata::cuda {
 
 namespace {
 
-constexpr int kWarps = 8;
 constexpr int kMaxM = static_cast<int>(kSmallMMaxRows);
 
-template <class TX, class TW, class TO>
-__global__ void __launch_bounds__(kWarps * 32)
-    small_m_vec_kernel(const TX* __restrict__ x, int64_t ldx, int M, const TW* __restrict__ w, int64_t N,
-                       int64_t K, float scale, TO* __restrict__ out, int64_t ldo) {
-  constexpr int E = 16 / static_cast<int>(sizeof(TW));  // weight values per 16-byte chunk
-  constexpr int kUnroll = 4;
-  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-  const int64_t n = static_cast<int64_t>(blockIdx.x) * kWarps + warp;
-  if (n >= N) return;
-  const uint4* wrow = reinterpret_cast<const uint4*>(w + n * K);
-  const int64_t chunks = K / E;
-  float acc[kMaxM];
-#pragma unroll
-  for (int m = 0; m < kMaxM; ++m) acc[m] = 0.f;
-
-  auto consume = [&](const uint4& wv, int64_t chunk) {
-    float wf[E];
-    unpack<TW, E>(reinterpret_cast<const uint32_t*>(&wv), wf);
-#pragma unroll
-    for (int m = 0; m < kMaxM; ++m) {
-      if (m < M) {
-        float xf[E];
-        load_vals<TX, E>(x + m * ldx + chunk * E, xf);
-#pragma unroll
-        for (int e = 0; e < E; ++e) acc[m] = fmaf(xf[e], wf[e], acc[m]);
-      }
-    }
-  };
-
-  int64_t c = lane;
-  for (; c + 32 * (kUnroll - 1) < chunks; c += 32 * kUnroll) {
-    uint4 wv[kUnroll];
-#pragma unroll
-    for (int u = 0; u < kUnroll; ++u) wv[u] = __ldcs(wrow + c + 32 * u);  // read once: stream past L1
-#pragma unroll
-    for (int u = 0; u < kUnroll; ++u) consume(wv[u], c + 32 * u);
-  }
-  for (; c < chunks; c += 32) consume(__ldcs(wrow + c), c);
-
-#pragma unroll
-  for (int m = 0; m < kMaxM; ++m) {
-    if (m < M) {
-      const float s = warp_sum(acc[m]);
-      if (lane == m) out[m * ldo + n] = from_f32<TO>(s * scale);
-    }
+template <class TX, class TW, class TO, int MM, int R, bool VEC>
+__global__ void __launch_bounds__(kGemvWarps * 32)
+    small_m_kernel(const TX* __restrict__ x, int64_t ldx, int M, const TW* __restrict__ w, int64_t N, int64_t K,
+                   float scale, TO* __restrict__ out, int64_t ldo) {
+  __shared__ float red[kGemvWarps * MM * R];
+  __shared__ float res[MM * R];
+  const int64_t n0 = static_cast<int64_t>(blockIdx.x) * R;
+  const int rows = static_cast<int>(min(static_cast<int64_t>(R), N - n0));
+  block_gemv<TX, TW, MM, R, VEC>(x, ldx, M, w + n0 * K, rows, K, red, res);
+  if (threadIdx.x < M * R) {
+    const int m = threadIdx.x / R, r = threadIdx.x % R;
+    if (r < rows) out[m * ldo + n0 + r] = from_f32<TO>(res[threadIdx.x] * scale);
   }
 }
 
-// Any K and alignment: element loads, still one warp per output feature.
-template <class TX, class TW, class TO>
-__global__ void __launch_bounds__(kWarps * 32)
-    small_m_scalar_kernel(const TX* __restrict__ x, int64_t ldx, int M, const TW* __restrict__ w, int64_t N,
-                          int64_t K, float scale, TO* __restrict__ out, int64_t ldo) {
-  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-  const int64_t n = static_cast<int64_t>(blockIdx.x) * kWarps + warp;
-  if (n >= N) return;
-  float acc[kMaxM];
-#pragma unroll
-  for (int m = 0; m < kMaxM; ++m) acc[m] = 0.f;
-  for (int64_t k = lane; k < K; k += 32) {
-    const float wv = elem_f32(w[n * K + k]);
-#pragma unroll
-    for (int m = 0; m < kMaxM; ++m)
-      if (m < M) acc[m] = fmaf(elem_f32(x[m * ldx + k]), wv, acc[m]);
-  }
-#pragma unroll
-  for (int m = 0; m < kMaxM; ++m) {
-    if (m < M) {
-      const float s = warp_sum(acc[m]);
-      if (lane == m) out[m * ldo + n] = from_f32<TO>(s * scale);
-    }
-  }
+template <class TX, class TW, class TO, int MM, int R, bool VEC>
+void launch_shape(const LinearLaunch& p, cudaStream_t s) {
+  const unsigned blocks = static_cast<unsigned>((p.n + R - 1) / R);
+  small_m_kernel<TX, TW, TO, MM, R, VEC><<<blocks, kGemvWarps * 32, 0, s>>>(
+      static_cast<const TX*>(p.x.p), p.x.ld, static_cast<int>(p.x.rows), static_cast<const TW*>(p.w), p.n, p.k,
+      p.scale, static_cast<TO*>(p.out.p), p.out.ld);
+  STRATA_CUDA_LAUNCH_CHECK();
 }
 
 template <class TX, class TW, class TO>
 void launch_typed(const LinearLaunch& p, cudaStream_t s) {
-  const bool vec = gemv_vectorizable<TX, TW>(p.x.p, p.x.ld, p.w, p.k);
-  const unsigned blocks = static_cast<unsigned>((p.n + kWarps - 1) / kWarps);
-  const int M = static_cast<int>(p.x.rows);
-  if (vec)
-    small_m_vec_kernel<TX, TW, TO><<<blocks, kWarps * 32, 0, s>>>(
-        static_cast<const TX*>(p.x.p), p.x.ld, M, static_cast<const TW*>(p.w), p.n, p.k, p.scale,
-        static_cast<TO*>(p.out.p), p.out.ld);
-  else
-    small_m_scalar_kernel<TX, TW, TO><<<blocks, kWarps * 32, 0, s>>>(
-        static_cast<const TX*>(p.x.p), p.x.ld, M, static_cast<const TW*>(p.w), p.n, p.k, p.scale,
-        static_cast<TO*>(p.out.p), p.out.ld);
-  STRATA_CUDA_LAUNCH_CHECK();
+  if (!gemv_vectorizable<TX, TW>(p.x.p, p.x.ld, p.w, p.k)) return launch_shape<TX, TW, TO, kMaxM, 1, false>(p, s);
+  // Four features per block while that still leaves >= 8 blocks per multiprocessor.
+  const bool wide = p.n >= 4 * 1056;
+  if (p.x.rows == 1) {
+    if (wide) launch_shape<TX, TW, TO, 1, 4, true>(p, s);
+    else launch_shape<TX, TW, TO, 1, 1, true>(p, s);
+  } else {
+    if (wide) launch_shape<TX, TW, TO, kMaxM, 4, true>(p, s);
+    else launch_shape<TX, TW, TO, kMaxM, 1, true>(p, s);
+  }
 }
 
 template <class TX, class TW>

@@ -16,7 +16,6 @@ namespace strata::cuda {
 
 namespace {
 
-constexpr int kWarps = 8;
 constexpr int kTile = 64;   // grouped GEMM tile (pairs x features)
 constexpr int kTileK = 16;
 
@@ -94,44 +93,50 @@ __global__ void quantize_pairs_kernel(MoeExpertsLaunch p, Scratch s) {
 
 // ---- decode path ----
 
-// grid (ceil(I / 8), pairs): warp per hidden feature i of one pair.
+constexpr int kRows = 4;  // output features per decode block
+
+// grid (ceil(I / 4), pairs): four hidden features of one (token, expert) pair per block.
 template <class TA, class TW, bool Q, bool VEC>
-__global__ void __launch_bounds__(kWarps * 32) up_gemv_kernel(MoeExpertsLaunch p, Scratch s, int* errors) {
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  const int64_t pair = blockIdx.y, i = static_cast<int64_t>(blockIdx.x) * kWarps + warp;
+__global__ void __launch_bounds__(kGemvWarps * 32) up_gemv_kernel(MoeExpertsLaunch p, Scratch s, int* errors) {
+  __shared__ float red[kGemvWarps * kRows];
+  __shared__ float res[kRows];
+  const int64_t pair = blockIdx.y, i0 = static_cast<int64_t>(blockIdx.x) * kRows;
   const int e = expert_of(p, pair);
   if (!valid_expert(p, e)) {
     if (threadIdx.x == 0 && blockIdx.x == 0) atomicAdd(errors, 1);
     return;
   }
-  if (i >= p.inter) return;
-  const TW* w = static_cast<const TW*>(p.tables.up[e]) + i * p.hidden;
-  float acc;
-  if constexpr (Q) acc = lane_dot<uint8_t, TW, VEC>(s.xq + pair * p.hidden, w, p.hidden, lane);
-  else acc = lane_dot<TA, TW, VEC>(static_cast<const TA*>(p.x.p) + (pair / p.top_k) * p.x.ld, w, p.hidden, lane);
-  acc = warp_sum(acc);
-  if (lane == 0) store_hidden<TA>(p, s, e, pair, i, acc * up_scale(p, e));
+  const int rows = static_cast<int>(min(static_cast<int64_t>(kRows), p.inter - i0));
+  const TW* w = static_cast<const TW*>(p.tables.up[e]) + i0 * p.hidden;
+  if constexpr (Q)
+    block_gemv<uint8_t, TW, 1, kRows, VEC>(s.xq + pair * p.hidden, p.hidden, 1, w, rows, p.hidden, red, res);
+  else
+    block_gemv<TA, TW, 1, kRows, VEC>(static_cast<const TA*>(p.x.p) + (pair / p.top_k) * p.x.ld, p.x.ld, 1, w, rows,
+                                       p.hidden, red, res);
+  if (threadIdx.x < rows) store_hidden<TA>(p, s, e, pair, i0 + threadIdx.x, res[threadIdx.x] * up_scale(p, e));
 }
 
-// grid (ceil(H / 8), T): warp per output feature n of token t, over the token's k experts.
+// grid (ceil(H / 4), T): four output features of token t, over the token's k experts in slot
+// order, weighted and summed (the combine) before the one store.
 template <class TA, class TW, bool Q, bool VEC>
-__global__ void __launch_bounds__(kWarps * 32) down_combine_gemv_kernel(MoeExpertsLaunch p, Scratch s) {
+__global__ void __launch_bounds__(kGemvWarps * 32) down_combine_gemv_kernel(MoeExpertsLaunch p, Scratch s) {
   using TH = typename std::conditional<Q, uint8_t, TA>::type;
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  const int64_t t = blockIdx.y, n = static_cast<int64_t>(blockIdx.x) * kWarps + warp;
-  if (n >= p.hidden) return;
+  __shared__ float red[kGemvWarps * kRows];
+  __shared__ float res[kRows];
+  const int64_t t = blockIdx.y, n0 = static_cast<int64_t>(blockIdx.x) * kRows;
+  const int rows = static_cast<int>(min(static_cast<int64_t>(kRows), p.hidden - n0));
   const int32_t* ids = static_cast<const int32_t*>(p.ids.p) + t * p.ids.ld;
   const float* wts = static_cast<const float*>(p.weights.p) + t * p.weights.ld;
   float sum = 0.f;
   for (int64_t j = 0; j < p.top_k; ++j) {
     const int e = ids[j];
     if (!valid_expert(p, e)) continue;
-    const TW* w = static_cast<const TW*>(p.tables.down[e]) + n * p.inter;
+    const TW* w = static_cast<const TW*>(p.tables.down[e]) + n0 * p.inter;
     const TH* h = static_cast<const TH*>(s.h) + (t * p.top_k + j) * p.inter;
-    const float acc = warp_sum(lane_dot<TH, TW, VEC>(h, w, p.inter, lane));
-    sum += wts[j] * round_to<TA>(acc * down_scale(p, e));
+    block_gemv<TH, TW, 1, kRows, VEC>(h, p.inter, 1, w, rows, p.inter, red, res);
+    if (threadIdx.x < rows) sum += wts[j] * round_to<TA>(res[threadIdx.x] * down_scale(p, e));
   }
-  if (lane == 0) static_cast<TA*>(p.out.p)[t * p.out.ld + n] = from_f32<TA>(sum);
+  if (threadIdx.x < rows) static_cast<TA*>(p.out.p)[t * p.out.ld + n0 + threadIdx.x] = from_f32<TA>(sum);
 }
 
 // ---- grouped path ----
@@ -294,13 +299,13 @@ void launch_moe_gemv(const MoeExpertsLaunch& p, int* index_errors, void* stream)
       quantize_pairs_kernel<TA><<<dim3(static_cast<unsigned>(pairs), grid_1d(p.hidden, 256)), 256, 0, st>>>(p, s);
       STRATA_CUDA_LAUNCH_CHECK();
     }
-    dim3 g_up(static_cast<unsigned>((p.inter + kWarps - 1) / kWarps), static_cast<unsigned>(pairs));
-    if (p.vec_up) up_gemv_kernel<TA, TW, Q, true><<<g_up, kWarps * 32, 0, st>>>(p, s, index_errors);
-    else up_gemv_kernel<TA, TW, Q, false><<<g_up, kWarps * 32, 0, st>>>(p, s, index_errors);
+    dim3 g_up(static_cast<unsigned>((p.inter + kRows - 1) / kRows), static_cast<unsigned>(pairs));
+    if (p.vec_up) up_gemv_kernel<TA, TW, Q, true><<<g_up, kGemvWarps * 32, 0, st>>>(p, s, index_errors);
+    else up_gemv_kernel<TA, TW, Q, false><<<g_up, kGemvWarps * 32, 0, st>>>(p, s, index_errors);
     STRATA_CUDA_LAUNCH_CHECK();
-    dim3 g_down(static_cast<unsigned>((p.hidden + kWarps - 1) / kWarps), static_cast<unsigned>(T));
-    if (p.vec_down) down_combine_gemv_kernel<TA, TW, Q, true><<<g_down, kWarps * 32, 0, st>>>(p, s);
-    else down_combine_gemv_kernel<TA, TW, Q, false><<<g_down, kWarps * 32, 0, st>>>(p, s);
+    dim3 g_down(static_cast<unsigned>((p.hidden + kRows - 1) / kRows), static_cast<unsigned>(T));
+    if (p.vec_down) down_combine_gemv_kernel<TA, TW, Q, true><<<g_down, kGemvWarps * 32, 0, st>>>(p, s);
+    else down_combine_gemv_kernel<TA, TW, Q, false><<<g_down, kGemvWarps * 32, 0, st>>>(p, s);
     STRATA_CUDA_LAUNCH_CHECK();
   });
 }

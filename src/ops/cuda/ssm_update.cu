@@ -39,10 +39,13 @@ __global__ void __launch_bounds__(kWarps * 32) ssm_update_kernel(SsmLaunch p, in
   float* S = p.states + (static_cast<int64_t>(slot) * Hm + h) * P * N;
 
   if constexpr (NPL > 0) {
-    float bl[NPL], cl[NPL];
+    // All of this warp's state rows are requested before any is used: one memory round trip.
+    constexpr bool kVec = NPL % 4 == 0;
+    constexpr int kLoads = kVec ? NPL / 4 : NPL;
+    float bl[NPL], cl[NPL], xp[kRowsPerWarp], st[kRowsPerWarp][NPL];
 #pragma unroll
     for (int i = 0; i < NPL; ++i) {
-      const int64_t n = (NPL % 4 == 0) ? (lane * 4 + (i / 4) * 128 + (i % 4)) : (lane + i * 32);
+      const int64_t n = kVec ? (lane * 4 + (i / 4) * 128 + (i % 4)) : (lane + i * 32);
       bl[i] = to_f32(Bv[n]);
       cl[i] = to_f32(Cv[n]);
     }
@@ -50,33 +53,43 @@ __global__ void __launch_bounds__(kWarps * 32) ssm_update_kernel(SsmLaunch p, in
     for (int r = 0; r < kRowsPerWarp; ++r) {
       const int64_t row = static_cast<int64_t>(blockIdx.y) * kRowsPerBlock + r * kWarps + warp;
       if (row >= P) break;
-      const float xp = to_f32(xv[row]);
-      const float dx = dt * xp;
-      float* Sr = S + row * N;
-      float y = 0.f;
-      if constexpr (NPL % 4 == 0) {
+      xp[r] = to_f32(xv[row]);
+      const float* Sr = S + row * N;
 #pragma unroll
-        for (int q = 0; q < NPL / 4; ++q) {
-          float4* ptr = reinterpret_cast<float4*>(Sr + q * 128 + lane * 4);
-          float4 s = *ptr;
-          s.x = dA * s.x + dx * bl[q * 4 + 0];
-          s.y = dA * s.y + dx * bl[q * 4 + 1];
-          s.z = dA * s.z + dx * bl[q * 4 + 2];
-          s.w = dA * s.w + dx * bl[q * 4 + 3];
-          *ptr = s;
-          y += s.x * cl[q * 4 + 0] + s.y * cl[q * 4 + 1] + s.z * cl[q * 4 + 2] + s.w * cl[q * 4 + 3];
-        }
-      } else {
-#pragma unroll
-        for (int i = 0; i < NPL; ++i) {
-          float* sp = Sr + lane + i * 32;
-          const float s = dA * *sp + dx * bl[i];
-          *sp = s;
-          y += s * cl[i];
+      for (int q = 0; q < kLoads; ++q) {
+        if constexpr (kVec) {
+          const float4 v = *reinterpret_cast<const float4*>(Sr + q * 128 + lane * 4);
+          st[r][4 * q] = v.x;
+          st[r][4 * q + 1] = v.y;
+          st[r][4 * q + 2] = v.z;
+          st[r][4 * q + 3] = v.w;
+        } else {
+          st[r][q] = Sr[lane + q * 32];
         }
       }
+    }
+#pragma unroll
+    for (int r = 0; r < kRowsPerWarp; ++r) {
+      const int64_t row = static_cast<int64_t>(blockIdx.y) * kRowsPerBlock + r * kWarps + warp;
+      if (row >= P) break;  // warp-uniform
+      const float dx = dt * xp[r];
+      float* Sr = S + row * N;
+      float y = 0.f;
+#pragma unroll
+      for (int i = 0; i < NPL; ++i) {
+        st[r][i] = dA * st[r][i] + dx * bl[i];
+        y += st[r][i] * cl[i];
+      }
+#pragma unroll
+      for (int q = 0; q < kLoads; ++q) {
+        if constexpr (kVec)
+          *reinterpret_cast<float4*>(Sr + q * 128 + lane * 4) =
+              make_float4(st[r][4 * q], st[r][4 * q + 1], st[r][4 * q + 2], st[r][4 * q + 3]);
+        else
+          Sr[lane + q * 32] = st[r][q];
+      }
       y = warp_sum(y);
-      if (lane == 0) yv[row] = from_f32<T>(y + Dh * xp);
+      if (lane == 0) yv[row] = from_f32<T>(y + Dh * xp[r]);
     }
   } else {
     for (int r = 0; r < kRowsPerWarp; ++r) {
