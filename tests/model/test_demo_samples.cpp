@@ -62,3 +62,50 @@ TEST(DemoModel, GreedyContinuationsMatchTransformers) {
 
 }  // namespace
 }  // namespace strata
+
+namespace strata {
+namespace {
+
+// `strata generate --chat` renders the prompt through the demo's chat template and encodes it
+// without special tokens: it must give exactly the prompt ids transformers' apply_chat_template
+// produced for samples.json, and then the same greedy tokens as the in-process generator.
+TEST(DemoModel, ChatFlagRendersTheTemplateAsTransformers) {
+  const std::string dir = std::string(STRATA_SOURCE_DIR) + "/models/demo";
+  std::ifstream in(dir + "/samples.json");
+  const nlohmann::json samples = nlohmann::json::parse(in)["samples"];
+  size_t chat_samples = 0;
+  auto model = model::load_model(dir, Device::Host);
+  for (const auto& s : samples) {
+    if (s["kind"] != "chat") continue;
+    // The sample's prompt is "<|im_start|>user\n{message}<|im_end|>\n<|im_start|>assistant\n".
+    const std::string prompt = s["prompt"].get<std::string>();
+    const std::string head = "<|im_start|>user\n", tail = "<|im_end|>\n<|im_start|>assistant\n";
+    ASSERT_EQ(prompt.rfind(head, 0), 0u) << prompt;
+    const std::string message = prompt.substr(head.size(), prompt.size() - head.size() - tail.size());
+    const std::string cmd = std::string(STRATA_BINARY) + " generate --model " + dir + " --chat --prompt '" + message +
+                            "' --max-tokens 6 --ignore-eos --output json 2>&1";
+    FILE* p = popen(cmd.c_str(), "r");
+    ASSERT_NE(p, nullptr);
+    std::string out;
+    char buf[4096];
+    while (size_t n = fread(buf, 1, sizeof buf, p)) out.append(buf, n);
+    ASSERT_EQ(pclose(p), 0) << out;
+    const nlohmann::json j = nlohmann::json::parse(out);
+    const auto prompt_ids = s["prompt_ids"].get<std::vector<int32_t>>();
+    EXPECT_EQ(j["prompt_tokens"].get<size_t>(), prompt_ids.size()) << message;
+
+    engine::GeneratorOptions opt;
+    opt.max_context = static_cast<int64_t>(prompt_ids.size()) + 6;
+    engine::Generator gen(*model, Device::Host, opt);
+    engine::SamplingParams sp;
+    sp.temperature = 0;
+    sp.max_tokens = 6;
+    sp.ignore_eos = true;
+    EXPECT_EQ(j["token_ids"].get<std::vector<int32_t>>(), gen.generate(prompt_ids, sp).tokens) << message;
+    ++chat_samples;
+  }
+  EXPECT_GE(chat_samples, 2u);
+}
+
+}  // namespace
+}  // namespace strata

@@ -14,6 +14,7 @@
 #include "engine/device.h"
 #include "engine/generator.h"
 #include "model/nemotron_h/load.h"
+#include "text/chat_template.h"
 #include "text/detokenizer.h"
 #include "text/generation_config.h"
 #include "text/tokenizer.h"
@@ -28,6 +29,8 @@ struct GenerateFlags {
   int32_t top_k = 0;
   uint64_t seed = 0;
   bool ignore_eos = false, stats = false;
+  bool chat = false;               // the prompt is one user message rendered by the chat template
+  std::string system;              // optional system message for --chat
 };
 
 bool has_tokenizer(const std::string& dir) {
@@ -42,7 +45,17 @@ std::vector<int32_t> prompt_tokens(const GenerateFlags& f, const text::Tokenizer
   if (given > 1) fail("generate: give only one of a text prompt, --prompt and --prompt-ids");
   if (!f.prompt_ids.empty()) return engine::parse_token_id_list(f.prompt_ids, "--prompt-ids");
   if (!tok) fail("{}: a text prompt needs the model's tokenizer.json; use --prompt-ids", f.model);
-  return tok->encode(f.prompt.empty() ? f.prompt_flag : f.prompt, /*add_special_tokens=*/true);
+  const std::string& text = f.prompt.empty() ? f.prompt_flag : f.prompt;
+  if (!f.chat) return tok->encode(text, /*add_special_tokens=*/true);
+  // A chat prompt: the conversation rendered as transformers' apply_chat_template does, then
+  // encoded without special tokens (the template writes them), as vLLM's chat path does.
+  nlohmann::ordered_json messages = nlohmann::ordered_json::array();
+  if (!f.system.empty()) messages.push_back({{"role", "system"}, {"content", f.system}});
+  messages.push_back({{"role", "user"}, {"content", text}});
+  const auto templates = ModelChatTemplates::load(f.model);
+  const std::string rendered = templates.render(messages, nullptr, /*add_generation_prompt=*/true,
+                                                nlohmann::ordered_json::object());
+  return tok->encode(rendered, /*add_special_tokens=*/false);
 }
 
 std::string ids_text(const std::vector<int32_t>& ids) {
@@ -56,6 +69,8 @@ void run_generate(const GenerateFlags& f) {
   std::unique_ptr<text::Tokenizer> tok;
   if (has_tokenizer(f.model))
     tok = std::make_unique<text::Tokenizer>(text::Tokenizer::from_dir(f.model));
+  if (f.chat && !f.prompt_ids.empty()) fail("generate: --chat takes a text prompt, not --prompt-ids");
+  if (!f.chat && !f.system.empty()) fail("generate: --system needs --chat");
   const std::vector<int32_t> prompt = prompt_tokens(f, tok.get());
   const Device device = engine::parse_device(f.device);
   {
@@ -72,7 +87,7 @@ void run_generate(const GenerateFlags& f) {
   params.validate();
 
   auto model = model::load_model(f.model, device);
-  params.stop_token_ids = text::stop_token_ids(f.model, tok.get(), /*chat=*/false);
+  params.stop_token_ids = text::stop_token_ids(f.model, tok.get(), f.chat);
 
   engine::GeneratorOptions options;
   options.max_context = static_cast<int64_t>(prompt.size()) + f.max_tokens;
@@ -132,6 +147,8 @@ void setup_generate(CLI::App& app) {
   sub->add_option("--top-p", f->top_p, "Keep the smallest set with this probability mass; 1 = off")
       ->capture_default_str();
   sub->add_option("--seed", f->seed, "Random seed for sampling")->capture_default_str();
+  sub->add_flag("--chat", f->chat, "Send the prompt as a user message through the model's chat template");
+  sub->add_option("--system", f->system, "System message for --chat");
   sub->add_flag("--ignore-eos", f->ignore_eos, "Do not stop at the model's EOS ids");
   sub->add_option("--device", f->device, "cpu or cuda")->capture_default_str();
   sub->add_option("--output", f->output, "text (streamed; the ids when the model has no tokenizer) or json (one line)")
