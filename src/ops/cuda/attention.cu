@@ -63,7 +63,8 @@ __global__ void __launch_bounds__(kWarps * 32) attention_kernel(AttentionLaunch 
   if (q0 >= q_len || q0 >= p.max_q_len) return;
   const int64_t q_rows = min(bq, min(q_len, p.max_q_len) - q0);
 
-  for (int64_t e = threadIdx.x; e < rows * HD; e += blockDim.x) {
+#pragma unroll 8
+  for (int64_t e = threadIdx.x; e < rows * HD; e += blockDim.x) {  // unrolled: loads in flight together
     const int64_t r = e / HD, d = e % HD, qi = r / group, h = kvh * group + r % group;
     qs[e] = qi < q_rows ? to_f32(static_cast<const T*>(p.q.p)[(q_start + q0 + qi) * p.q.ld + h * HD + d]) * p.scale : 0.f;
   }
@@ -85,44 +86,49 @@ __global__ void __launch_bounds__(kWarps * 32) attention_kernel(AttentionLaunch 
   const T* kc = static_cast<const T*>(p.k_cache);
   const T* vc = static_cast<const T*>(p.v_cache);
   const int32_t* table = static_cast<const int32_t*>(p.block_tables.p) + b * p.block_tables.ld;
-  for (int64_t k0 = k_begin; k0 < k_end; k0 += kKeyTile) {
-    __syncthreads();  // the previous tile is consumed (and qs is written, first time round)
-    {
-      // Warp w loads keys w, w + 8, w + 16, w + 24 of the tile; each lane a DPL-wide slice of
-      // the K and V rows. Every load of the tile is issued before the first is used.
-      Slice<T, DPL> kr[kKeyTile / kWarps], vr[kKeyTile / kWarps];
+
+  // K/V tiles: warp w fetches keys w, w + 8, w + 16, w + 24 of a tile, each lane a DPL-wide
+  // slice of the K and V rows, into registers; the next tile's fetch is issued before the
+  // current tile is scored, so memory latency overlaps the arithmetic.
+  constexpr int kKeysPerWarp = kKeyTile / kWarps;
+  Slice<T, DPL> kr[kKeysPerWarp], vr[kKeysPerWarp];
+  auto fetch = [&](int64_t tile0) {
 #pragma unroll
-      for (int i = 0; i < kKeyTile / kWarps; ++i) {
-        const int64_t key = k0 + warp + i * kWarps;
-        int32_t page = -1;
-        if (key < k_end) {
-          page = table[key / p.block_size];
-          if (page < 0 || page >= p.num_blocks) {
-            if (lane == 0) atomicAdd(errors, 1);
-            page = -1;
-          }
-        }
-        if (page >= 0) {
-          const int64_t off =
-              ((static_cast<int64_t>(page) * p.block_size + key % p.block_size) * p.n_kv_heads + kvh) * HD + lane * DPL;
-          kr[i] = *reinterpret_cast<const Slice<T, DPL>*>(kc + off);
-          vr[i] = *reinterpret_cast<const Slice<T, DPL>*>(vc + off);
-        } else {
-#pragma unroll
-          for (int d = 0; d < DPL; ++d) kr[i].v[d] = vr[i].v[d] = from_f32<T>(0.f);
+    for (int i = 0; i < kKeysPerWarp; ++i) {
+      const int64_t key = tile0 + warp + i * kWarps;
+      int32_t page = -1;
+      if (key < k_end) {
+        page = table[key / p.block_size];
+        if (page < 0 || page >= p.num_blocks) {
+          if (lane == 0) atomicAdd(errors, 1);
+          page = -1;
         }
       }
+      if (page >= 0) {
+        const int64_t off =
+            ((static_cast<int64_t>(page) * p.block_size + key % p.block_size) * p.n_kv_heads + kvh) * HD + lane * DPL;
+        kr[i] = *reinterpret_cast<const Slice<T, DPL>*>(kc + off);
+        vr[i] = *reinterpret_cast<const Slice<T, DPL>*>(vc + off);
+      } else {
 #pragma unroll
-      for (int i = 0; i < kKeyTile / kWarps; ++i) {
-        const int j = warp + i * kWarps;
+        for (int d = 0; d < DPL; ++d) kr[i].v[d] = vr[i].v[d] = from_f32<T>(0.f);
+      }
+    }
+  };
+  if (k_begin < k_end) fetch(k_begin);
+  for (int64_t k0 = k_begin; k0 < k_end; k0 += kKeyTile) {
+    __syncthreads();  // the previous tile is consumed (and qs is written, first time round)
 #pragma unroll
-        for (int d = 0; d < DPL; ++d) {
-          ks[j * (HD + 1) + lane * DPL + d] = to_f32(kr[i].v[d]);
-          vs[j * HD + lane * DPL + d] = to_f32(vr[i].v[d]);
-        }
+    for (int i = 0; i < kKeysPerWarp; ++i) {
+      const int j = warp + i * kWarps;
+#pragma unroll
+      for (int d = 0; d < DPL; ++d) {
+        ks[j * (HD + 1) + lane * DPL + d] = to_f32(kr[i].v[d]);
+        vs[j * HD + lane * DPL + d] = to_f32(vr[i].v[d]);
       }
     }
     __syncthreads();
+    if (k0 + kKeyTile < k_end) fetch(k0 + kKeyTile);
     const int64_t key = k0 + lane;
 #pragma unroll
     for (int i = 0; i < kMaxRowsPerWarp; ++i) {
@@ -178,25 +184,40 @@ __global__ void __launch_bounds__(kWarps * 32) attention_kernel(AttentionLaunch 
   // Rows of a split past the visible keys still leave a partial: (max -FLT_MAX, sum 0) above.
 }
 
-// grid (T, n_heads), block HD threads: merges the splits of one (token, head).
+// grid (T, n_heads), block HD threads: merges the splits of one (token, head). The splits'
+// weights exp(m_s - max) are computed once, in parallel, in shared memory.
 template <class T>
-__global__ void attention_combine_kernel(AttentionLaunch p, int* written_guard) {
+__global__ void attention_combine_kernel(AttentionLaunch p) {
+  extern __shared__ float wsh[];  // [S] split weights, then [32] reduction scratch
   const int64_t t = blockIdx.x, h = blockIdx.y, HD = p.head_dim, T_ = p.q.rows, S = p.n_splits;
   const float* ml = p.partials;
   const float* po = p.partials + 2 * S * T_ * p.n_heads;
+  float* red = wsh + S;
   float mx = -FLT_MAX;
-  for (int64_t s = 0; s < S; ++s) mx = fmaxf(mx, ml[2 * ((s * T_ + t) * p.n_heads + h)]);
-  float sum = 0.f, o = 0.f;
-  for (int64_t s = 0; s < S; ++s) {
+  for (int64_t s = threadIdx.x; s < S; s += blockDim.x) mx = fmaxf(mx, ml[2 * ((s * T_ + t) * p.n_heads + h)]);
+  mx = warp_max(mx);
+  if ((threadIdx.x & 31) == 0) red[threadIdx.x >> 5] = mx;
+  __syncthreads();
+  mx = -FLT_MAX;
+  for (unsigned w = 0; w < (blockDim.x + 31) / 32; ++w) mx = fmaxf(mx, red[w]);
+  float lsum = 0.f;
+  for (int64_t s = threadIdx.x; s < S; s += blockDim.x) {
     const int64_t idx = (s * T_ + t) * p.n_heads + h;
     const float ls = ml[2 * idx + 1];
-    if (ls == 0.f) continue;
-    const float w = expf(ml[2 * idx] - mx);
-    sum += w * ls;
-    o += w * po[idx * HD + threadIdx.x];
+    const float w = ls > 0.f ? expf(ml[2 * idx] - mx) : 0.f;
+    wsh[s] = w;
+    lsum += w * ls;
   }
+  __syncthreads();
+  lsum = warp_sum(lsum);
+  if ((threadIdx.x & 31) == 0) red[threadIdx.x >> 5] = lsum;
+  __syncthreads();
+  float sum = 0.f;
+  for (unsigned w = 0; w < (blockDim.x + 31) / 32; ++w) sum += red[w];
+  float o = 0.f;
+#pragma unroll 8
+  for (int64_t s = 0; s < S; ++s) o += wsh[s] * po[((s * T_ + t) * p.n_heads + h) * HD + threadIdx.x];
   static_cast<T*>(p.out.p)[t * p.out.ld + h * HD + threadIdx.x] = from_f32<T>(sum > 0.f ? o / sum : 0.f);
-  (void)written_guard;
 }
 
 // Marks every partial as empty, so splits that exit early (past the context) merge as nothing.
@@ -217,7 +238,7 @@ int64_t attention_decode_splits(const AttentionLaunch& p, int sms) {
   const int64_t max_ctx = p.block_tables.cols * p.block_size;
   const int64_t blocks = B * p.n_kv_heads;
   int64_t splits = (2 * sms + blocks - 1) / blocks;
-  const int64_t most = (max_ctx + kKeyTile - 1) / kKeyTile;  // at least one key tile per split
+  const int64_t most = (max_ctx + 2 * kKeyTile - 1) / (2 * kKeyTile);  // >= 2 key tiles per split: fetch overlaps scoring
   if (splits > most) splits = most;
   return splits < 1 ? 1 : splits;
 }
@@ -251,7 +272,7 @@ void launch_attention(const AttentionLaunch& p, int* index_errors, void* stream)
     STRATA_CUDA_LAUNCH_CHECK();
     if (p.n_splits > 1) {
       attention_combine_kernel<T><<<dim3(static_cast<unsigned>(p.q.rows), static_cast<unsigned>(p.n_heads)),
-                                    static_cast<unsigned>(p.head_dim), 0, s>>>(p, nullptr);
+                                    static_cast<unsigned>(p.head_dim), (p.n_splits + 32) * sizeof(float), s>>>(p);
       STRATA_CUDA_LAUNCH_CHECK();
     }
   });

@@ -3,8 +3,8 @@
 //   out[t] = act(sum_j weights[t, j] * d_j)                  (sum in slot order, as the host)
 // su, sd: weight_scale for e4m3 weights (times input_scale in W8A8, where x and h are first
 // quantized with the expert's input scales), 1 otherwise.
-// Decode path (few tokens): matrix-vector products, one warp per output row, the weighted
-// combine fused into the down projection. Grouped path (any T): pairs bucketed by expert on the
+// Decode path (few tokens): block matrix-vector products (gemv.cuh) per (token, expert) pair
+// for both projections, then the combine pass. Grouped path (any T): pairs bucketed by expert on the
 // device (count, scan, scatter), then tiled GEMMs that each read one expert's weight tile once
 // for up to 64 of its tokens, and a combine pass.
 #include <type_traits>
@@ -45,8 +45,8 @@ Scratch carve(const MoeExpertsLaunch& p, bool grouped, size_t* total) {
   };
   if (p.w8a8) s.xq = reinterpret_cast<uint8_t*>(take(static_cast<size_t>(pairs * p.hidden)));
   s.h = take(static_cast<size_t>(pairs * p.inter) * (p.w8a8 ? 1 : act));
+  s.d = take(static_cast<size_t>(pairs * p.hidden) * act);
   if (grouped) {
-    s.d = take(static_cast<size_t>(pairs * p.hidden) * act);
     s.counts = reinterpret_cast<int32_t*>(take(static_cast<size_t>(E) * 4));
     s.offsets = reinterpret_cast<int32_t*>(take(static_cast<size_t>(E) * 4));
     s.cursor = reinterpret_cast<int32_t*>(take(static_cast<size_t>(E) * 4));
@@ -116,27 +116,22 @@ __global__ void __launch_bounds__(kGemvWarps * 32) up_gemv_kernel(MoeExpertsLaun
   if (threadIdx.x < rows) store_hidden<TA>(p, s, e, pair, i0 + threadIdx.x, res[threadIdx.x] * up_scale(p, e));
 }
 
-// grid (ceil(H / 4), T): four output features of token t, over the token's k experts in slot
-// order, weighted and summed (the combine) before the one store.
+// grid (ceil(H / 4), pairs): four output features of one pair's down projection, stored in
+// act (the combine kernel then weighs and sums the pairs of a token in slot order).
 template <class TA, class TW, bool Q, bool VEC>
-__global__ void __launch_bounds__(kGemvWarps * 32) down_combine_gemv_kernel(MoeExpertsLaunch p, Scratch s) {
+__global__ void __launch_bounds__(kGemvWarps * 32) down_gemv_kernel(MoeExpertsLaunch p, Scratch s) {
   using TH = typename std::conditional<Q, uint8_t, TA>::type;
   __shared__ float red[kGemvWarps * kRows];
   __shared__ float res[kRows];
-  const int64_t t = blockIdx.y, n0 = static_cast<int64_t>(blockIdx.x) * kRows;
+  const int64_t pair = blockIdx.y, n0 = static_cast<int64_t>(blockIdx.x) * kRows;
+  const int e = expert_of(p, pair);
+  if (!valid_expert(p, e)) return;  // counted by the up kernel
   const int rows = static_cast<int>(min(static_cast<int64_t>(kRows), p.hidden - n0));
-  const int32_t* ids = static_cast<const int32_t*>(p.ids.p) + t * p.ids.ld;
-  const float* wts = static_cast<const float*>(p.weights.p) + t * p.weights.ld;
-  float sum = 0.f;
-  for (int64_t j = 0; j < p.top_k; ++j) {
-    const int e = ids[j];
-    if (!valid_expert(p, e)) continue;
-    const TW* w = static_cast<const TW*>(p.tables.down[e]) + n0 * p.inter;
-    const TH* h = static_cast<const TH*>(s.h) + (t * p.top_k + j) * p.inter;
-    block_gemv<TH, TW, 1, kRows, VEC>(h, p.inter, 1, w, rows, p.inter, red, res);
-    if (threadIdx.x < rows) sum += wts[j] * round_to<TA>(res[threadIdx.x] * down_scale(p, e));
-  }
-  if (threadIdx.x < rows) static_cast<TA*>(p.out.p)[t * p.out.ld + n0 + threadIdx.x] = from_f32<TA>(sum);
+  const TW* w = static_cast<const TW*>(p.tables.down[e]) + n0 * p.inter;
+  const TH* h = static_cast<const TH*>(s.h) + pair * p.inter;
+  block_gemv<TH, TW, 1, kRows, VEC>(h, p.inter, 1, w, rows, p.inter, red, res);
+  if (threadIdx.x < rows)
+    static_cast<TA*>(s.d)[pair * p.hidden + n0 + threadIdx.x] = from_f32<TA>(res[threadIdx.x] * down_scale(p, e));
 }
 
 // ---- grouped path ----
@@ -303,9 +298,11 @@ void launch_moe_gemv(const MoeExpertsLaunch& p, int* index_errors, void* stream)
     if (p.vec_up) up_gemv_kernel<TA, TW, Q, true><<<g_up, kGemvWarps * 32, 0, st>>>(p, s, index_errors);
     else up_gemv_kernel<TA, TW, Q, false><<<g_up, kGemvWarps * 32, 0, st>>>(p, s, index_errors);
     STRATA_CUDA_LAUNCH_CHECK();
-    dim3 g_down(static_cast<unsigned>((p.hidden + kRows - 1) / kRows), static_cast<unsigned>(T));
-    if (p.vec_down) down_combine_gemv_kernel<TA, TW, Q, true><<<g_down, kGemvWarps * 32, 0, st>>>(p, s);
-    else down_combine_gemv_kernel<TA, TW, Q, false><<<g_down, kGemvWarps * 32, 0, st>>>(p, s);
+    dim3 g_down(static_cast<unsigned>((p.hidden + kRows - 1) / kRows), static_cast<unsigned>(pairs));
+    if (p.vec_down) down_gemv_kernel<TA, TW, Q, true><<<g_down, kGemvWarps * 32, 0, st>>>(p, s);
+    else down_gemv_kernel<TA, TW, Q, false><<<g_down, kGemvWarps * 32, 0, st>>>(p, s);
+    STRATA_CUDA_LAUNCH_CHECK();
+    combine_kernel<TA><<<dim3(static_cast<unsigned>(T), grid_1d(p.hidden, 256)), 256, 0, st>>>(p, s);
     STRATA_CUDA_LAUNCH_CHECK();
   });
 }
