@@ -172,6 +172,27 @@ TEST(ModelChatTemplates, BadModelDirectoriesFailWithTheFileNamed) {
   EXPECT_THROW(ModelChatTemplates::load(dir.path() / "missing"), Error);
 }
 
+// The fuzzer's seed corpus stays meaningful: valid_* parse, invalid_* do not.
+TEST(ChatTemplate, FuzzCorpusSeedsParseAsNamed) {
+  const fs::path dir = fs::path(STRATA_SOURCE_DIR) / "tests/fuzz/corpus/chat_template";
+  int valid = 0, invalid = 0;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    const std::string name = e.path().filename().string();
+    const std::string text = read_file(e.path().string());
+    if (name.rfind("valid_", 0) == 0) {
+      EXPECT_NO_THROW(ChatTemplate{text}) << name;
+      ++valid;
+    } else if (name.rfind("invalid_", 0) == 0) {
+      EXPECT_THROW(ChatTemplate{text}, Error) << name;
+      ++invalid;
+    } else {
+      ADD_FAILURE() << name << " is named neither valid_* nor invalid_*";
+    }
+  }
+  EXPECT_GE(valid, 8);
+  EXPECT_GE(invalid, 2);
+}
+
 TEST(ChatTemplate, ReservedKwargsAndMalformedInputsAreRefused) {
   const ChatTemplate t("{{ messages|length }}{{ extra }}");
   int refused = 0;

@@ -58,6 +58,11 @@ TEST(JinjaVsJinja2, SequenceFilters) {
       {"{{ 'ab'|items|list }}"},
       {"{{ l|join(attribute='n') }} {{ l|join('-', 'n') }}", R"({"l": [{"n": "a"}, {"n": 2}]})"},
       {"{{ none|join }}"},
+      // Undefined iterates as empty through every filter (a use-after-free the fuzzer found here).
+      {"{{ u|selectattr('x')|list }} {{ u|rejectattr('x')|list }} {{ u|select|list }} {{ u|unique|list }} {{ u|sum }} {{ u|map('upper')|list }} {{ u|batch(2)|list }} {{ u|sort }} [{{ u|first }}] [{{ u|last }}] [{{ u|min }}] {{ u|reverse|list }} {{ u|join }}"},
+      {"{{ dict(u) }}"},
+      {"{{ namespace(u) }}"},
+      {"{{ u|dictsort }}"},
       {"{{ 5|list }}"},
   };
   expect_same_as_jinja2(cases);

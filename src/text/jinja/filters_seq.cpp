@@ -126,7 +126,8 @@ Value select_common(Renderer& r, const Value& in, CallArgs& a, bool by_attribute
   if (has_test) rest.args.assign(a.args.begin() + static_cast<std::ptrdiff_t>(off) + 1, a.args.end());
   rest.kwargs = a.kwargs;
   std::vector<Value> out;
-  for (const auto& item : *iterate(in)) {
+  const auto items_held = iterate(in);  // keep the vector alive for the loop
+  for (const auto& item : *items_held) {
     const Value x = get ? get(item) : item;
     bool ok;
     if (has_test) {
@@ -149,7 +150,8 @@ Value f_unique(Renderer&, const Value& in, CallArgs& a) {
   Params p("filter 'unique'", a, {"case_sensitive", "attribute"});
   const auto key = attrgetter(p.get(1, Value::none()), nullptr, !truthy(p[0]));
   std::vector<Value> seen, out;
-  for (const auto& item : *iterate(in)) {
+  const auto items_held = iterate(in);  // keep the vector alive for the loop
+  for (const auto& item : *items_held) {
     const Value k = key(item);
     if (k.is_list() && !k.is_seq(Seq::Tuple)) runtime_error(fmt::format("unhashable type: '{}'", type_name(k)));
     if (k.is_dict()) runtime_error("unhashable type: 'dict'");
@@ -228,9 +230,8 @@ Value f_reverse(Renderer&, const Value& in, CallArgs& a) {
     std::reverse(s.begin(), s.end());
     return Value::string(utf8::encode(s), in.is_markup());
   }
-  if (in.is_undefined()) runtime_error(in.undefined_message());
   // reversed() works on sequences and dicts and gives an iterator; a generator becomes a list.
-  const bool reversible = in.is_dict() || (in.is_list() && !in.is_seq(Seq::Iterator));
+  const bool reversible = in.is_undefined() || in.is_dict() || (in.is_list() && !in.is_seq(Seq::Iterator));
   auto items = iterate(in);
   std::vector<Value> out(items->rbegin(), items->rend());
   return Value::list(std::move(out), reversible ? Seq::Iterator : Seq::List);
@@ -242,7 +243,8 @@ Value f_batch(Renderer&, const Value& in, CallArgs& a) {
   const int64_t n = p[0].as_int();
   if (n <= 0) runtime_error("batch(): linecount must be positive");
   std::vector<Value> out, cur;
-  for (const auto& item : *iterate(in)) {
+  const auto items_held = iterate(in);  // keep the vector alive for the loop
+  for (const auto& item : *items_held) {
     if (static_cast<int64_t>(cur.size()) == n) {
       out.push_back(Value::list(std::move(cur)));
       cur.clear();
@@ -262,7 +264,8 @@ Value f_sum(Renderer& r, const Value& in, CallArgs& a) {
   Value total = p.get(1, Value::integer(0));
   std::function<Value(const Value&)> get;
   if (p.has(0) && !p[0].is_none()) get = attrgetter(p[0]);
-  for (const auto& item : *iterate(in)) total = binary_op(BinOp::Add, total, get ? get(item) : item, r.budget());
+  const auto items_held = iterate(in);  // keep the vector alive for the loop
+  for (const auto& item : *items_held) total = binary_op(BinOp::Add, total, get ? get(item) : item, r.budget());
   return total;
 }
 

@@ -49,10 +49,12 @@ Dict dict_from_args(const char* fn, CallArgs& a) {
   Dict d;
   if (!a.args.empty()) {
     const Value& src = a.args[0];
+    if (src.is_undefined()) runtime_error(src.undefined_message());  // dict() asks it for keys()
     if (src.is_dict()) {
       d = src.dict();
     } else {
-      for (const auto& pair : *iterate(src)) {
+      const auto items_held = iterate(src);  // keep the vector alive for the loop
+      for (const auto& pair : *items_held) {
         const auto kv = iterate(pair);
         if (kv->size() != 2)
           runtime_error(fmt::format("{}(): sequence element has length {}; 2 is required", fn, kv->size()));

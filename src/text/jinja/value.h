@@ -49,6 +49,65 @@ enum class Seq : uint8_t {
   DictItems,
 };
 
+struct ListData;
+class Dict;
+struct NamespaceData;
+struct CallableData;
+struct LoopData;
+
+class Value {
+ public:
+  Value() = default;  // Undefined without a hint
+
+  static Value undefined(std::string hint);
+  static Value none();
+  static Value boolean(bool b);
+  static Value integer(int64_t i);
+  static Value floating(double d);
+  static Value string(std::string s, bool markup = false);
+  static Value list(std::vector<Value> items, Seq seq = Seq::List);
+  static Value range(int64_t start, int64_t stop, int64_t step, std::vector<Value> items);
+  static Value dict(Dict d);
+  static Value make_namespace(Dict attrs);
+  static Value callable(std::string name, std::function<Value(Renderer&, CallArgs&)> fn);
+  static Value loop(LoopData data);
+
+  Kind kind() const { return kind_; }
+  bool is_undefined() const { return kind_ == Kind::Undefined; }
+  bool is_none() const { return kind_ == Kind::None; }
+  bool is_string() const { return kind_ == Kind::String; }
+  bool is_int_like() const { return kind_ == Kind::Int || kind_ == Kind::Bool; }  // Python int
+  bool is_number() const { return is_int_like() || kind_ == Kind::Float; }
+  bool is_list() const { return kind_ == Kind::List; }
+  bool is_seq(Seq s) const;
+  bool is_dict() const { return kind_ == Kind::Dict; }
+
+  bool as_bool() const { return b_; }
+  int64_t as_int() const { return kind_ == Kind::Bool ? (b_ ? 1 : 0) : i_; }
+  double as_float() const { return kind_ == Kind::Float ? f_ : static_cast<double>(as_int()); }
+  const std::string& str() const;
+  bool is_markup() const;
+  const ListData& list_data() const;
+  const std::vector<Value>& items() const;
+  // The items, sharing ownership with this value (no copy).
+  std::shared_ptr<const std::vector<Value>> shared_items() const;
+  const Dict& dict() const;
+  NamespaceData& ns() const;
+  const CallableData& callable() const;
+  const LoopData& loop() const;
+  // Why this value is undefined, as jinja2 words it ("'x' is undefined").
+  std::string undefined_message() const;
+  // Identity of the shared object, for `is sameas` and namespace equality.
+  const void* identity() const { return obj_.get(); }
+
+ private:
+  Kind kind_ = Kind::Undefined;
+  bool b_ = false;
+  int64_t i_ = 0;
+  double f_ = 0.0;
+  std::shared_ptr<void> obj_;
+};
+
 struct StringData {
   std::string text;  // UTF-8
   bool markup;       // markupsafe.Markup (from |safe or |escape): '+' escapes the other operand
@@ -105,60 +164,12 @@ struct LoopData {
   mutable std::shared_ptr<std::vector<Value>> last_changed;  // state of loop.changed()
 };
 
-class Value {
- public:
-  Value() = default;  // Undefined without a hint
 
-  static Value undefined(std::string hint);
-  static Value none();
-  static Value boolean(bool b);
-  static Value integer(int64_t i);
-  static Value floating(double d);
-  static Value string(std::string s, bool markup = false);
-  static Value list(std::vector<Value> items, Seq seq = Seq::List);
-  static Value range(int64_t start, int64_t stop, int64_t step, std::vector<Value> items);
-  static Value dict(Dict d);
-  static Value make_namespace(Dict attrs);
-  static Value callable(std::string name, std::function<Value(Renderer&, CallArgs&)> fn);
-  static Value loop(LoopData data);
-
-  Kind kind() const { return kind_; }
-  bool is_undefined() const { return kind_ == Kind::Undefined; }
-  bool is_none() const { return kind_ == Kind::None; }
-  bool is_string() const { return kind_ == Kind::String; }
-  bool is_int_like() const { return kind_ == Kind::Int || kind_ == Kind::Bool; }  // Python int
-  bool is_number() const { return is_int_like() || kind_ == Kind::Float; }
-  bool is_list() const { return kind_ == Kind::List; }
-  bool is_seq(Seq s) const { return kind_ == Kind::List && list_data().seq == s; }
-  bool is_dict() const { return kind_ == Kind::Dict; }
-
-  bool as_bool() const { return b_; }
-  int64_t as_int() const { return kind_ == Kind::Bool ? (b_ ? 1 : 0) : i_; }
-  double as_float() const { return kind_ == Kind::Float ? f_ : static_cast<double>(as_int()); }
-  const std::string& str() const;
-  bool is_markup() const;
-  const ListData& list_data() const;
-  const std::vector<Value>& items() const { return list_data().items; }
-  // The items, sharing ownership with this value (no copy).
-  std::shared_ptr<const std::vector<Value>> shared_items() const {
-    return {obj_, &list_data().items};
-  }
-  const Dict& dict() const;
-  NamespaceData& ns() const;
-  const CallableData& callable() const;
-  const LoopData& loop() const;
-  // Why this value is undefined, as jinja2 words it ("'x' is undefined").
-  std::string undefined_message() const;
-  // Identity of the shared object, for `is sameas` and namespace equality.
-  const void* identity() const { return obj_.get(); }
-
- private:
-  Kind kind_ = Kind::Undefined;
-  bool b_ = false;
-  int64_t i_ = 0;
-  double f_ = 0.0;
-  std::shared_ptr<void> obj_;
-};
+inline bool Value::is_seq(Seq s) const { return kind_ == Kind::List && list_data().seq == s; }
+inline const std::vector<Value>& Value::items() const { return list_data().items; }
+inline std::shared_ptr<const std::vector<Value>> Value::shared_items() const {
+  return {obj_, &list_data().items};
+}
 
 // Python semantics shared by everything else.
 bool truthy(const Value& v);
