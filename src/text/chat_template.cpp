@@ -71,6 +71,33 @@ std::string ChatTemplate::render(const nlohmann::ordered_json& messages,
   return template_.render(vars);
 }
 
+nlohmann::ordered_json parse_tool_call_arguments(nlohmann::ordered_json messages) {
+  if (!messages.is_array()) return messages;
+  for (size_t i = 0; i < messages.size(); ++i) {
+    auto& m = messages[i];
+    if (!m.is_object() || m.value("role", nlohmann::ordered_json()) != "assistant") continue;
+    auto calls = m.find("tool_calls");
+    if (calls == m.end() || !calls->is_array()) continue;
+    for (size_t k = 0; k < calls->size(); ++k) {
+      auto& call = (*calls)[k];
+      if (!call.is_object() || !call.contains("function") || !call["function"].is_object()) continue;
+      auto& fn = call["function"];
+      auto args = fn.find("arguments");
+      const bool empty = args == fn.end() || args->is_null() || (args->is_string() && args->get<std::string>().empty());
+      if (empty) {
+        fn["arguments"] = nlohmann::ordered_json::object();
+      } else if (args->is_string()) {
+        try {
+          *args = nlohmann::ordered_json::parse(args->get<std::string>());
+        } catch (const nlohmann::json::exception& e) {
+          fail("messages[{}].tool_calls[{}].function.arguments is not valid JSON: {}", i, k, e.what());
+        }
+      }
+    }
+  }
+  return messages;
+}
+
 ModelChatTemplates ModelChatTemplates::load(const std::filesystem::path& model_dir,
                                             jinja::Limits limits, bool require_template) {
   if (!std::filesystem::is_directory(model_dir)) fail("{}: not a directory", model_dir.string());

@@ -46,6 +46,13 @@ class ChatTemplate {
   jinja::Template template_;
 };
 
+// vLLM's preprocessing of OpenAI chat messages before the template
+// (entrypoints/chat_utils.py _postprocess_messages): in assistant messages, each
+// tool_calls[].function.arguments given as a JSON string (as OpenAI clients send it) is parsed,
+// since templates iterate it (`arguments | items`); null or "" become {}. Other messages are
+// unchanged. Throws strata::Error naming the message when a string is not valid JSON.
+nlohmann::ordered_json parse_tool_call_arguments(nlohmann::ordered_json messages);
+
 // The chat template(s) and special tokens of a model directory, found as transformers finds
 // them: chat_template.jinja (which wins), else tokenizer_config.json's "chat_template" (a string,
 // or a list of {"name", "template"}), plus additional_chat_templates/NAME.jinja.

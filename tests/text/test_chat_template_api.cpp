@@ -172,6 +172,28 @@ TEST(ModelChatTemplates, BadModelDirectoriesFailWithTheFileNamed) {
   EXPECT_THROW(ModelChatTemplates::load(dir.path() / "missing"), Error);
 }
 
+TEST(ChatTemplate, ParseToolCallArgumentsTouchesOnlyAssistantArgumentStrings) {
+  const auto in = nlohmann::ordered_json::parse(R"([
+    {"role": "user", "content": "x", "tool_calls": [{"function": {"name": "f", "arguments": "{\"a\": 1}"}}]},
+    {"role": "assistant", "tool_calls": [
+      {"function": {"name": "f", "arguments": "{\"b\": [1, 2.5], \"c\": \"ü\"}"}},
+      {"function": {"name": "g", "arguments": {"kept": true}}},
+      {"function": {"name": "h", "arguments": null}},
+      {"function": {"name": "i"}},
+      {"function": {"name": "j", "arguments": "[1, \"two\"]"}}]}])");
+  const auto out = parse_tool_call_arguments(in);
+  EXPECT_EQ(out[0], in[0]);  // not an assistant message
+  const auto& calls = out[1]["tool_calls"];
+  EXPECT_EQ(calls[0]["function"]["arguments"], nlohmann::ordered_json::parse(R"({"b": [1, 2.5], "c": "ü"})"));
+  EXPECT_EQ(calls[1]["function"]["arguments"], in[1]["tool_calls"][1]["function"]["arguments"]);
+  EXPECT_EQ(calls[2]["function"]["arguments"], nlohmann::ordered_json::object());
+  EXPECT_EQ(calls[3]["function"]["arguments"], nlohmann::ordered_json::object());
+  EXPECT_EQ(calls[4]["function"]["arguments"], nlohmann::ordered_json::parse(R"([1, "two"])"));
+  EXPECT_THROW(parse_tool_call_arguments(nlohmann::ordered_json::parse(
+                   R"([{"role": "assistant", "tool_calls": [{"function": {"arguments": "{"}}]}])")),
+               Error);
+}
+
 // The fuzzer's seed corpus stays meaningful: valid_* parse, invalid_* do not.
 TEST(ChatTemplate, FuzzCorpusSeedsParseAsNamed) {
   const fs::path dir = fs::path(STRATA_SOURCE_DIR) / "tests/fuzz/corpus/chat_template";

@@ -85,6 +85,43 @@ TEST_F(ChatTemplateCli, RendersTheRequestLikeJinja2) {
   EXPECT_EQ(compared, 2);
 }
 
+// OpenAI clients send tool-call arguments as JSON strings; like vLLM the command parses them, so
+// the Nemotron 3 template (which iterates `arguments | items`) renders them as it renders objects.
+TEST_F(ChatTemplateCli, ArgumentStringsAreParsedLikeVllm) {
+  const char* as_strings = R"({"messages": [{"role": "user", "content": "Weather?"},
+      {"role": "assistant", "content": null, "tool_calls": [
+        {"id": "a", "type": "function", "function": {"name": "get_weather", "arguments": "{\"city\": \"Paris\", \"days\": [1, 2]}"}},
+        {"id": "b", "type": "function", "function": {"name": "ping", "arguments": ""}}]},
+      {"role": "tool", "content": "21"}], "documents": [{"text": "doc"}]})";
+  const char* as_objects = R"([{"role": "user", "content": "Weather?"},
+      {"role": "assistant", "content": null, "tool_calls": [
+        {"id": "a", "type": "function", "function": {"name": "get_weather", "arguments": {"city": "Paris", "days": [1, 2]}}},
+        {"id": "b", "type": "function", "function": {"name": "ping", "arguments": {}}}]},
+      {"role": "tool", "content": "21"}])";
+  nlohmann::ordered_json c;
+  c["template"] = template_path_;
+  c["messages"] = nlohmann::ordered_json::parse(as_objects);
+  c["add_generation_prompt"] = true;
+  c["kwargs"] = {{"documents", {{{"text", "doc"}}}}};
+  c["bos_token"] = "<s>";
+  c["eos_token"] = "<|im_end|>";
+  const auto want = render_with_jinja2(nlohmann::ordered_json::array({c}));
+  ASSERT_EQ(want.size(), 1u);
+  ASSERT_TRUE(want[0].ok) << want[0].error;
+  const std::string model = "chat-template --model '" + (dir_ / "model").string() + "'";
+  const CliResult r = run_strata(model, as_strings, dir_);
+  EXPECT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(r.out, want[0].text);
+  // Kept as strings, the template's `| items` fails, as it does in transformers.
+  const CliResult kept = run_strata(model + " --keep-argument-strings", as_strings, dir_);
+  EXPECT_EQ(kept.rc, 1);
+  EXPECT_NE(kept.err.find("mapping"), std::string::npos) << kept.err;
+  const CliResult bad = run_strata(
+      model, R"({"messages": [{"role": "assistant", "tool_calls": [{"function": {"name": "f", "arguments": "{oops"}}]}]})", dir_);
+  EXPECT_EQ(bad.rc, 1);
+  EXPECT_NE(bad.err.find("messages[0].tool_calls[0].function.arguments"), std::string::npos) << bad.err;
+}
+
 TEST_F(ChatTemplateCli, TemplateFileOverridesTheModels) {
   const std::string other = "{{ bos_token }}{% for m in messages %}[{{ m.role }}]{% endfor %}{{ eos_token }}";
   std::ofstream(dir_ / "other.jinja", std::ios::binary) << other;

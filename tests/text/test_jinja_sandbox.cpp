@@ -79,6 +79,17 @@ TEST(JinjaSandbox, EndlessRecursionStopsAtCallDepth) {
   }
 }
 
+TEST(JinjaSandbox, DeepEvaluationStopsAtEvalDepth) {
+  // Each macro level evaluates a 240-link chain before recursing: the evaluation depth, not the
+  // call depth, runs out first; the stack stays bounded (about 600 bytes per level).
+  std::string chain;
+  for (int i = 0; i < 240; ++i) chain += " + 1";
+  const TemplateError e =
+      render_error("{% macro m(n) %}{{ (m(n + 1)|length)" + chain + " }}{% endmacro %}{{ m(0) }}");
+  EXPECT_EQ(e.kind(), TemplateError::Kind::Limit) << e.what();
+  EXPECT_NE(std::string(e.what()).find("evaluation nests deeper"), std::string::npos) << e.what();
+}
+
 TEST(JinjaSandbox, AbsurdNestingInTheSourceIsRefused) {
   const std::string parens = std::string(100000, '(') + "1" + std::string(100000, ')');
   const std::string lists = std::string(100000, '[') + std::string(100000, ']');

@@ -3,6 +3,8 @@
 //   "add_generation_prompt": true}) and prints the prompt the model's chat template renders,
 // with bos/eos from the model's tokenizer_config.json. `--template FILE` uses another template
 // (like vLLM's --chat-template). add_generation_prompt defaults to true, as in the OpenAI API.
+// As vLLM does before rendering, tool-call arguments sent as JSON strings are parsed into objects
+// (--keep-argument-strings turns that off); a top-level "documents" reaches the template too.
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -21,6 +23,7 @@ namespace {
 struct ChatTemplateArgs {
   std::string model;
   std::string template_file;
+  bool keep_argument_strings = false;
 };
 
 std::string read_all(std::istream& in) {
@@ -36,10 +39,15 @@ void run(const ChatTemplateArgs& args) {
   }
   if (!request.is_object()) strata::fail("stdin: the request must be a JSON object");
   if (!request.contains("messages")) strata::fail("stdin: the request has no \"messages\"");
-  const auto& messages = request["messages"];
+  const nlohmann::ordered_json messages = args.keep_argument_strings
+                                              ? request["messages"]
+                                              : strata::parse_tool_call_arguments(request["messages"]);
   const nlohmann::ordered_json tools = request.value("tools", nlohmann::ordered_json());
-  const nlohmann::ordered_json kwargs =
-      request.value("chat_template_kwargs", nlohmann::ordered_json());
+  nlohmann::ordered_json kwargs = request.value("chat_template_kwargs", nlohmann::ordered_json());
+  if (request.contains("documents") && !request["documents"].is_null()) {
+    if (kwargs.is_null()) kwargs = nlohmann::ordered_json::object();
+    if (kwargs.is_object() && !kwargs.contains("documents")) kwargs["documents"] = request["documents"];
+  }
   bool add_generation_prompt = true;
   if (request.contains("add_generation_prompt")) {
     if (!request["add_generation_prompt"].is_boolean())
@@ -70,6 +78,8 @@ void setup(CLI::App& app) {
   cmd->add_option("--model", args->model, "model directory (tokenizer_config.json, chat_template.jinja)")
       ->required();
   cmd->add_option("--template", args->template_file, "use this Jinja template file instead");
+  cmd->add_flag("--keep-argument-strings", args->keep_argument_strings,
+                "pass tool-call arguments as sent (vLLM parses JSON strings into objects)");
   cmd->callback([args] { run(*args); });
 }
 

@@ -15,7 +15,7 @@ struct Limits {
   uint64_t max_alloc_bytes = 1ull << 30;    // strings and lists built over a whole render
   int max_call_depth = 64;                  // nested macro / caller() / recursive loop calls
   int max_nesting = 256;                    // parser: nested expressions, brackets and blocks
-  int max_eval_depth = 3000;                // nested evaluations at run time (bounds the stack)
+  int max_eval_depth = 1000;                // nested evaluations at run time (bounds the stack)
 };
 
 class Budget {
