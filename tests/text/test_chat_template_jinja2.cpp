@@ -70,5 +70,45 @@ TEST(ChatTemplateVsJinja2, EveryTemplateOnEveryConversation) {
               compared, rendered, raised);
 }
 
+// A long agentic conversation (about 2,700 messages, 330 tool calls) renders identically and
+// within the default sandbox limits: the limits stop abuse, not real use.
+TEST(ChatTemplateVsJinja2, LongConversationWithinDefaultLimits) {
+  nlohmann::ordered_json messages = nlohmann::ordered_json::array();
+  messages.push_back({{"role", "system"}, {"content", "You are a helpful assistant."}});
+  for (int i = 0; i < 1000; ++i) {
+    messages.push_back({{"role", "user"}, {"content", "Question " + std::to_string(i) + ": what about café " + std::to_string(i * 7) + "?"}});
+    if (i % 3 == 0) {
+      nlohmann::ordered_json call = {{"id", "call" + std::to_string(100000 + i).substr(1)}, {"type", "function"},
+                                     {"function", {{"name", "get_weather"}, {"arguments", {{"city", "Paris"}, {"days", {i % 5, 2.5}}}}}}};
+      messages.push_back({{"role", "assistant"}, {"content", ""}, {"tool_calls", {call}}});
+      messages.push_back({{"role", "tool"}, {"tool_call_id", call["id"]}, {"content", std::to_string(i % 30) + " degrees"}});
+    }
+    messages.push_back({{"role", "assistant"}, {"content", "Answer " + std::to_string(i)}, {"reasoning_content", "step " + std::to_string(i)}});
+  }
+  messages.push_back({{"role", "user"}, {"content", "Thanks, bye."}});
+  const auto tools = nlohmann::ordered_json::parse(R"([{"type": "function", "function": {"name": "get_weather",
+      "description": "Weather", "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}])");
+
+  nlohmann::ordered_json cases = nlohmann::ordered_json::array();
+  const auto templates = template_files();
+  for (const auto& path : templates) {
+    cases.push_back({{"template", path.string()}, {"messages", messages}, {"tools", tools},
+                     {"add_generation_prompt", true}, {"kwargs", {{"enable_thinking", true}}},
+                     {"bos_token", "<s>"}, {"eos_token", "</s>"}});
+  }
+  const auto want = render_with_jinja2(cases);
+  ASSERT_EQ(want.size(), cases.size());
+  size_t compared = 0;
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const StrataResult got = render_with_strata(read_file(templates[i].string()), cases[i]);
+    EXPECT_TRUE(want[i].ok) << templates[i] << ": " << want[i].error;
+    EXPECT_TRUE(got.ok) << templates[i] << ": " << got.error;
+    EXPECT_EQ(compare_results(want[i], got), "") << templates[i];
+    EXPECT_GT(got.text.size(), 100000u);
+    ++compared;
+  }
+  EXPECT_EQ(compared, 8u);
+}
+
 }  // namespace
 }  // namespace strata::testing

@@ -47,6 +47,25 @@ TEST(JinjaSandbox, DefaultStepLimitEndsAQuadraticLoop) {
   EXPECT_LT(std::chrono::duration<double>(Clock::now() - start).count(), 30.0);
 }
 
+TEST(JinjaSandbox, WorkOnLargeValuesCostsSteps) {
+  // Few nodes, but each one scans 100000 items or a 1 MB string: the step budget still ends it
+  // (a smaller budget than the default keeps the test quick; without the charge these loops
+  // would take about 10^10 item visits).
+  Limits limits;
+  limits.max_steps = 1'000'000;
+  const auto start = Clock::now();
+  for (const char* src :
+       {"{% set r = range(100000) %}{% for i in range(100000) %}{{ r|select|first }}{% endfor %}",
+        "{% set r = range(100000) %}{% for i in range(100000) %}{{ 5 in r }}{% endfor %}",
+        "{% set s = 'ab' * 500000 %}{% for i in range(100000) %}{{ s.count('x') }}{% endfor %}",
+        "{% set r = range(100000)|list %}{% for i in range(100000) %}{{ 99999 is in r }}{% endfor %}",
+        "{% set r = range(100000)|list %}{% for i in range(100000) %}{{ r|join(',')|length }}{% endfor %}"}) {
+    const TemplateError e = render_error(src, limits);
+    EXPECT_EQ(e.kind(), TemplateError::Kind::Limit) << src << ": " << e.what();
+  }
+  EXPECT_LT(std::chrono::duration<double>(Clock::now() - start).count(), 20.0);
+}
+
 TEST(JinjaSandbox, OutputSizeIsBounded) {
   Limits limits;
   limits.max_output_bytes = 1 << 20;

@@ -19,6 +19,9 @@ using TestFn = bool (*)(Renderer& r, const Value& input, CallArgs& args);
 struct FilterDef {
   const char* name;
   FilterFn fn;
+  // Whether the filter walks its input (select, join, tojson...) and so costs sandbox steps in
+  // proportion to its size; length, first, default... look at it in constant time.
+  bool scans = true;
 };
 
 struct TestDef {

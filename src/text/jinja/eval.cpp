@@ -11,6 +11,32 @@
 
 namespace strata::jinja {
 
+namespace {
+
+// Steps charged for handing a value to a filter, test, method or comparison: one per item of a
+// list or dict, one per 256 bytes of a string.
+uint64_t size_cost(const Value& v) {
+  switch (v.kind()) {
+    case Kind::String:
+      return v.str().size() / 256;
+    case Kind::List:
+      return v.items().size();
+    case Kind::Dict:
+      return v.dict().size();
+    default:
+      return 0;
+  }
+}
+
+uint64_t args_cost(const CallArgs& a) {
+  uint64_t n = 0;
+  for (const auto& v : a.args) n += size_cost(v);
+  for (const auto& kv : a.kwargs) n += size_cost(kv.second);
+  return n;
+}
+
+}  // namespace
+
 Value Renderer::eval(const Expr& e) {
   budget_.step();
   try {
@@ -91,6 +117,7 @@ Value Renderer::eval_filter(const FilterExpr& f) {
   const Value input = f.value ? eval(*f.value) : *block_input_;
   if (!f.def) runtime_error(fmt::format("No filter named '{}' found.", f.name));
   CallArgs args = eval_args(f.args);
+  budget_.steps((f.def->scans ? size_cost(input) : 0) + args_cost(args));
   return f.def->fn(*this, input, args);
 }
 
@@ -109,6 +136,7 @@ Value Renderer::eval_compare(const CompareExpr& c) {
   Value left = eval(*c.first);
   for (const auto& [op, expr] : c.rest) {
     Value right = eval(*expr);
+    budget_.steps(size_cost(left) + size_cost(right));
     if (!compare(op, left, right)) return Value::boolean(false);
     left = std::move(right);
   }
@@ -140,7 +168,10 @@ Value Renderer::eval_inner(const Expr& e) {
     }
     case ExprKind::Getattr: {
       const auto& g = static_cast<const GetattrExpr&>(e);
-      return getattr(eval(*g.obj), g.attr);
+      const Value obj = eval(*g.obj);
+      Value attr = getattr(obj, g.attr);
+      if (attr.kind() == Kind::Callable) budget_.steps(size_cost(obj));  // a method will scan obj
+      return attr;
     }
     case ExprKind::Getitem:
       return eval_getitem(static_cast<const GetitemExpr&>(e));
@@ -150,6 +181,7 @@ Value Renderer::eval_inner(const Expr& e) {
       const auto& c = static_cast<const CallExpr&>(e);
       const Value callee = eval(*c.callee);
       CallArgs args = eval_args(c.args);
+      if (callee.kind() != Kind::Callable || !callee.callable().is_macro) budget_.steps(args_cost(args));
       return call(callee, args);
     }
     case ExprKind::Filter:
@@ -159,6 +191,7 @@ Value Renderer::eval_inner(const Expr& e) {
       const Value input = eval(*t.value);
       if (!t.def) runtime_error(fmt::format("No test named '{}' found.", t.name));
       CallArgs args = eval_args(t.args);
+      budget_.steps(args_cost(args));  // type tests are O(1); `in` / `eq` scan their argument
       return Value::boolean(t.def->fn(*this, input, args));
     }
     case ExprKind::Neg:

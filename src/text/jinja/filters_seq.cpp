@@ -293,8 +293,8 @@ Value f_max(Renderer&, const Value& in, CallArgs& a) { return min_max(in, a, tru
 
 std::vector<FilterDef> sequence_filters() {
   return {
-      {"length", f_length},       {"count", f_length},        {"first", f_first},
-      {"last", f_last},           {"join", f_join},           {"list", f_list},
+      {"length", f_length, false}, {"count", f_length, false}, {"first", f_first, false},
+      {"last", f_last, false},           {"join", f_join},           {"list", f_list},
       {"items", f_items},         {"map", f_map},             {"select", f_select},
       {"reject", f_reject},       {"selectattr", f_selectattr}, {"rejectattr", f_rejectattr},
       {"unique", f_unique},       {"sort", f_sort},           {"dictsort", f_dictsort},

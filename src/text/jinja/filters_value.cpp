@@ -263,8 +263,9 @@ Value f_attr(Renderer&, const Value& in, CallArgs& a) {
 
 std::vector<FilterDef> value_filters() {
   return {
-      {"default", f_default}, {"d", f_default}, {"int", f_int},       {"float", f_float},
-      {"abs", f_abs},         {"round", f_round}, {"tojson", f_tojson}, {"attr", f_attr},
+      {"default", f_default, false}, {"d", f_default, false}, {"int", f_int, false},
+      {"float", f_float, false},     {"abs", f_abs, false},     {"round", f_round, false},
+      {"tojson", f_tojson},          {"attr", f_attr, false},
   };
 }
 

@@ -26,6 +26,12 @@ class Budget {
   void step() {
     if (++steps_ > limits_.max_steps) steps_exceeded();
   }
+  // Work proportional to data size (a filter over a long list, a method on a long string) costs
+  // steps too, so a loop around it cannot run for minutes on few steps.
+  void steps(uint64_t n) {
+    steps_ += n;
+    if (steps_ > limits_.max_steps) steps_exceeded();
+  }
   // Called before building a string or list of about `bytes` bytes.
   void charge(size_t bytes);
   uint64_t steps() const { return steps_; }

@@ -270,7 +270,8 @@ Value Renderer::define_macro(const MacroStmt& m) {
   return Value::callable(fmt::format("macro '{}'", m.name),
                          [macro, defined_in](Renderer& r, CallArgs& args) {
                            return r.call_macro(*macro, defined_in, args);
-                         });
+                         },
+                         /*is_macro=*/true);
 }
 
 // jinja2.runtime.Macro.__call__: positional arguments fill the parameters in order, keywords
@@ -328,9 +329,9 @@ void Renderer::exec_call_block(const CallBlockStmt& s) {
   const ScopePtr here = scope_;
   macro_scopes_.push_back(here);
   const MacroStmt* body = s.caller.get();
-  Value caller = Value::callable("caller", [body, here](Renderer& r, CallArgs& args) {
-    return r.call_macro(*body, here, args);
-  });
+  Value caller = Value::callable(
+      "caller", [body, here](Renderer& r, CallArgs& args) { return r.call_macro(*body, here, args); },
+      /*is_macro=*/true);
   const Value callee = eval(*s.call->callee);
   CallArgs args = eval_args(s.call->args);
   args.kwargs.emplace_back("caller", std::move(caller));

@@ -84,10 +84,11 @@ Value Value::make_namespace(Dict attrs) {
   return v;
 }
 
-Value Value::callable(std::string name, std::function<Value(Renderer&, CallArgs&)> fn) {
+Value Value::callable(std::string name, std::function<Value(Renderer&, CallArgs&)> fn,
+                      bool is_macro) {
   Value v;
   v.kind_ = Kind::Callable;
-  v.obj_ = std::make_shared<CallableData>(CallableData{std::move(name), std::move(fn)});
+  v.obj_ = std::make_shared<CallableData>(CallableData{std::move(name), std::move(fn), is_macro});
   return v;
 }
 

@@ -69,7 +69,8 @@ class Value {
   static Value range(int64_t start, int64_t stop, int64_t step, std::vector<Value> items);
   static Value dict(Dict d);
   static Value make_namespace(Dict attrs);
-  static Value callable(std::string name, std::function<Value(Renderer&, CallArgs&)> fn);
+  static Value callable(std::string name, std::function<Value(Renderer&, CallArgs&)> fn,
+                        bool is_macro = false);
   static Value loop(LoopData data);
 
   Kind kind() const { return kind_; }
@@ -153,6 +154,7 @@ struct NamespaceData {
 struct CallableData {
   std::string name;  // for messages: "macro 'm'", "str.upper", "range"...
   std::function<Value(Renderer&, CallArgs&)> fn;
+  bool is_macro = false;  // macros take their arguments by reference: no per-item cost
 };
 
 // jinja2's LoopContext for one iteration of a for loop.
