@@ -8,8 +8,8 @@ namespace {
 constexpr double kMiB = 1024.0 * 1024.0;
 }
 
-CachePlan plan_cache_for_budget(const model::ModelConfig& config, size_t budget_bytes, int64_t max_seqs,
-                                int64_t block_size, DType act_dtype) {
+CachePlan plan_cache_for_budget(const model::ModelConfig& config, size_t budget_bytes,
+                                int64_t max_seqs, int64_t block_size, DType act_dtype) {
   if (max_seqs < 1) fail("cache plan: max sequences must be positive, got {}", max_seqs);
   if (block_size < 1) fail("cache plan: block size must be positive, got {}", block_size);
   CachePlan p;
@@ -20,16 +20,18 @@ CachePlan plan_cache_for_budget(const model::ModelConfig& config, size_t budget_
   const size_t per_block = KvBlockPool::bytes_per_block(config, block_size, act_dtype);
   const size_t min_bytes = p.state_bytes + per_block * static_cast<size_t>(max_seqs);
   if (budget_bytes < min_bytes)
-    fail("cache budget of {:.1f} MiB is too small: {} sequences need {:.1f} MiB of Mamba state and "
-         "{:.1f} MiB for one KV block each", budget_bytes / kMiB, max_seqs, p.state_bytes / kMiB,
-         per_block * static_cast<double>(max_seqs) / kMiB);
+    fail(
+        "cache budget of {:.1f} MiB is too small: {} sequences need {:.1f} MiB of Mamba state and "
+        "{:.1f} MiB for one KV block each",
+        budget_bytes / kMiB, max_seqs, p.state_bytes / kMiB,
+        per_block * static_cast<double>(max_seqs) / kMiB);
   p.num_blocks = per_block ? static_cast<int64_t>((budget_bytes - p.state_bytes) / per_block) : 0;
   p.kv_bytes = per_block * static_cast<size_t>(p.num_blocks);
   return p;
 }
 
-CachePlan plan_cache_for_tokens(const model::ModelConfig& config, int64_t max_seqs, int64_t max_tokens,
-                                int64_t block_size, DType act_dtype) {
+CachePlan plan_cache_for_tokens(const model::ModelConfig& config, int64_t max_seqs,
+                                int64_t max_tokens, int64_t block_size, DType act_dtype) {
   if (max_seqs < 1) fail("cache plan: max sequences must be positive, got {}", max_seqs);
   if (max_tokens < 1) fail("cache plan: max tokens must be positive, got {}", max_tokens);
   if (block_size < 1) fail("cache plan: block size must be positive, got {}", block_size);

@@ -11,20 +11,20 @@
 namespace strata::cache {
 
 struct CachePlan {
-  int64_t state_slots = 0;  // sequences that can be live at once
-  int64_t num_blocks = 0;   // KV blocks (0 when the model has no attention layers)
-  int64_t block_size = 16;  // tokens per KV block
+  int64_t state_slots = 0;        // sequences that can be live at once
+  int64_t num_blocks = 0;         // KV blocks (0 when the model has no attention layers)
+  int64_t block_size = 16;        // tokens per KV block
   DType act_dtype = DType::BF16;  // conv states and KV cache
   size_t state_bytes = 0, kv_bytes = 0;
 };
 
 // `max_seqs` state slots, and as many KV blocks as the rest of `budget_bytes` holds. Throws
 // naming both numbers when the budget cannot hold the states plus one block per sequence.
-CachePlan plan_cache_for_budget(const model::ModelConfig& config, size_t budget_bytes, int64_t max_seqs,
-                                int64_t block_size, DType act_dtype);
+CachePlan plan_cache_for_budget(const model::ModelConfig& config, size_t budget_bytes,
+                                int64_t max_seqs, int64_t block_size, DType act_dtype);
 // Exactly enough for `max_seqs` sequences of at most `max_tokens` tokens each.
-CachePlan plan_cache_for_tokens(const model::ModelConfig& config, int64_t max_seqs, int64_t max_tokens,
-                                int64_t block_size, DType act_dtype);
+CachePlan plan_cache_for_tokens(const model::ModelConfig& config, int64_t max_seqs,
+                                int64_t max_tokens, int64_t block_size, DType act_dtype);
 
 // The state pool and KV pool of one run, allocated on `device`.
 struct ModelCache {

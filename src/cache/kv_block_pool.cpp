@@ -24,13 +24,16 @@ KvBlockPool::KvBlockPool(const model::ModelConfig& config, int64_t num_blocks, i
     v_.push_back(Tensor::empty(shape, dtype, device));
   }
   in_use_.assign(static_cast<size_t>(num_blocks), false);
-  for (int64_t b = num_blocks - 1; b >= 0; --b) free_.push_back(static_cast<int32_t>(b));
+  for (int64_t b = num_blocks - 1; b >= 0; --b)
+    free_.push_back(static_cast<int32_t>(b));
 }
 
 size_t KvBlockPool::bytes() const {
   size_t b = 0;
-  for (const auto& t : k_) b += t.nbytes();
-  for (const auto& t : v_) b += t.nbytes();
+  for (const auto& t : k_)
+    b += t.nbytes();
+  for (const auto& t : v_)
+    b += t.nbytes();
   return b;
 }
 
@@ -75,8 +78,8 @@ bool BlockTable::ensure(KvBlockPool& pool, int64_t num_tokens) {
 
 int32_t BlockTable::slot(int64_t pos, int64_t block_size) const {
   const int64_t b = pos / block_size;
-  STRATA_CHECK(pos >= 0 && b < static_cast<int64_t>(blocks_.size()), "position {} beyond the block table ({} blocks)",
-               pos, blocks_.size());
+  STRATA_CHECK(pos >= 0 && b < static_cast<int64_t>(blocks_.size()),
+               "position {} beyond the block table ({} blocks)", pos, blocks_.size());
   return static_cast<int32_t>(blocks_[static_cast<size_t>(b)] * block_size + pos % block_size);
 }
 

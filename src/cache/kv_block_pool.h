@@ -49,7 +49,9 @@ class BlockTable {
  public:
   const std::vector<int32_t>& blocks() const { return blocks_; }
   // Tokens the table can hold with its current blocks.
-  int64_t capacity(int64_t block_size) const { return static_cast<int64_t>(blocks_.size()) * block_size; }
+  int64_t capacity(int64_t block_size) const {
+    return static_cast<int64_t>(blocks_.size()) * block_size;
+  }
   // Grows the table to hold `num_tokens` positions; false (and unchanged) when the pool lacks
   // blocks. A pool without attention layers needs no blocks: always true.
   bool ensure(KvBlockPool& pool, int64_t num_tokens);

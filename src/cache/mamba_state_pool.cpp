@@ -26,34 +26,41 @@ void zero_fill(Tensor t) {
 
 size_t MambaStatePool::bytes_per_slot(const model::ModelConfig& c, DType conv_dtype) {
   const size_t conv = static_cast<size_t>(conv_shape(c, 1).numel()) * dtype_size(conv_dtype);
-  const size_t ssm = static_cast<size_t>(ssm_shape(c, 1).numel()) * dtype_size(c.mamba_ssm_cache_dtype);
+  const size_t ssm =
+      static_cast<size_t>(ssm_shape(c, 1).numel()) * dtype_size(c.mamba_ssm_cache_dtype);
   return static_cast<size_t>(c.num_mamba) * (conv + ssm);
 }
 
-MambaStatePool::MambaStatePool(const model::ModelConfig& config, int64_t num_slots, DType conv_dtype,
-                               Device device)
+MambaStatePool::MambaStatePool(const model::ModelConfig& config, int64_t num_slots,
+                               DType conv_dtype, Device device)
     : num_slots_(num_slots), device_(device) {
   if (num_slots < 1) fail("Mamba state pool: need at least one slot, got {}", num_slots);
   if (config.num_mamba > 0) {
     for (int64_t l = 0; l < config.num_mamba; ++l) {
       conv_.push_back(Tensor::empty(conv_shape(config, num_slots), conv_dtype, device));
-      ssm_.push_back(Tensor::empty(ssm_shape(config, num_slots), config.mamba_ssm_cache_dtype, device));
+      ssm_.push_back(
+          Tensor::empty(ssm_shape(config, num_slots), config.mamba_ssm_cache_dtype, device));
     }
   }
   in_use_.assign(static_cast<size_t>(num_slots), false);
-  for (int64_t s = num_slots - 1; s >= 0; --s) free_.push_back(static_cast<int32_t>(s));
+  for (int64_t s = num_slots - 1; s >= 0; --s)
+    free_.push_back(static_cast<int32_t>(s));
 }
 
 size_t MambaStatePool::bytes() const {
   size_t b = 0;
-  for (const auto& t : conv_) b += t.nbytes();
-  for (const auto& t : ssm_) b += t.nbytes();
+  for (const auto& t : conv_)
+    b += t.nbytes();
+  for (const auto& t : ssm_)
+    b += t.nbytes();
   return b;
 }
 
 void MambaStatePool::zero_slot(int32_t slot) {
-  for (auto& t : conv_) zero_fill(t.select(slot));
-  for (auto& t : ssm_) zero_fill(t.select(slot));
+  for (auto& t : conv_)
+    zero_fill(t.select(slot));
+  for (auto& t : ssm_)
+    zero_fill(t.select(slot));
 }
 
 std::optional<int32_t> MambaStatePool::try_allocate() {

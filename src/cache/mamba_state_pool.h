@@ -19,7 +19,8 @@ namespace strata::cache {
 class MambaStatePool {
  public:
   // `conv_dtype` is the activation dtype; the SSM dtype comes from the config.
-  MambaStatePool(const model::ModelConfig& config, int64_t num_slots, DType conv_dtype, Device device);
+  MambaStatePool(const model::ModelConfig& config, int64_t num_slots, DType conv_dtype,
+                 Device device);
 
   // Bytes one slot takes over all Mamba layers (conv + SSM).
   static size_t bytes_per_slot(const model::ModelConfig& config, DType conv_dtype);
@@ -48,7 +49,7 @@ class MambaStatePool {
   int64_t num_slots_;
   Device device_;
   std::vector<Tensor> conv_, ssm_;
-  std::vector<int32_t> free_;   // a stack: slot 0 first, then the most recently freed
+  std::vector<int32_t> free_;  // a stack: slot 0 first, then the most recently freed
   std::vector<bool> in_use_;
 };
 

@@ -26,23 +26,23 @@ namespace detail {
 
 }  // namespace strata
 
-#define STRATA_CHECK(cond, ...)                                                             \
-  do {                                                                                      \
-    if (!(cond)) {                                                                          \
-      ::strata::detail::check_failed(__FILE__, __LINE__,                                    \
-                                     "check failed: " #cond " " __VA_OPT__(+fmt::format(__VA_ARGS__))); \
-    }                                                                                       \
+#define STRATA_CHECK(cond, ...)                                                                  \
+  do {                                                                                           \
+    if (!(cond)) {                                                                               \
+      ::strata::detail::check_failed(                                                            \
+          __FILE__, __LINE__, "check failed: " #cond " " __VA_OPT__(+fmt::format(__VA_ARGS__))); \
+    }                                                                                            \
   } while (0)
 
-#define STRATA_CHECK_OP_(a, b, op)                                                            \
-  do {                                                                                        \
-    const auto& strata_a_ = (a);                                                              \
-    const auto& strata_b_ = (b);                                                              \
-    if (!(strata_a_ op strata_b_)) {                                                          \
-      ::strata::detail::check_failed(                                                         \
-          __FILE__, __LINE__,                                                                 \
+#define STRATA_CHECK_OP_(a, b, op)                                                              \
+  do {                                                                                          \
+    const auto& strata_a_ = (a);                                                                \
+    const auto& strata_b_ = (b);                                                                \
+    if (!(strata_a_ op strata_b_)) {                                                            \
+      ::strata::detail::check_failed(                                                           \
+          __FILE__, __LINE__,                                                                   \
           fmt::format("check failed: {} {} {} ({} vs {})", #a, #op, #b, strata_a_, strata_b_)); \
-    }                                                                                         \
+    }                                                                                           \
   } while (0)
 
 #define STRATA_CHECK_EQ(a, b) STRATA_CHECK_OP_(a, b, ==)

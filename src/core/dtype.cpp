@@ -9,32 +9,52 @@ namespace strata {
 
 size_t dtype_size(DType t) {
   switch (t) {
-    case DType::F32: return 4;
-    case DType::F64: return 8;
-    case DType::F16: return 2;
-    case DType::BF16: return 2;
-    case DType::F8E4M3: return 1;
-    case DType::U8: return 1;
-    case DType::I8: return 1;
-    case DType::I32: return 4;
-    case DType::I64: return 8;
-    case DType::Bool: return 1;
+    case DType::F32:
+      return 4;
+    case DType::F64:
+      return 8;
+    case DType::F16:
+      return 2;
+    case DType::BF16:
+      return 2;
+    case DType::F8E4M3:
+      return 1;
+    case DType::U8:
+      return 1;
+    case DType::I8:
+      return 1;
+    case DType::I32:
+      return 4;
+    case DType::I64:
+      return 8;
+    case DType::Bool:
+      return 1;
   }
   return 0;
 }
 
 std::string_view dtype_name(DType t) {
   switch (t) {
-    case DType::F32: return "f32";
-    case DType::F64: return "f64";
-    case DType::F16: return "f16";
-    case DType::BF16: return "bf16";
-    case DType::F8E4M3: return "f8e4m3";
-    case DType::U8: return "u8";
-    case DType::I8: return "i8";
-    case DType::I32: return "i32";
-    case DType::I64: return "i64";
-    case DType::Bool: return "bool";
+    case DType::F32:
+      return "f32";
+    case DType::F64:
+      return "f64";
+    case DType::F16:
+      return "f16";
+    case DType::BF16:
+      return "bf16";
+    case DType::F8E4M3:
+      return "f8e4m3";
+    case DType::U8:
+      return "u8";
+    case DType::I8:
+      return "i8";
+    case DType::I32:
+      return "i32";
+    case DType::I64:
+      return "i64";
+    case DType::Bool:
+      return "bool";
   }
   return "?";
 }
@@ -45,9 +65,9 @@ struct SafetensorsName {
   DType dtype;
 };
 constexpr SafetensorsName kSafetensorsNames[] = {
-    {"F32", DType::F32}, {"F64", DType::F64},        {"F16", DType::F16}, {"BF16", DType::BF16},
-    {"F8_E4M3", DType::F8E4M3}, {"U8", DType::U8},   {"I8", DType::I8},   {"I32", DType::I32},
-    {"I64", DType::I64}, {"BOOL", DType::Bool},
+    {"F32", DType::F32},        {"F64", DType::F64},   {"F16", DType::F16}, {"BF16", DType::BF16},
+    {"F8_E4M3", DType::F8E4M3}, {"U8", DType::U8},     {"I8", DType::I8},   {"I32", DType::I32},
+    {"I64", DType::I64},        {"BOOL", DType::Bool},
 };
 }  // namespace
 
@@ -85,7 +105,7 @@ uint16_t f16_from_f32(float f) {
   if (abs < 0x38800000u) {
     // result is subnormal (or zero): round abs * 2^24 to an integer, ties to even
     const float scaled = f32_from_bits(abs) * 16777216.0f;  // exact: power-of-two scaling
-    const float r = std::nearbyint(scaled);                  // default FE_TONEAREST: ties to even
+    const float r = std::nearbyint(scaled);                 // default FE_TONEAREST: ties to even
     return static_cast<uint16_t>(sign | static_cast<uint16_t>(r));
   }
   // normal: rebias exponent and round the 13 dropped mantissa bits to nearest even
@@ -145,26 +165,41 @@ uint8_t e2m1_from_f32(float f) {
   if (std::isnan(a)) return 0x7u;
   // Midpoints between neighbours; at an exact midpoint pick the even code (ties to even).
   uint8_t code;
-  if (a <= 0.25f) code = 0;        // tie 0.25 -> 0 (even)
-  else if (a < 0.75f) code = 1;    // tie 0.75 -> 1.0 (code 2, even)
-  else if (a <= 1.25f) code = 2;   // tie 1.25 -> 1.0
-  else if (a < 1.75f) code = 3;    // tie 1.75 -> 2.0
-  else if (a <= 2.5f) code = 4;    // tie 2.5 -> 2.0
-  else if (a < 3.5f) code = 5;     // tie 3.5 -> 4.0
-  else if (a <= 5.0f) code = 6;    // tie 5.0 -> 4.0
-  else code = 7;                   // saturate at 6
+  if (a <= 0.25f)
+    code = 0;  // tie 0.25 -> 0 (even)
+  else if (a < 0.75f)
+    code = 1;  // tie 0.75 -> 1.0 (code 2, even)
+  else if (a <= 1.25f)
+    code = 2;  // tie 1.25 -> 1.0
+  else if (a < 1.75f)
+    code = 3;  // tie 1.75 -> 2.0
+  else if (a <= 2.5f)
+    code = 4;  // tie 2.5 -> 2.0
+  else if (a < 3.5f)
+    code = 5;  // tie 3.5 -> 4.0
+  else if (a <= 5.0f)
+    code = 6;  // tie 5.0 -> 4.0
+  else
+    code = 7;  // saturate at 6
   return static_cast<uint8_t>(sign | code);
 }
 
 float load_as_f32(const void* base, DType t, size_t i) {
   switch (t) {
-    case DType::F32: return static_cast<const float*>(base)[i];
-    case DType::F64: return static_cast<float>(static_cast<const double*>(base)[i]);
-    case DType::F16: return f16_to_f32(static_cast<const uint16_t*>(base)[i]);
-    case DType::BF16: return bf16_to_f32(static_cast<const uint16_t*>(base)[i]);
-    case DType::F8E4M3: return fp8e4m3_to_f32(static_cast<const uint8_t*>(base)[i]);
-    case DType::I32: return static_cast<float>(static_cast<const int32_t*>(base)[i]);
-    default: fail("load_as_f32: unsupported dtype {}", dtype_name(t));
+    case DType::F32:
+      return static_cast<const float*>(base)[i];
+    case DType::F64:
+      return static_cast<float>(static_cast<const double*>(base)[i]);
+    case DType::F16:
+      return f16_to_f32(static_cast<const uint16_t*>(base)[i]);
+    case DType::BF16:
+      return bf16_to_f32(static_cast<const uint16_t*>(base)[i]);
+    case DType::F8E4M3:
+      return fp8e4m3_to_f32(static_cast<const uint8_t*>(base)[i]);
+    case DType::I32:
+      return static_cast<float>(static_cast<const int32_t*>(base)[i]);
+    default:
+      fail("load_as_f32: unsupported dtype {}", dtype_name(t));
   }
 }
 
@@ -175,12 +210,23 @@ double load_as_f64(const void* base, DType t, size_t i) {
 
 void store_from_f32(void* base, DType t, size_t i, float v) {
   switch (t) {
-    case DType::F32: static_cast<float*>(base)[i] = v; return;
-    case DType::F64: static_cast<double*>(base)[i] = v; return;
-    case DType::F16: static_cast<uint16_t*>(base)[i] = f16_from_f32(v); return;
-    case DType::BF16: static_cast<uint16_t*>(base)[i] = f32_to_bf16(v); return;
-    case DType::F8E4M3: static_cast<uint8_t*>(base)[i] = fp8e4m3_from_f32(v); return;
-    default: fail("store_from_f32: unsupported dtype {}", dtype_name(t));
+    case DType::F32:
+      static_cast<float*>(base)[i] = v;
+      return;
+    case DType::F64:
+      static_cast<double*>(base)[i] = v;
+      return;
+    case DType::F16:
+      static_cast<uint16_t*>(base)[i] = f16_from_f32(v);
+      return;
+    case DType::BF16:
+      static_cast<uint16_t*>(base)[i] = f32_to_bf16(v);
+      return;
+    case DType::F8E4M3:
+      static_cast<uint8_t*>(base)[i] = fp8e4m3_from_f32(v);
+      return;
+    default:
+      fail("store_from_f32: unsupported dtype {}", dtype_name(t));
   }
 }
 

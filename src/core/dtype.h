@@ -42,7 +42,9 @@ inline float f32_from_bits(uint32_t u) {
 }
 
 // bfloat16: the top 16 bits of an f32. NaN stays NaN (quiet, 0x7fc0 with its sign).
-inline float bf16_to_f32(uint16_t h) { return f32_from_bits(static_cast<uint32_t>(h) << 16); }
+inline float bf16_to_f32(uint16_t h) {
+  return f32_from_bits(static_cast<uint32_t>(h) << 16);
+}
 inline uint16_t f32_to_bf16(float f) {
   uint32_t u = f32_bits(f);
   if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((u >> 16) | 0x0040u);
@@ -50,12 +52,16 @@ inline uint16_t f32_to_bf16(float f) {
   return static_cast<uint16_t>(u >> 16);
 }
 // Round an f32 to the nearest bf16-representable value (the "store in model dtype" point).
-inline float round_bf16(float f) { return bf16_to_f32(f32_to_bf16(f)); }
+inline float round_bf16(float f) {
+  return bf16_to_f32(f32_to_bf16(f));
+}
 
 // IEEE half.
 float f16_to_f32(uint16_t h);
 uint16_t f16_from_f32(float f);
-inline float round_f16(float f) { return f16_to_f32(f16_from_f32(f)); }
+inline float round_f16(float f) {
+  return f16_to_f32(f16_from_f32(f));
+}
 
 // float8_e4m3fn. f32 -> e4m3 as torch's `.to(torch.float8_e4m3fn)`: values whose magnitude
 // rounds above 448 (|x| >= 464 after rounding, i.e. |x| >= 480 in torch's bit test) become NaN,

@@ -5,7 +5,9 @@
 
 namespace strata {
 
-std::string_view device_name(Device d) { return d == Device::Host ? "host" : "cuda"; }
+std::string_view device_name(Device d) {
+  return d == Device::Host ? "host" : "cuda";
+}
 
 namespace {
 DeviceAllocator* g_allocators[2] = {nullptr, nullptr};
@@ -33,23 +35,27 @@ DeviceAllocator* device_allocator(Device d) {
 
 Shape::Shape(std::initializer_list<int64_t> dims) {
   STRATA_CHECK_LE(static_cast<int>(dims.size()), kMaxDims);
-  for (int64_t d : dims) dims_[static_cast<size_t>(rank_++)] = d;
+  for (int64_t d : dims)
+    dims_[static_cast<size_t>(rank_++)] = d;
 }
 
 Shape::Shape(const std::vector<int64_t>& dims) {
   STRATA_CHECK_LE(static_cast<int>(dims.size()), kMaxDims);
-  for (int64_t d : dims) dims_[static_cast<size_t>(rank_++)] = d;
+  for (int64_t d : dims)
+    dims_[static_cast<size_t>(rank_++)] = d;
 }
 
 int64_t Shape::numel() const {
   int64_t n = 1;
-  for (int i = 0; i < rank_; ++i) n *= dims_[static_cast<size_t>(i)];
+  for (int i = 0; i < rank_; ++i)
+    n *= dims_[static_cast<size_t>(i)];
   return n;
 }
 
 std::string Shape::str() const {
   std::string s = "[";
-  for (int i = 0; i < rank_; ++i) s += (i ? ", " : "") + std::to_string(dims_[static_cast<size_t>(i)]);
+  for (int i = 0; i < rank_; ++i)
+    s += (i ? ", " : "") + std::to_string(dims_[static_cast<size_t>(i)]);
   return s + "]";
 }
 
@@ -61,7 +67,8 @@ bool Shape::operator==(const Shape& o) const {
 }
 
 Tensor Tensor::empty(const Shape& shape, DType dtype, Device device) {
-  for (int i = 0; i < shape.rank(); ++i) STRATA_CHECK_GE(shape[i], 0);
+  for (int i = 0; i < shape.rank(); ++i)
+    STRATA_CHECK_GE(shape[i], 0);
   Tensor t;
   const size_t bytes = static_cast<size_t>(shape.numel()) * dtype_size(dtype);
   if (device == Device::Host) {
@@ -110,7 +117,9 @@ Tensor Tensor::wrap(void* data, const Shape& shape, DType dtype, Device device,
   return t;
 }
 
-bool Tensor::is_contiguous() const { return strides_ == contiguous_strides(shape_) || numel() <= 1; }
+bool Tensor::is_contiguous() const {
+  return strides_ == contiguous_strides(shape_) || numel() <= 1;
+}
 
 Tensor Tensor::reshape(const Shape& shape) const {
   STRATA_CHECK(is_contiguous(), "reshape of a non-contiguous tensor {}", str());
@@ -127,7 +136,8 @@ Tensor Tensor::slice(int d, int64_t start, int64_t len) const {
   STRATA_CHECK(start >= 0 && len >= 0 && start + len <= dim(d), "slice [{}, +{}) of dim {} in {}",
                start, len, d, str());
   Tensor t = *this;
-  t.offset_bytes_ += static_cast<size_t>(start * strides_[static_cast<size_t>(d)]) * dtype_size(dtype_);
+  t.offset_bytes_ +=
+      static_cast<size_t>(start * strides_[static_cast<size_t>(d)]) * dtype_size(dtype_);
   t.shape_[d] = len;
   return t;
 }
@@ -139,7 +149,8 @@ Tensor Tensor::select(int64_t index) const {
   dims.erase(dims.begin());
   Tensor t = s;
   t.shape_ = Shape(dims);
-  for (int i = 0; i + 1 < kMaxDims; ++i) t.strides_[static_cast<size_t>(i)] = strides_[static_cast<size_t>(i + 1)];
+  for (int i = 0; i + 1 < kMaxDims; ++i)
+    t.strides_[static_cast<size_t>(i)] = strides_[static_cast<size_t>(i + 1)];
   return t;
 }
 
@@ -167,7 +178,8 @@ Tensor Tensor::contiguous() const {
   std::array<int64_t, kMaxDims> idx{};
   for (int64_t i = 0; i < n; ++i) {
     int64_t off = 0;
-    for (int d = 0; d < rank(); ++d) off += idx[static_cast<size_t>(d)] * strides_[static_cast<size_t>(d)];
+    for (int d = 0; d < rank(); ++d)
+      off += idx[static_cast<size_t>(d)] * strides_[static_cast<size_t>(d)];
     std::memcpy(static_cast<char*>(t.raw()) + static_cast<size_t>(i) * es,
                 static_cast<const char*>(raw()) + static_cast<size_t>(off) * es, es);
     for (int d = rank() - 1; d >= 0; --d) {
@@ -179,9 +191,10 @@ Tensor Tensor::contiguous() const {
 }
 
 void Tensor::copy_from(const Tensor& src) {
-  STRATA_CHECK(dtype_ == src.dtype_ && shape_ == src.shape_, "copy_from {} into {}", src.str(), str());
-  STRATA_CHECK(is_contiguous() && src.is_contiguous(), "copy_from needs contiguous tensors: {} -> {}",
-               src.str(), str());
+  STRATA_CHECK(dtype_ == src.dtype_ && shape_ == src.shape_, "copy_from {} into {}", src.str(),
+               str());
+  STRATA_CHECK(is_contiguous() && src.is_contiguous(),
+               "copy_from needs contiguous tensors: {} -> {}", src.str(), str());
   if (device() == Device::Host && src.device() == Device::Host) {
     std::memmove(raw(), src.raw(), nbytes());
     return;

@@ -92,15 +92,15 @@ class Tensor {
   }
 
   // Views sharing storage.
-  Tensor reshape(const Shape& shape) const;              // needs contiguous
+  Tensor reshape(const Shape& shape) const;                 // needs contiguous
   Tensor slice(int dim, int64_t start, int64_t len) const;  // along one dimension
-  Tensor select(int64_t index) const;                     // drops dim 0
+  Tensor select(int64_t index) const;                       // drops dim 0
   Tensor with_shape_strides(const Shape& shape, const std::array<int64_t, kMaxDims>& strides) const;
 
   // Explicit copies.
-  Tensor to(Device device) const;          // contiguous copy on `device`
-  Tensor contiguous() const;               // host only: contiguous copy if not already
-  void copy_from(const Tensor& src);       // same dtype and shape; any devices; contiguous both
+  Tensor to(Device device) const;     // contiguous copy on `device`
+  Tensor contiguous() const;          // host only: contiguous copy if not already
+  void copy_from(const Tensor& src);  // same dtype and shape; any devices; contiguous both
 
   std::string str() const;  // "bf16[2, 3]@host"
   const std::shared_ptr<Storage>& storage() const { return storage_; }

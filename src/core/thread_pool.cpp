@@ -19,7 +19,8 @@ namespace {
 thread_local bool t_inside_pool = false;
 
 void run_inline(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn) {
-  for (int64_t b = 0; b < n; b += grain) fn(b, std::min(n, b + grain));
+  for (int64_t b = 0; b < n; b += grain)
+    fn(b, std::min(n, b + grain));
 }
 }  // namespace
 
@@ -78,7 +79,8 @@ struct ThreadPool::Impl {
 
 ThreadPool::ThreadPool(int threads) : impl_(std::make_unique<Impl>()) {
   if (threads < 1) fail("thread pool: thread count must be >= 1, got {}", threads);
-  for (int i = 1; i < threads; ++i) impl_->workers.emplace_back([this] { impl_->worker_loop(); });
+  for (int i = 1; i < threads; ++i)
+    impl_->workers.emplace_back([this] { impl_->worker_loop(); });
 }
 
 ThreadPool::~ThreadPool() {
@@ -87,10 +89,13 @@ ThreadPool::~ThreadPool() {
     impl_->stop = true;
   }
   impl_->cv_work.notify_all();
-  for (auto& w : impl_->workers) w.join();
+  for (auto& w : impl_->workers)
+    w.join();
 }
 
-int ThreadPool::threads() const { return static_cast<int>(impl_->workers.size()) + 1; }
+int ThreadPool::threads() const {
+  return static_cast<int>(impl_->workers.size()) + 1;
+}
 
 void ThreadPool::parallel_for(int64_t n, const std::function<void(int64_t, int64_t)>& fn,
                               int64_t grain) {

@@ -19,7 +19,8 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 void validate_token_ids(const std::vector<int32_t>& ids, int64_t vocab_size, const char* what) {
   for (size_t i = 0; i < ids.size(); ++i)
     if (ids[i] < 0 || ids[i] >= vocab_size)
-      fail("{}: token id {} at position {} is outside the vocabulary [0, {})", what, ids[i], i, vocab_size);
+      fail("{}: token id {} at position {} is outside the vocabulary [0, {})", what, ids[i], i,
+           vocab_size);
 }
 
 std::vector<int32_t> parse_token_id_list(std::string_view text, std::string_view what) {
@@ -28,12 +29,16 @@ std::vector<int32_t> parse_token_id_list(std::string_view text, std::string_view
   while (pos <= text.size()) {
     const size_t comma = std::min(text.find(',', pos), text.size());
     std::string_view item = text.substr(pos, comma - pos);
-    while (!item.empty() && std::isspace(static_cast<unsigned char>(item.front()))) item.remove_prefix(1);
-    while (!item.empty() && std::isspace(static_cast<unsigned char>(item.back()))) item.remove_suffix(1);
+    while (!item.empty() && std::isspace(static_cast<unsigned char>(item.front())))
+      item.remove_prefix(1);
+    while (!item.empty() && std::isspace(static_cast<unsigned char>(item.back())))
+      item.remove_suffix(1);
     int64_t v = 0;
     const auto [end, ec] = std::from_chars(item.data(), item.data() + item.size(), v);
-    if (item.empty() || ec != std::errc() || end != item.data() + item.size() || v < 0 || v > INT32_MAX)
-      fail("{}: {:?} is not a token id (expected comma-separated non-negative integers)", what, item);
+    if (item.empty() || ec != std::errc() || end != item.data() + item.size() || v < 0 ||
+        v > INT32_MAX)
+      fail("{}: {:?} is not a token id (expected comma-separated non-negative integers)", what,
+           item);
     ids.push_back(static_cast<int32_t>(v));
     pos = comma + 1;
   }
@@ -46,8 +51,10 @@ const GeneratorOptions& checked(const GeneratorOptions& o, const model::ModelCon
   if (o.prefill_chunk < 0) fail("prefill chunk must be >= 0, got {}", o.prefill_chunk);
   if (o.max_context < 1) fail("the context must hold at least one token, got {}", o.max_context);
   if (c.max_position_embeddings > 0 && o.max_context > c.max_position_embeddings)
-    fail("prompt plus max_tokens ({} tokens) exceeds the model's context length ({}, max_position_embeddings)",
-         o.max_context, c.max_position_embeddings);
+    fail(
+        "prompt plus max_tokens ({} tokens) exceeds the model's context length ({}, "
+        "max_position_embeddings)",
+        o.max_context, c.max_position_embeddings);
   return o;
 }
 }  // namespace
@@ -57,12 +64,12 @@ Generator::Generator(model::NemotronHModel& model, Device device, const Generato
       options_(checked(options, model.config())),
       device_ready_((prepare_device(device, ctx_), true)),
       cache_(model.config(),
-             cache::plan_cache_for_tokens(model.config(), 1, options.max_context, options.block_size,
-                                          model.act_dtype()),
-             device) {
-}
+             cache::plan_cache_for_tokens(model.config(), 1, options.max_context,
+                                          options.block_size, model.act_dtype()),
+             device) {}
 
-GenerationResult Generator::generate(const std::vector<int32_t>& prompt, const SamplingParams& params,
+GenerationResult Generator::generate(const std::vector<int32_t>& prompt,
+                                     const SamplingParams& params,
                                      const std::function<void(int32_t)>& on_token) {
   const model::ModelConfig& c = model_.config();
   params.validate();
@@ -70,8 +77,8 @@ GenerationResult Generator::generate(const std::vector<int32_t>& prompt, const S
   validate_token_ids(prompt, c.vocab_size, "prompt");
   const int64_t total = static_cast<int64_t>(prompt.size()) + params.max_tokens;
   if (total > options_.max_context)
-    fail("prompt ({} tokens) plus max_tokens ({}) exceeds the context the caches hold ({})", prompt.size(),
-         params.max_tokens, options_.max_context);
+    fail("prompt ({} tokens) plus max_tokens ({}) exceeds the context the caches hold ({})",
+         prompt.size(), params.max_tokens, options_.max_context);
 
   GenerationResult result;
   result.prompt_tokens = static_cast<int64_t>(prompt.size());
@@ -97,7 +104,8 @@ GenerationResult Generator::generate(const std::vector<int32_t>& prompt, const S
     chunk.num_computed = computed;
     chunk.tokens = std::move(tokens);
     chunk.blocks = &blocks;
-    const model::StepInput step = model::StepInput::build({chunk}, block_size, need_kv, ctx_.device, ctx_);
+    const model::StepInput step =
+        model::StepInput::build({chunk}, block_size, need_kv, ctx_.device, ctx_);
     return model_.forward(ctx_, step, cache_, model::LogitRows::LastPerSequence);  // [1, V] f32
   };
   auto sample = [&](const Tensor& logits, uint64_t index) {
@@ -117,7 +125,8 @@ GenerationResult Generator::generate(const std::vector<int32_t>& prompt, const S
   Tensor logits;
   for (int64_t done = 0; done < n; done += chunk) {
     const int64_t len = std::min(chunk, n - done);
-    logits = run_step(std::vector<int32_t>(prompt.begin() + done, prompt.begin() + done + len), done);
+    logits =
+        run_step(std::vector<int32_t>(prompt.begin() + done, prompt.begin() + done + len), done);
   }
   result.prefill_seconds = seconds_since(t0);
 
@@ -127,8 +136,9 @@ GenerationResult Generator::generate(const std::vector<int32_t>& prompt, const S
     const int32_t id = sample(logits, static_cast<uint64_t>(i));
     result.tokens.push_back(id);
     if (on_token) on_token(id);
-    const bool stop = !params.ignore_eos && std::find(params.stop_token_ids.begin(), params.stop_token_ids.end(),
-                                                       id) != params.stop_token_ids.end();
+    const bool stop = !params.ignore_eos &&
+                      std::find(params.stop_token_ids.begin(), params.stop_token_ids.end(), id) !=
+                          params.stop_token_ids.end();
     if (stop) {
       result.finish_reason = "stop";
       break;

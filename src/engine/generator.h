@@ -22,8 +22,8 @@ struct GeneratorOptions {
 };
 
 struct GenerationResult {
-  std::vector<int32_t> tokens;        // generated ids (a stop id that ended it included)
-  std::string finish_reason;          // "stop" (a stop id) or "length" (max_tokens)
+  std::vector<int32_t> tokens;  // generated ids (a stop id that ended it included)
+  std::string finish_reason;    // "stop" (a stop id) or "length" (max_tokens)
   int64_t prompt_tokens = 0;
   double prefill_seconds = 0, decode_seconds = 0;
 };

@@ -65,7 +65,8 @@ void Checkpoint::add_file(SafetensorsFile f) {
 
 Checkpoint Checkpoint::open(const std::string& dir) {
   std::error_code ec;
-  if (!fs::is_directory(dir, ec)) fail("{}: not a directory (expected a checkpoint directory)", dir);
+  if (!fs::is_directory(dir, ec))
+    fail("{}: not a directory (expected a checkpoint directory)", dir);
   Checkpoint ck;
   ck.dir_ = dir;
   const fs::path root(dir);
@@ -95,8 +96,8 @@ Checkpoint Checkpoint::open(const std::string& dir) {
     }
     const size_t unlisted = ck.where_.size() - weight_map.size();
     if (unlisted)
-      log::info("{}: {} tensor(s) in its shards are not listed in the index; loading them too", index,
-                unlisted);
+      log::info("{}: {} tensor(s) in its shards are not listed in the index; loading them too",
+                index, unlisted);
     return ck;
   }
 
@@ -113,7 +114,8 @@ Checkpoint Checkpoint::open(const std::string& dir) {
   if (found.empty())
     fail("{}: no {}, {} or *.safetensors file in this directory", dir, kIndexName, kSingleName);
   std::sort(found.begin(), found.end());
-  for (const auto& path : found) ck.add_file(SafetensorsFile::open(path));
+  for (const auto& path : found)
+    ck.add_file(SafetensorsFile::open(path));
   return ck;
 }
 
@@ -125,9 +127,13 @@ size_t Checkpoint::file_index(const std::string& name) const {
   return it->second;
 }
 
-bool Checkpoint::has(const std::string& name) const { return where_.count(name) != 0; }
+bool Checkpoint::has(const std::string& name) const {
+  return where_.count(name) != 0;
+}
 
-Tensor Checkpoint::get(const std::string& name) const { return files_[file_index(name)].tensor(name); }
+Tensor Checkpoint::get(const std::string& name) const {
+  return files_[file_index(name)].tensor(name);
+}
 
 const TensorInfo& Checkpoint::info(const std::string& name) const {
   return *files_[file_index(name)].find(name);
@@ -140,20 +146,23 @@ const std::string& Checkpoint::file_of(const std::string& name) const {
 std::vector<std::string> Checkpoint::names() const {
   std::vector<std::string> out;
   out.reserve(where_.size());
-  for (const auto& [name, _] : where_) out.push_back(name);
+  for (const auto& [name, _] : where_)
+    out.push_back(name);
   std::sort(out.begin(), out.end());
   return out;
 }
 
 size_t Checkpoint::mapped_bytes() const {
   size_t n = 0;
-  for (const auto& f : files_) n += f.mapped_bytes();
+  for (const auto& f : files_)
+    n += f.mapped_bytes();
   return n;
 }
 
 size_t Checkpoint::copied_bytes() const {
   size_t n = 0;
-  for (const auto& f : files_) n += f.copied_bytes();
+  for (const auto& f : files_)
+    n += f.copied_bytes();
   return n;
 }
 

@@ -25,11 +25,11 @@ class Checkpoint {
   bool has(const std::string& name) const;
   // The tensor, viewing the mapped file; throws naming the tensor and the directory if absent.
   Tensor get(const std::string& name) const;
-  const TensorInfo& info(const std::string& name) const;  // throws like get()
+  const TensorInfo& info(const std::string& name) const;      // throws like get()
   const std::string& file_of(const std::string& name) const;  // path of the file holding it
-  std::vector<std::string> names() const;  // sorted
-  size_t size() const { return where_.size(); }  // number of tensors
-  size_t mapped_bytes() const;  // sum of the file sizes
+  std::vector<std::string> names() const;                     // sorted
+  size_t size() const { return where_.size(); }               // number of tensors
+  size_t mapped_bytes() const;                                // sum of the file sizes
   size_t copied_bytes() const;  // bytes copied for unaligned tensors (normally 0)
   const std::string& dir() const { return dir_; }
   const std::vector<SafetensorsFile>& files() const { return files_; }

@@ -103,7 +103,8 @@ std::string read_text_file(const std::string& path) {
   std::string text;
   char buf[65536];
   size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, f.get())) > 0) text.append(buf, n);
+  while ((n = std::fread(buf, 1, sizeof buf, f.get())) > 0)
+    text.append(buf, n);
   if (std::ferror(f.get())) fail("{}: read error: {}", path, std::strerror(errno));
   return text;
 }
@@ -119,21 +120,28 @@ std::string quote_name(std::string_view name) {
     if (!name.empty() && static_cast<unsigned char>(name.back()) >= 0xc0) name.remove_suffix(1);
   }
   // error_handler::replace: a name that is not valid UTF-8 still prints (as U+FFFD).
-  std::string q = nlohmann::json(std::string(name)).dump(-1, ' ', false,
-                                                          nlohmann::json::error_handler_t::replace);
+  std::string q = nlohmann::json(std::string(name))
+                      .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   if (cut) q.insert(q.size() - 1, "...");
   return q;
 }
 
 std::string_view json_type_name(const nlohmann::json& j) {
   switch (j.type()) {
-    case nlohmann::json::value_t::object: return "object";
-    case nlohmann::json::value_t::array: return "array";
-    case nlohmann::json::value_t::string: return "string";
-    case nlohmann::json::value_t::boolean: return "boolean";
-    case nlohmann::json::value_t::null: return "null";
-    case nlohmann::json::value_t::discarded: return "discarded";
-    default: return "number";
+    case nlohmann::json::value_t::object:
+      return "object";
+    case nlohmann::json::value_t::array:
+      return "array";
+    case nlohmann::json::value_t::string:
+      return "string";
+    case nlohmann::json::value_t::boolean:
+      return "boolean";
+    case nlohmann::json::value_t::null:
+      return "null";
+    case nlohmann::json::value_t::discarded:
+      return "discarded";
+    default:
+      return "number";
   }
 }
 

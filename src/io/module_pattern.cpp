@@ -10,7 +10,8 @@ bool match_class(std::string_view pat, size_t p, char ch, bool* matched, size_t*
   size_t j = p + 1;
   if (j < pat.size() && pat[j] == '!') ++j;
   if (j < pat.size() && pat[j] == ']') ++j;  // a ']' first in the set is a member
-  while (j < pat.size() && pat[j] != ']') ++j;
+  while (j < pat.size() && pat[j] != ']')
+    ++j;
   if (j >= pat.size()) return false;
   std::string_view set = pat.substr(p + 1, j - p - 1);
   const bool negate = !set.empty() && set[0] == '!';
@@ -61,7 +62,8 @@ bool glob_match(std::string_view pat, std::string_view name) {
     p = star_p;  // let the last '*' swallow one more character
     n = ++star_n;
   }
-  while (p < pat.size() && pat[p] == '*') ++p;
+  while (p < pat.size() && pat[p] == '*')
+    ++p;
   return p == pat.size();
 }
 

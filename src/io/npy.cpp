@@ -37,7 +37,8 @@ std::optional<std::string_view> descr_of(DType t) {
 // Python's repr of a tuple of ints: (), (3,), (2, 3).
 std::string shape_repr(const Shape& s) {
   std::string r = "(";
-  for (int i = 0; i < s.rank(); ++i) r += (i ? ", " : "") + std::to_string(s[i]);
+  for (int i = 0; i < s.rank(); ++i)
+    r += (i ? ", " : "") + std::to_string(s[i]);
   return r + (s.rank() == 1 ? ",)" : ")");
 }
 
@@ -92,7 +93,8 @@ class HeaderParser {
 
  private:
   void ws() {
-    while (i_ < s_.size() && (s_[i_] == ' ' || s_[i_] == '\t' || s_[i_] == '\n')) ++i_;
+    while (i_ < s_.size() && (s_[i_] == ' ' || s_[i_] == '\t' || s_[i_] == '\n'))
+      ++i_;
   }
   bool eat(char c) {
     if (i_ < s_.size() && s_[i_] == c) {
@@ -164,15 +166,16 @@ void write_npy(const std::string& path, const Tensor& t) {
   const auto descr = descr_of(t.dtype());
   if (!descr) fail("{}: {} has no NumPy dtype; cast it (e.g. to f32) first", path, t.str());
 
-  std::string dict = fmt::format("{{'descr': '{}', 'fortran_order': False, 'shape': {}, }}",
-                                 *descr, shape_repr(t.shape()));
+  std::string dict = fmt::format("{{'descr': '{}', 'fortran_order': False, 'shape': {}, }}", *descr,
+                                 shape_repr(t.shape()));
   // As numpy.lib.format: pad with spaces so magic + version + length + header + '\n' is a
   // multiple of 64 (a full extra block when it already is).
   const size_t prefix = kMagicLen + 2 + 2;
   const size_t padlen = kAlign - (prefix + dict.size() + 1) % kAlign;
   dict.append(padlen, ' ');
   dict.push_back('\n');
-  if (dict.size() > 0xffff) fail("{}: npy header of {} bytes is too long for format 1.0", path, dict.size());
+  if (dict.size() > 0xffff)
+    fail("{}: npy header of {} bytes is too long for format 1.0", path, dict.size());
 
   std::string out(kMagic, kMagicLen);
   out += '\x01';
@@ -204,7 +207,8 @@ Tensor parse_npy(const uint8_t* data, size_t size, std::string_view name) {
   const size_t prefix = kMagicLen + 2 + len_bytes;
   if (size < prefix) fail("{}: .npy file of {} bytes ends inside its header length", name, size);
   size_t hlen = 0;
-  for (size_t i = 0; i < len_bytes; ++i) hlen |= static_cast<size_t>(data[8 + i]) << (8 * i);
+  for (size_t i = 0; i < len_bytes; ++i)
+    hlen |= static_cast<size_t>(data[8 + i]) << (8 * i);
   if (hlen > size - prefix)
     fail("{}: .npy header length {} runs past the end of the {}-byte file", name, hlen, size);
 
@@ -215,8 +219,10 @@ Tensor parse_npy(const uint8_t* data, size_t size, std::string_view name) {
     if (e.descr == h.descr) dtype = e.dtype;
   if (!dtype) {
     std::string supported;
-    for (const auto& e : kTypes) supported += (supported.empty() ? "" : " ") + std::string(e.descr);
-    fail("{}: .npy dtype {} is not supported (supported: {})", name, quote_name(h.descr), supported);
+    for (const auto& e : kTypes)
+      supported += (supported.empty() ? "" : " ") + std::string(e.descr);
+    fail("{}: .npy dtype {} is not supported (supported: {})", name, quote_name(h.descr),
+         supported);
   }
   if (h.fortran_order && h.shape.size() >= 2)
     fail("{}: Fortran-ordered .npy arrays are not supported; save a C-ordered array", name);
@@ -226,8 +232,8 @@ Tensor parse_npy(const uint8_t* data, size_t size, std::string_view name) {
   const uint64_t bytes = *checked;
   const size_t data_bytes = size - prefix - hlen;
   if (bytes != data_bytes)
-    fail("{}: .npy shape {} of {} needs {} data bytes, the file has {}", name,
-         Shape(h.shape).str(), h.descr, bytes, data_bytes);
+    fail("{}: .npy shape {} of {} needs {} data bytes, the file has {}", name, Shape(h.shape).str(),
+         h.descr, bytes, data_bytes);
   Tensor t = Tensor::empty(Shape(h.shape), *dtype, Device::Host);
   if (bytes) std::memcpy(t.raw(), data + prefix + hlen, static_cast<size_t>(bytes));
   return t;

@@ -27,7 +27,8 @@ struct Parsed {
 };
 
 std::string upper(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  for (char& c : s)
+    c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
   return s;
 }
 
@@ -121,11 +122,13 @@ Parsed parse_config_json_section(const json& qc, std::string_view file) {
   const auto method = opt_string(qc, "quant_method", file, where);
   if (!method) fail("{}: quantization_config has no quant_method", file);
   std::string lower = *method;
-  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  for (char& c : lower)
+    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   if (lower.rfind("modelopt", 0) != 0)
-    fail("{}: quantization_config.quant_method {} is not supported: strata reads ModelOpt "
-         "(\"modelopt\") FP8 and NVFP4 checkpoints",
-         file, quote_name(*method));
+    fail(
+        "{}: quantization_config.quant_method {} is not supported: strata reads ModelOpt "
+        "(\"modelopt\") FP8 and NVFP4 checkpoints",
+        file, quote_name(*method));
 
   Parsed out;
   if (qc.contains("quantization")) {
@@ -146,18 +149,20 @@ Parsed parse_config_json_section(const json& qc, std::string_view file) {
   } else if (qc.contains("kv_cache_scheme") && !qc["kv_cache_scheme"].is_null()) {
     // compressed-tensors spelling: {"type": "float", "num_bits": 8} is FP8
     const json& s = qc["kv_cache_scheme"];
-    const bool fp8 = s.is_object() && s.value("type", json()) == "float" &&
-                     s.value("num_bits", json()) == 8;
+    const bool fp8 =
+        s.is_object() && s.value("type", json()) == "float" && s.value("num_bits", json()) == 8;
     if (!fp8)
-      fail("{}: quantization_config.kv_cache_scheme {} is not supported: the KV cache is FP8 "
-           "({{\"type\": \"float\", \"num_bits\": 8}}) or unquantized",
-           file, s.is_object() || s.is_array() ? "(" + std::string(json_type_name(s)) + ")"
-                                               : s.dump());
+      fail(
+          "{}: quantization_config.kv_cache_scheme {} is not supported: the KV cache is FP8 "
+          "({{\"type\": \"float\", \"num_bits\": 8}}) or unquantized",
+          file,
+          s.is_object() || s.is_array() ? "(" + std::string(json_type_name(s)) + ")" : s.dump());
     cfg.kv_cache_algo = QuantAlgo::FP8;
   }
   cfg.group_size = group_size_for(cfg.algo, qc, file, where);
-  cfg.exclude_modules = qc.contains("exclude_modules") ? exclude_list(qc, "exclude_modules", file, where)
-                                                       : exclude_list(qc, "ignore", file, where);
+  cfg.exclude_modules = qc.contains("exclude_modules")
+                            ? exclude_list(qc, "exclude_modules", file, where)
+                            : exclude_list(qc, "ignore", file, where);
   cfg.producer = producer_of(qc);
   cfg.source = std::string(file);
   return out;
@@ -167,9 +172,12 @@ Parsed parse_config_json_section(const json& qc, std::string_view file) {
 
 std::string_view quant_algo_name(QuantAlgo a) {
   switch (a) {
-    case QuantAlgo::None: return "none";
-    case QuantAlgo::FP8: return "FP8";
-    case QuantAlgo::NVFP4: return "NVFP4";
+    case QuantAlgo::None:
+      return "none";
+    case QuantAlgo::FP8:
+      return "FP8";
+    case QuantAlgo::NVFP4:
+      return "NVFP4";
   }
   return "?";
 }
@@ -191,8 +199,9 @@ std::string QuantConfig::describe() const {
   if (algo == QuantAlgo::None && kv_cache_algo == QuantAlgo::None) return "unquantized";
   std::string s(quant_algo_name(algo));
   if (group_size) s += fmt::format(" (group {})", group_size);
-  s += fmt::format(", KV cache {}", kv_cache_algo == QuantAlgo::None ? "unquantized"
-                                                                       : quant_algo_name(kv_cache_algo));
+  s += fmt::format(", KV cache {}", kv_cache_algo == QuantAlgo::None
+                                        ? "unquantized"
+                                        : quant_algo_name(kv_cache_algo));
   s += fmt::format(", {} excluded pattern(s)", exclude_modules.size());
   if (!source.empty()) s += ", from " + source;
   if (!producer.empty()) s += " (" + producer + ")";
@@ -211,9 +220,10 @@ QuantConfig parse_hf_quant_config(std::string_view json_text, std::string_view f
 QuantConfig parse_quantization_config(const json& qc, std::string_view file) {
   Parsed p = parse_config_json_section(qc, file);
   if (!p.algo_given)
-    fail("{}: quantization_config names no quant_algo (ModelOpt keeps it in hf_quant_config.json; "
-         "load the directory instead)",
-         file);
+    fail(
+        "{}: quantization_config names no quant_algo (ModelOpt keeps it in hf_quant_config.json; "
+        "load the directory instead)",
+        file);
   return std::move(p.cfg);
 }
 
@@ -244,9 +254,10 @@ QuantConfig load_quant_config(const std::string& dir) {
   }
   if (from_hf) return *from_hf;
   if (from_config)
-    fail("{}: quantization_config says quant_method \"modelopt\" but names no quant_algo, and "
-         "there is no {}",
-         config_path, hf_path);
+    fail(
+        "{}: quantization_config says quant_method \"modelopt\" but names no quant_algo, and "
+        "there is no {}",
+        config_path, hf_path);
   return QuantConfig{};
 }
 

@@ -34,8 +34,8 @@ struct QuantConfig {
   QuantAlgo kv_cache_algo = QuantAlgo::None;  // None or FP8
   int64_t group_size = 0;  // NVFP4: elements per e4m3 scale along K (always 16); 0 otherwise
   std::vector<std::string> exclude_modules;  // patterns, as written in the file
-  std::string producer;  // e.g. "modelopt 0.29.0"; empty when not given
-  std::string source;    // the file these settings came from; empty for an unquantized model
+  std::string producer;                      // e.g. "modelopt 0.29.0"; empty when not given
+  std::string source;  // the file these settings came from; empty for an unquantized model
 
   bool quantized() const { return algo != QuantAlgo::None; }
   // True when the module (a checkpoint name without ".weight", e.g.

@@ -45,10 +45,10 @@ struct TensorInfo {
 };
 
 struct SafetensorsHeader {
-  std::vector<TensorInfo> tensors;  // in file order (ascending data_offset)
+  std::vector<TensorInfo> tensors;              // in file order (ascending data_offset)
   std::map<std::string, std::string> metadata;  // "__metadata__", empty when absent
-  size_t header_bytes = 0;  // N
-  size_t data_start = 0;    // 8 + N
+  size_t header_bytes = 0;                      // N
+  size_t data_start = 0;                        // 8 + N
 };
 
 // Parses and validates the header of a whole safetensors file held in memory (`data`, `size`

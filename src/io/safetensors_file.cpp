@@ -84,6 +84,8 @@ Tensor SafetensorsFile::tensor(std::string_view name) const {
   return copy;
 }
 
-size_t SafetensorsFile::mapped_bytes() const { return mapping_ ? mapping_->bytes : 0; }
+size_t SafetensorsFile::mapped_bytes() const {
+  return mapping_ ? mapping_->bytes : 0;
+}
 
 }  // namespace strata::io

@@ -27,7 +27,8 @@ uint64_t read_unsigned(const json& v, uint64_t max, std::string_view file, std::
                        std::string_view field) {
   if (v.is_number_unsigned()) {
     const uint64_t u = v.get<uint64_t>();
-    if (u > max) fail("{}: tensor {}: {} = {} is too large (limit {})", file, tensor, field, u, max);
+    if (u > max)
+      fail("{}: tensor {}: {} = {} is too large (limit {})", file, tensor, field, u, max);
     return u;
   }
   if (v.is_number_integer())
@@ -38,7 +39,9 @@ uint64_t read_unsigned(const json& v, uint64_t max, std::string_view file, std::
        json_type_name(v));
 }
 
-std::string offsets_str(const Entry& e) { return fmt::format("[{}, {}]", e.begin, e.end); }
+std::string offsets_str(const Entry& e) {
+  return fmt::format("[{}, {}]", e.begin, e.end);
+}
 
 Entry parse_entry(const std::string& key, const json& v, size_t data_bytes, std::string_view file) {
   const std::string name = quote_name(key);  // for messages
@@ -46,8 +49,8 @@ Entry parse_entry(const std::string& key, const json& v, size_t data_bytes, std:
     fail("{}: tensor {}: entry is a JSON {}, not an object", file, name, json_type_name(v));
   for (const auto& [field, _] : v.items())
     if (field != "dtype" && field != "shape" && field != "data_offsets")
-      fail("{}: tensor {}: unknown field {} (expected dtype, shape, data_offsets)", file,
-           name, quote_name(field));
+      fail("{}: tensor {}: unknown field {} (expected dtype, shape, data_offsets)", file, name,
+           quote_name(field));
   for (const char* field : {"dtype", "shape", "data_offsets"})
     if (!v.contains(field)) fail("{}: tensor {}: missing \"{}\"", file, name, field);
 
@@ -65,8 +68,8 @@ Entry parse_entry(const std::string& key, const json& v, size_t data_bytes, std:
   if (!shape.is_array())
     fail("{}: tensor {}: shape is a JSON {}, not an array", file, name, json_type_name(shape));
   if (shape.size() > static_cast<size_t>(kMaxDims))
-    fail("{}: tensor {}: shape has rank {}, more than the {} supported", file, name,
-         shape.size(), kMaxDims);
+    fail("{}: tensor {}: shape has rank {}, more than the {} supported", file, name, shape.size(),
+         kMaxDims);
   std::vector<int64_t> dims;
   for (size_t i = 0; i < shape.size(); ++i)
     dims.push_back(static_cast<int64_t>(
@@ -81,8 +84,8 @@ Entry parse_entry(const std::string& key, const json& v, size_t data_bytes, std:
 
   const json& off = v["data_offsets"];
   if (!off.is_array() || off.size() != 2)
-    fail("{}: tensor {}: data_offsets must be an array [begin, end], got a JSON {}{}", file,
-         name, json_type_name(off), off.is_array() ? fmt::format(" of {} values", off.size()) : "");
+    fail("{}: tensor {}: data_offsets must be an array [begin, end], got a JSON {}{}", file, name,
+         json_type_name(off), off.is_array() ? fmt::format(" of {} values", off.size()) : "");
   constexpr uint64_t kMax = std::numeric_limits<uint64_t>::max();
   e.begin = read_unsigned(off[0], kMax, file, name, "data_offsets[0]");
   e.end = read_unsigned(off[1], kMax, file, name, "data_offsets[1]");
@@ -119,7 +122,8 @@ SafetensorsHeader parse_safetensors_header(const uint8_t* data, size_t size,
   if (size < 8)
     fail("{}: file is {} bytes, shorter than the 8-byte header length field", file, size);
   uint64_t n = 0;
-  for (int i = 7; i >= 0; --i) n = (n << 8) | data[i];  // little-endian u64
+  for (int i = 7; i >= 0; --i)
+    n = (n << 8) | data[i];  // little-endian u64
   if (n > kSafetensorsMaxHeaderBytes)
     fail("{}: header length {} exceeds the {}-byte limit", file, n, kSafetensorsMaxHeaderBytes);
   if (n > size - 8)
@@ -131,8 +135,7 @@ SafetensorsHeader parse_safetensors_header(const uint8_t* data, size_t size,
   const size_t data_bytes = size - h.data_start;
   const std::string_view text(reinterpret_cast<const char*>(data + 8), h.header_bytes);
   const json root = parse_json_strict(text, fmt::format("{}: header", file), kHeaderMaxDepth);
-  if (!root.is_object())
-    fail("{}: header is a JSON {}, not an object", file, json_type_name(root));
+  if (!root.is_object()) fail("{}: header is a JSON {}, not an object", file, json_type_name(root));
 
   std::vector<Entry> entries;
   entries.reserve(root.size());

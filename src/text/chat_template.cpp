@@ -12,8 +12,9 @@
 namespace strata {
 namespace {
 
-constexpr const char* kReserved[] = {"messages", "tools", "add_generation_prompt", "bos_token",
-                                     "eos_token", "chat_template", "tokenize"};
+constexpr const char* kReserved[] = {"messages",  "tools",     "add_generation_prompt",
+                                     "bos_token", "eos_token", "chat_template",
+                                     "tokenize"};
 
 std::string read_file(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);
@@ -49,7 +50,8 @@ std::string ChatTemplate::render(const nlohmann::ordered_json& messages,
                                  std::optional<std::string> bos_token,
                                  std::optional<std::string> eos_token) const {
   if (!messages.is_array()) fail("chat template: messages must be a JSON array");
-  if (!tools.is_null() && !tools.is_array()) fail("chat template: tools must be null or a JSON array");
+  if (!tools.is_null() && !tools.is_array())
+    fail("chat template: tools must be null or a JSON array");
   if (!extra_kwargs.is_null() && !extra_kwargs.is_object())
     fail("chat template: chat_template_kwargs must be a JSON object");
 
@@ -80,17 +82,20 @@ nlohmann::ordered_json parse_tool_call_arguments(nlohmann::ordered_json messages
     if (calls == m.end() || !calls->is_array()) continue;
     for (size_t k = 0; k < calls->size(); ++k) {
       auto& call = (*calls)[k];
-      if (!call.is_object() || !call.contains("function") || !call["function"].is_object()) continue;
+      if (!call.is_object() || !call.contains("function") || !call["function"].is_object())
+        continue;
       auto& fn = call["function"];
       auto args = fn.find("arguments");
-      const bool empty = args == fn.end() || args->is_null() || (args->is_string() && args->get<std::string>().empty());
+      const bool empty = args == fn.end() || args->is_null() ||
+                         (args->is_string() && args->get<std::string>().empty());
       if (empty) {
         fn["arguments"] = nlohmann::ordered_json::object();
       } else if (args->is_string()) {
         try {
           *args = nlohmann::ordered_json::parse(args->get<std::string>());
         } catch (const nlohmann::json::exception& e) {
-          fail("messages[{}].tool_calls[{}].function.arguments is not valid JSON: {}", i, k, e.what());
+          fail("messages[{}].tool_calls[{}].function.arguments is not valid JSON: {}", i, k,
+               e.what());
         }
       }
     }
@@ -131,7 +136,8 @@ ModelChatTemplates ModelChatTemplates::load(const std::filesystem::path& model_d
                            fmt::format("{} ({})", config_path.string(), name)};
         }
       } else {
-        fail("{}: chat_template must be a string or a list of named templates", config_path.string());
+        fail("{}: chat_template must be a string or a list of named templates",
+             config_path.string());
       }
     }
   }
@@ -148,9 +154,10 @@ ModelChatTemplates ModelChatTemplates::load(const std::filesystem::path& model_d
     }
   }
   if (sources.empty() && require_template) {
-    fail("{}: no chat template (neither chat_template.jinja nor a chat_template in "
-         "tokenizer_config.json)",
-         model_dir.string());
+    fail(
+        "{}: no chat template (neither chat_template.jinja nor a chat_template in "
+        "tokenizer_config.json)",
+        model_dir.string());
   }
   for (auto& [name, src] : sources)
     out.templates_.emplace(name, ChatTemplate(std::move(src.first), limits, src.second));

@@ -9,7 +9,8 @@ std::string IncrementalDetokenizer::push(int32_t id) {
   const std::string* token = tokenizer_.token_string(id);
   if (!token || (skip_special_tokens_ && tokenizer_.is_special(id))) return {};
   window_.push_back(*token);
-  std::string text = tokenizer_.decode_strings(window_, DecodePosition{at_start_, /*at_end=*/false});
+  std::string text =
+      tokenizer_.decode_strings(window_, DecodePosition{at_start_, /*at_end=*/false});
   if (tokenizer_.decode_holds_back(HoldQuery{window_, text, at_start_})) return {};
   window_.clear();
   at_start_ = false;

@@ -36,27 +36,32 @@ std::vector<int32_t> id_list(const nlohmann::json& j, const char* key, const std
   if (it == j.end() || it->is_null()) return out;
   const std::string where = fmt::format("{}: {}", source, key);
   if (it->is_array()) {
-    for (size_t i = 0; i < it->size(); ++i) out.push_back(token_id((*it)[i], fmt::format("{}[{}]", where, i)));
+    for (size_t i = 0; i < it->size(); ++i)
+      out.push_back(token_id((*it)[i], fmt::format("{}[{}]", where, i)));
   } else {
     out.push_back(token_id(*it, where));
   }
   return out;
 }
 
-std::optional<int32_t> optional_id(const nlohmann::json& j, const char* key, const std::string& source) {
+std::optional<int32_t> optional_id(const nlohmann::json& j, const char* key,
+                                   const std::string& source) {
   const auto it = j.find(key);
   if (it == j.end() || it->is_null()) return std::nullopt;
   return token_id(*it, fmt::format("{}: {}", source, key));
 }
 
 template <class T>
-std::optional<T> optional_number(const nlohmann::json& j, const char* key, const std::string& source) {
+std::optional<T> optional_number(const nlohmann::json& j, const char* key,
+                                 const std::string& source) {
   const auto it = j.find(key);
   if (it == j.end() || it->is_null()) return std::nullopt;
   if constexpr (std::is_same_v<T, bool>) {
-    if (!it->is_boolean()) fail("{}: {}: expected true or false, found {}", source, key, it->dump());
+    if (!it->is_boolean())
+      fail("{}: {}: expected true or false, found {}", source, key, it->dump());
   } else if constexpr (std::is_integral_v<T>) {
-    if (!it->is_number_integer()) fail("{}: {}: expected an integer, found {}", source, key, it->dump());
+    if (!it->is_number_integer())
+      fail("{}: {}: expected an integer, found {}", source, key, it->dump());
   } else {
     if (!it->is_number()) fail("{}: {}: expected a number, found {}", source, key, it->dump());
   }
@@ -78,8 +83,10 @@ GenerationConfig GenerationConfig::from_file(const std::filesystem::path& path) 
   g.top_k = optional_number<int32_t>(j, "top_k", source);
   g.repetition_penalty = optional_number<float>(j, "repetition_penalty", source);
   g.max_new_tokens = optional_number<int32_t>(j, "max_new_tokens", source);
-  if (g.temperature && *g.temperature < 0) fail("{}: temperature: must be >= 0, found {}", source, *g.temperature);
-  if (g.top_p && (*g.top_p <= 0 || *g.top_p > 1)) fail("{}: top_p: must be in (0, 1], found {}", source, *g.top_p);
+  if (g.temperature && *g.temperature < 0)
+    fail("{}: temperature: must be >= 0, found {}", source, *g.temperature);
+  if (g.top_p && (*g.top_p <= 0 || *g.top_p > 1))
+    fail("{}: top_p: must be in (0, 1], found {}", source, *g.top_p);
   return g;
 }
 
@@ -89,8 +96,8 @@ GenerationConfig GenerationConfig::from_dir(const std::filesystem::path& model_d
   return from_file(path);
 }
 
-std::vector<int32_t> stop_token_ids(const std::filesystem::path& model_dir, const Tokenizer* tokenizer,
-                                    bool chat) {
+std::vector<int32_t> stop_token_ids(const std::filesystem::path& model_dir,
+                                    const Tokenizer* tokenizer, bool chat) {
   std::vector<int32_t> ids = GenerationConfig::from_dir(model_dir).eos_token_ids;
   const auto config = model_dir / "config.json";
   if (std::filesystem::exists(config)) {

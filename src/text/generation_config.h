@@ -32,7 +32,7 @@ struct GenerationConfig {
 // every eos_token_id of generation_config.json, the eos_token_id of config.json (int or list),
 // the tokenizer's eos token (tokenizer_config.json), and, when the prompt is a chat, the
 // tokenizer's "<|im_end|>" (the end of a chat turn) if it has one.
-std::vector<int32_t> stop_token_ids(const std::filesystem::path& model_dir, const Tokenizer* tokenizer,
-                                    bool chat);
+std::vector<int32_t> stop_token_ids(const std::filesystem::path& model_dir,
+                                    const Tokenizer* tokenizer, bool chat);
 
 }  // namespace strata::text

@@ -72,10 +72,12 @@ std::vector<AddedToken> read_added_tokens(const nlohmann::json& root, const BpeM
     // file to one it does not; an id that the model uses for another string is contradictory.
     if (const auto model_id = model.token_to_id(a.content)) {
       if (*model_id != a.id)
-        log::warn("{}: \"{}\" has id {} in the vocabulary; using that id", where, a.content, *model_id);
+        log::warn("{}: \"{}\" has id {} in the vocabulary; using that id", where, a.content,
+                  *model_id);
       a.id = *model_id;
     } else if (const std::string* other = model.id_to_token(a.id)) {
-      fail("{}: id {} of \"{}\" is already the vocabulary token \"{}\"", where, a.id, a.content, *other);
+      fail("{}: id {} of \"{}\" is already the vocabulary token \"{}\"", where, a.id, a.content,
+           *other);
     }
     out.push_back(std::move(a));
   }
@@ -105,7 +107,8 @@ Tokenizer Tokenizer::from_json_text(std::string_view json_text, const std::strin
   auto impl = std::make_unique<Impl>();
   for (const char* key : {"truncation", "padding"}) {
     if (root.contains(key) && !root[key].is_null())
-      log::warn("{}: \"{}\" is set; strata ignores it (encode never truncates or pads)", source, key);
+      log::warn("{}: \"{}\" is set; strata ignores it (encode never truncates or pads)", source,
+                key);
   }
   const auto field = [&](const char* key) -> const nlohmann::json& {
     static const nlohmann::json null_json;
@@ -120,7 +123,8 @@ Tokenizer Tokenizer::from_json_text(std::string_view json_text, const std::strin
   impl->decoder = make_decoder(field("decoder"), source + ": decoder");
 
   impl->id_limit = impl->model->id_limit();
-  for (const AddedToken& t : impl->added->tokens()) impl->id_limit = std::max(impl->id_limit, t.id + 1);
+  for (const AddedToken& t : impl->added->tokens())
+    impl->id_limit = std::max(impl->id_limit, t.id + 1);
   impl->special.assign(static_cast<size_t>(impl->id_limit), false);
   for (const AddedToken& t : impl->added->tokens())
     if (t.special) impl->special[t.id] = true;
@@ -134,14 +138,16 @@ Tokenizer Tokenizer::from_file(const std::filesystem::path& tokenizer_json) {
 Tokenizer Tokenizer::from_dir(const std::filesystem::path& model_dir) {
   const auto json_path = model_dir / "tokenizer.json";
   if (!std::filesystem::exists(json_path))
-    fail("{}: no tokenizer.json in this directory (strata reads HF fast tokenizers only)", model_dir.string());
+    fail("{}: no tokenizer.json in this directory (strata reads HF fast tokenizers only)",
+         model_dir.string());
   Tokenizer tok = from_file(json_path);
   const auto cfg_path = model_dir / "tokenizer_config.json";
   if (std::filesystem::exists(cfg_path)) {
     const std::string source = cfg_path.string();
     const nlohmann::json cfg = parse_json(read_file(cfg_path), source);
     if (!cfg.is_object()) fail("{}: expected a JSON object at the top level", source);
-    tok.set_special_names(config_token(cfg, "bos_token", source), config_token(cfg, "eos_token", source),
+    tok.set_special_names(config_token(cfg, "bos_token", source),
+                          config_token(cfg, "eos_token", source),
                           config_token(cfg, "pad_token", source));
   }
   return tok;
@@ -174,7 +180,8 @@ std::vector<int32_t> Tokenizer::encode(std::string_view input, bool add_special_
       words.assign(1, PreToken{piece.substr(norm.begin, norm.end - norm.begin),
                                raw.begin == 0 && norm.begin == 0});
       if (m.pre_tokenizer) m.pre_tokenizer->pre_tokenize(words);
-      for (const PreToken& w : words) m.model->tokenize(w.text, ids);
+      for (const PreToken& w : words)
+        m.model->tokenize(w.text, ids);
     }
   }
   if (m.post_processor) m.post_processor->process(ids, add_special_tokens);
@@ -197,7 +204,8 @@ std::string Tokenizer::decode(std::span<const int32_t> ids, bool skip_special_to
   return decode_token_strings(impl_->decoder.get(), std::move(tokens), DecodePosition{});
 }
 
-std::string Tokenizer::decode_strings(std::vector<std::string> tokens, const DecodePosition& pos) const {
+std::string Tokenizer::decode_strings(std::vector<std::string> tokens,
+                                      const DecodePosition& pos) const {
   return decode_token_strings(impl_->decoder.get(), std::move(tokens), pos);
 }
 
@@ -220,11 +228,19 @@ bool Tokenizer::is_special(int32_t id) const {
   return id >= 0 && id < impl_->id_limit && impl_->special[id];
 }
 
-int32_t Tokenizer::vocab_size() const { return impl_->id_limit; }
+int32_t Tokenizer::vocab_size() const {
+  return impl_->id_limit;
+}
 
-const std::optional<std::string>& Tokenizer::bos_token() const { return impl_->bos; }
-const std::optional<std::string>& Tokenizer::eos_token() const { return impl_->eos; }
-const std::optional<std::string>& Tokenizer::pad_token() const { return impl_->pad; }
+const std::optional<std::string>& Tokenizer::bos_token() const {
+  return impl_->bos;
+}
+const std::optional<std::string>& Tokenizer::eos_token() const {
+  return impl_->eos;
+}
+const std::optional<std::string>& Tokenizer::pad_token() const {
+  return impl_->pad;
+}
 
 std::optional<int32_t> Tokenizer::bos_token_id() const {
   return impl_->bos ? token_to_id(*impl_->bos) : std::nullopt;

@@ -33,14 +33,16 @@ size_t trailing_space_start(std::string_view s) {
 // Length in bytes of the run of white space that starts `s`.
 size_t leading_space_length(std::string_view s) {
   size_t end = 0;
-  for (size_t i = 0; i < s.size() && is_unicode_whitespace(utf8_next(s, i));) end = i;
+  for (size_t i = 0; i < s.size() && is_unicode_whitespace(utf8_next(s, i));)
+    end = i;
   return end;
 }
 
 // The last / first code point of s as UTF-8 (s is well-formed and non-empty).
 std::string_view last_char(std::string_view s) {
   size_t i = s.size() - 1;
-  while (i > 0 && (static_cast<unsigned char>(s[i]) & 0xC0) == 0x80) --i;
+  while (i > 0 && (static_cast<unsigned char>(s[i]) & 0xC0) == 0x80)
+    --i;
   return s.substr(i);
 }
 std::string_view first_char(std::string_view s) {
@@ -70,7 +72,8 @@ void AddedVocabulary::Trie::insert(std::string_view pattern, int32_t token) {
   if (nodes[node].token < 0) nodes[node].token = token;
 }
 
-std::pair<size_t, int32_t> AddedVocabulary::Trie::longest_at(std::string_view text, size_t pos) const {
+std::pair<size_t, int32_t> AddedVocabulary::Trie::longest_at(std::string_view text,
+                                                             size_t pos) const {
   std::pair<size_t, int32_t> best{pos, -1};
   int32_t node = 0;
   for (size_t i = pos; i < text.size(); ++i) {
@@ -110,7 +113,8 @@ std::optional<int32_t> AddedVocabulary::token_to_id(std::string_view content) co
 }
 
 const AddedToken* AddedVocabulary::find(int32_t id) const {
-  if (id < 0 || static_cast<size_t>(id) >= index_by_id_.size() || index_by_id_[id] < 0) return nullptr;
+  if (id < 0 || static_cast<size_t>(id) >= index_by_id_.size() || index_by_id_[id] < 0)
+    return nullptr;
   return &tokens_[index_by_id_[id]];
 }
 
@@ -141,8 +145,10 @@ std::vector<AddedSplit> AddedVocabulary::split(std::string_view text, bool norma
     size_t stop = rest.first;
     const AddedToken& t = tokens_[rest.second];
     if (t.single_word) {
-      const bool space_before = start == 0 || !word_char_.full_match(last_char(text.substr(0, start)));
-      const bool space_after = stop == text.size() || !word_char_.full_match(first_char(text.substr(stop)));
+      const bool space_before =
+          start == 0 || !word_char_.full_match(last_char(text.substr(0, start)));
+      const bool space_after =
+          stop == text.size() || !word_char_.full_match(first_char(text.substr(stop)));
       if (!space_before || !space_after) continue;
     }
     if (t.lstrip) start = std::max(trailing_space_start(text.substr(0, start)), start_offset);

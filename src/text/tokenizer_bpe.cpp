@@ -39,12 +39,14 @@ std::pair<std::string, std::string> parse_merge(const nlohmann::json& m, const s
 BpeModel::BpeModel(const nlohmann::json& model, const std::string& where) {
   const std::string type = model.contains("type") ? json_type(model, where) : "BPE";
   if (type != "BPE") {
-    fail("{}: model type '{}' is not supported (only BPE: WordPiece, Unigram and WordLevel "
-         "tokenizers are not)",
-         where, type);
+    fail(
+        "{}: model type '{}' is not supported (only BPE: WordPiece, Unigram and WordLevel "
+        "tokenizers are not)",
+        where, type);
   }
   const auto dropout = model.find("dropout");
-  if (dropout != model.end() && !dropout->is_null() && (!dropout->is_number() || dropout->get<double>() != 0.0))
+  if (dropout != model.end() && !dropout->is_null() &&
+      (!dropout->is_number() || dropout->get<double>() != 0.0))
     fail("{}.dropout: BPE dropout is a training-time option; inference needs null or 0", where);
 
   const nlohmann::json& vocab = json_member(model, "vocab", where);
@@ -53,7 +55,8 @@ BpeModel::BpeModel(const nlohmann::json& model, const std::string& where) {
   vocab_.reserve(vocab.size());
   for (const auto& [token, id] : vocab.items()) {
     if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() > INT32_MAX)
-      fail("{}.vocab[\"{}\"]: expected a non-negative 32-bit id, found {}", where, token, id.dump());
+      fail("{}.vocab[\"{}\"]: expected a non-negative 32-bit id, found {}", where, token,
+           id.dump());
     const auto v = static_cast<int32_t>(id.get<int64_t>());
     vocab_.emplace(token, v);
     max_id = std::max(max_id, v);
@@ -65,7 +68,8 @@ BpeModel::BpeModel(const nlohmann::json& model, const std::string& where) {
   }
 
   unk_token_ = optional_string(model, "unk_token", where);
-  continuing_subword_prefix_ = optional_string(model, "continuing_subword_prefix", where).value_or("");
+  continuing_subword_prefix_ =
+      optional_string(model, "continuing_subword_prefix", where).value_or("");
   end_of_word_suffix_ = optional_string(model, "end_of_word_suffix", where).value_or("");
   fuse_unk_ = json_bool(model, "fuse_unk", false, where);
   byte_fallback_ = json_bool(model, "byte_fallback", false, where);
@@ -87,9 +91,8 @@ BpeModel::BpeModel(const nlohmann::json& model, const std::string& where) {
     if (!a_id) fail("{}: token \"{}\" is not in the vocabulary", at, a);
     if (!b_id) fail("{}: token \"{}\" is not in the vocabulary", at, b);
     // The merged token drops the right part's continuing-subword prefix, as HF builds it.
-    const std::string merged = a + (b.compare(0, prefix_len, continuing_subword_prefix_) == 0
-                                         ? b.substr(prefix_len)
-                                         : b);
+    const std::string merged =
+        a + (b.compare(0, prefix_len, continuing_subword_prefix_) == 0 ? b.substr(prefix_len) : b);
     const auto new_id = token_to_id(merged);
     if (!new_id) fail("{}: merged token \"{}\" is not in the vocabulary", at, merged);
     // A repeated pair keeps its last rank (HF collects the list into a map).
@@ -158,15 +161,18 @@ void BpeModel::merge_word(std::string_view word, std::vector<int32_t>& symbols) 
     }
     if (byte_fallback_) {
       bool all_bytes = true;
-      for (char c : piece) all_bytes = all_bytes && byte_token_ids_[static_cast<unsigned char>(c)] >= 0;
+      for (char c : piece)
+        all_bytes = all_bytes && byte_token_ids_[static_cast<unsigned char>(c)] >= 0;
       if (all_bytes) {
         // HF does not flush a pending unk here: it lands after these byte tokens.
-        for (char c : piece) symbols.push_back(byte_token_ids_[static_cast<unsigned char>(c)]);
+        for (char c : piece)
+          symbols.push_back(byte_token_ids_[static_cast<unsigned char>(c)]);
         continue;
       }
     }
     if (unk_token_) {
-      if (!unk_id) fail("tokenizer.json: model.unk_token \"{}\" is not in the vocabulary", *unk_token_);
+      if (!unk_id)
+        fail("tokenizer.json: model.unk_token \"{}\" is not in the vocabulary", *unk_token_);
       if (pending_unk && !fuse_unk_) symbols.push_back(*pending_unk);
       pending_unk = *unk_id;  // fused: consecutive unknown characters stay one unk
     }
@@ -186,14 +192,17 @@ void BpeModel::apply_merges(std::vector<int32_t>& ids) const {
     bool alive;
   };
   std::vector<Symbol> sym(n);
-  for (int32_t i = 0; i < n; ++i) sym[i] = {ids[i], i - 1, i + 1 < n ? i + 1 : -1, true};
+  for (int32_t i = 0; i < n; ++i)
+    sym[i] = {ids[i], i - 1, i + 1 < n ? i + 1 : -1, true};
 
   struct Candidate {
     uint32_t rank;
     int32_t pos;  // left symbol of the pair
     int32_t new_id;
     // priority_queue pops the largest: invert so the lowest rank, then leftmost, comes first.
-    bool operator<(const Candidate& o) const { return rank != o.rank ? rank > o.rank : pos > o.pos; }
+    bool operator<(const Candidate& o) const {
+      return rank != o.rank ? rank > o.rank : pos > o.pos;
+    }
   };
   std::priority_queue<Candidate> queue;
   auto push_pair = [&](int32_t left) {
@@ -202,7 +211,8 @@ void BpeModel::apply_merges(std::vector<int32_t>& ids) const {
     const auto it = merges_.find(pair_key(sym[left].id, sym[right].id));
     if (it != merges_.end()) queue.push({it->second.rank, left, it->second.new_id});
   };
-  for (int32_t i = 0; i + 1 < n; ++i) push_pair(i);
+  for (int32_t i = 0; i + 1 < n; ++i)
+    push_pair(i);
 
   while (!queue.empty()) {
     const Candidate top = queue.top();
@@ -221,7 +231,8 @@ void BpeModel::apply_merges(std::vector<int32_t>& ids) const {
     push_pair(top.pos);
   }
   ids.clear();
-  for (int32_t i = 0; i >= 0 && i < n; i = sym[i].next) ids.push_back(sym[i].id);
+  for (int32_t i = 0; i >= 0 && i < n; i = sym[i].next)
+    ids.push_back(sym[i].id);
 }
 
 }  // namespace strata::text

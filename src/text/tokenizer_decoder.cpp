@@ -15,9 +15,12 @@ bool ends_with(std::string_view s, std::string_view suffix) {
 
 class SequenceDecoder final : public Decoder {
  public:
-  explicit SequenceDecoder(std::vector<std::unique_ptr<Decoder>> steps) : steps_(std::move(steps)) {}
-  void decode_chain(std::vector<std::string>& tokens, bool& fused, const DecodePosition& pos) const override {
-    for (const auto& s : steps_) s->decode_chain(tokens, fused, pos);
+  explicit SequenceDecoder(std::vector<std::unique_ptr<Decoder>> steps)
+      : steps_(std::move(steps)) {}
+  void decode_chain(std::vector<std::string>& tokens, bool& fused,
+                    const DecodePosition& pos) const override {
+    for (const auto& s : steps_)
+      s->decode_chain(tokens, fused, pos);
   }
   bool holds_back(const HoldQuery& q) const override {
     for (const auto& s : steps_)
@@ -45,9 +48,11 @@ class ByteLevelDecoder final : public Decoder {
       bytes.push_back(static_cast<char>(b));
     }
   }
-  void decode_chain(std::vector<std::string>& tokens, bool& fused, const DecodePosition&) const override {
+  void decode_chain(std::vector<std::string>& tokens, bool& fused,
+                    const DecodePosition&) const override {
     std::string bytes;
-    for (const std::string& t : tokens) append_bytes(bytes, t);
+    for (const std::string& t : tokens)
+      append_bytes(bytes, t);
     tokens.assign(1, utf8_replace_invalid(bytes));
     fused = true;
   }
@@ -73,7 +78,10 @@ class ByteFallbackDecoder final : public Decoder {
     // accepts a leading '+' before a single digit.
     if (t.size() != 6 || t.substr(0, 3) != "<0x" || t[5] != '>') return -1;
     auto hex = [](char c) {
-      return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+      return c >= '0' && c <= '9'   ? c - '0'
+             : c >= 'a' && c <= 'f' ? c - 'a' + 10
+             : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                    : -1;
     };
     if (t[3] == '+') return hex(t[4]);
     const int hi = hex(t[3]), lo = hex(t[4]);
@@ -88,7 +96,8 @@ class ByteFallbackDecoder final : public Decoder {
       if (utf8_is_valid(group)) {
         out.push_back(group);
       } else {
-        for (size_t i = 0; i < group.size(); ++i) out.emplace_back(kReplacementUtf8);
+        for (size_t i = 0; i < group.size(); ++i)
+          out.emplace_back(kReplacementUtf8);
       }
       group.clear();
     };
@@ -104,14 +113,18 @@ class ByteFallbackDecoder final : public Decoder {
     flush();
     tokens = std::move(out);
   }
-  bool holds_back(const HoldQuery& q) const override { return !q.window.empty() && byte_of(q.window.back()) >= 0; }
+  bool holds_back(const HoldQuery& q) const override {
+    return !q.window.empty() && byte_of(q.window.back()) >= 0;
+  }
 };
 
 class FuseDecoder final : public Decoder {
  public:
-  void decode_chain(std::vector<std::string>& tokens, bool& fused, const DecodePosition&) const override {
+  void decode_chain(std::vector<std::string>& tokens, bool& fused,
+                    const DecodePosition&) const override {
     std::string all;
-    for (const std::string& t : tokens) all += t;
+    for (const std::string& t : tokens)
+      all += t;
     tokens.assign(1, std::move(all));
     fused = true;
   }
@@ -124,19 +137,23 @@ class StripDecoder final : public Decoder {
  public:
   StripDecoder(char32_t content, size_t start, size_t stop)
       : content_(utf8_encode(content)), start_(start), stop_(stop) {}
-  void decode_chain(std::vector<std::string>& tokens, bool& fused, const DecodePosition& pos) const override {
+  void decode_chain(std::vector<std::string>& tokens, bool& fused,
+                    const DecodePosition& pos) const override {
     const size_t start = !fused || pos.at_start ? start_ : 0;
     const size_t stop = !fused || pos.at_end ? stop_ : 0;
     const std::string_view c = content_;
     for (std::string& t : tokens) {
       std::string_view v = t;
-      for (size_t k = 0; k < start && v.substr(0, c.size()) == c; ++k) v.remove_prefix(c.size());
-      for (size_t k = 0; k < stop && ends_with(v, c); ++k) v.remove_suffix(c.size());
+      for (size_t k = 0; k < start && v.substr(0, c.size()) == c; ++k)
+        v.remove_prefix(c.size());
+      for (size_t k = 0; k < stop && ends_with(v, c); ++k)
+        v.remove_suffix(c.size());
       t = std::string(v);
     }
   }
   bool holds_back(const HoldQuery& q) const override {
-    return (stop_ > 0 && ends_with(q.decoded, content_)) || (start_ > 0 && q.at_start && q.decoded.empty());
+    return (stop_ > 0 && ends_with(q.decoded, content_)) ||
+           (start_ > 0 && q.at_start && q.decoded.empty());
   }
 
  private:
@@ -148,7 +165,8 @@ class ReplaceDecoder final : public Decoder {
  public:
   explicit ReplaceDecoder(PatternReplacer r) : replacer_(std::move(r)) {}
   void decode_chain(std::vector<std::string>& tokens, bool&, const DecodePosition&) const override {
-    for (std::string& t : tokens) t = replacer_.apply(t);
+    for (std::string& t : tokens)
+      t = replacer_.apply(t);
   }
 
  private:
@@ -161,12 +179,14 @@ class MetaspaceDecoder final : public Decoder {
  public:
   MetaspaceDecoder(char32_t replacement, bool drop_first)
       : replacement_(utf8_encode(replacement)), drop_first_(drop_first) {}
-  void decode_chain(std::vector<std::string>& tokens, bool&, const DecodePosition& pos) const override {
+  void decode_chain(std::vector<std::string>& tokens, bool&,
+                    const DecodePosition& pos) const override {
     for (size_t i = 0; i < tokens.size(); ++i) {
       const bool drop = i == 0 && pos.at_start && drop_first_;
       std::string out;
       std::string_view t = tokens[i];
-      for (size_t at = t.find(replacement_); at != std::string_view::npos; at = t.find(replacement_)) {
+      for (size_t at = t.find(replacement_); at != std::string_view::npos;
+           at = t.find(replacement_)) {
         out.append(t.substr(0, at));
         if (!drop) out.push_back(' ');
         t.remove_prefix(at + replacement_.size());
@@ -185,7 +205,8 @@ class MetaspaceDecoder final : public Decoder {
 class BpeSuffixDecoder final : public Decoder {
  public:
   explicit BpeSuffixDecoder(std::string suffix) : suffix_(std::move(suffix)) {}
-  void decode_chain(std::vector<std::string>& tokens, bool&, const DecodePosition& pos) const override {
+  void decode_chain(std::vector<std::string>& tokens, bool&,
+                    const DecodePosition& pos) const override {
     if (suffix_.empty()) return;
     for (size_t i = 0; i < tokens.size(); ++i) {
       const bool last = i + 1 == tokens.size() && pos.at_end;
@@ -201,7 +222,8 @@ class BpeSuffixDecoder final : public Decoder {
     }
   }
   bool holds_back(const HoldQuery& q) const override {
-    return !suffix_.empty() && !q.window.empty() && q.window.back().find(suffix_) != std::string::npos;
+    return !suffix_.empty() && !q.window.empty() &&
+           q.window.back().find(suffix_) != std::string::npos;
   }
 
  private:
@@ -232,13 +254,14 @@ std::unique_ptr<Decoder> make_decoder(const nlohmann::json& spec, const std::str
   if (type == "ByteFallback") return std::make_unique<ByteFallbackDecoder>();
   if (type == "Fuse") return std::make_unique<FuseDecoder>();
   if (type == "Strip") {
-    return std::make_unique<StripDecoder>(json_char(spec, "content", where),
-                                          non_negative(json_int(spec, "start", 0, where), where, "start"),
-                                          non_negative(json_int(spec, "stop", 0, where), where, "stop"));
+    return std::make_unique<StripDecoder>(
+        json_char(spec, "content", where),
+        non_negative(json_int(spec, "start", 0, where), where, "start"),
+        non_negative(json_int(spec, "stop", 0, where), where, "stop"));
   }
   if (type == "Replace") {
-    return std::make_unique<ReplaceDecoder>(
-        PatternReplacer(json_member(spec, "pattern", where), json_string(spec, "content", where), where));
+    return std::make_unique<ReplaceDecoder>(PatternReplacer(
+        json_member(spec, "pattern", where), json_string(spec, "content", where), where));
   }
   if (type == "Metaspace") {
     bool drop_first = json_bool(spec, "add_prefix_space", true, where);
@@ -251,9 +274,10 @@ std::unique_ptr<Decoder> make_decoder(const nlohmann::json& spec, const std::str
     if (spec.contains("suffix")) suffix = json_string(spec, "suffix", where);
     return std::make_unique<BpeSuffixDecoder>(std::move(suffix));
   }
-  fail("{}: decoder type '{}' is not supported (supported: Sequence, ByteLevel, ByteFallback, "
-       "Fuse, Strip, Replace, Metaspace, BPEDecoder)",
-       where, type);
+  fail(
+      "{}: decoder type '{}' is not supported (supported: Sequence, ByteLevel, ByteFallback, "
+      "Fuse, Strip, Replace, Metaspace, BPEDecoder)",
+      where, type);
 }
 
 std::string decode_token_strings(const Decoder* decoder, std::vector<std::string> tokens,
@@ -269,7 +293,8 @@ std::string decode_token_strings(const Decoder* decoder, std::vector<std::string
   }
   bool fused = false;
   decoder->decode_chain(tokens, fused, pos);
-  for (const std::string& t : tokens) out += t;
+  for (const std::string& t : tokens)
+    out += t;
   return out;
 }
 

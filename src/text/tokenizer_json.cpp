@@ -23,7 +23,8 @@ bool json_bool(const nlohmann::json& j, std::string_view key, bool fallback,
   if (!j.is_object()) fail("{}: expected a JSON object, found {}", where, j.type_name());
   const auto it = j.find(key);
   if (it == j.end() || it->is_null()) return fallback;
-  if (!it->is_boolean()) fail("{}.{}: expected true or false, found {}", where, key, it->type_name());
+  if (!it->is_boolean())
+    fail("{}.{}: expected true or false, found {}", where, key, it->type_name());
   return it->get<bool>();
 }
 
@@ -32,7 +33,8 @@ int64_t json_int(const nlohmann::json& j, std::string_view key, int64_t fallback
   if (!j.is_object()) fail("{}: expected a JSON object, found {}", where, j.type_name());
   const auto it = j.find(key);
   if (it == j.end() || it->is_null()) return fallback;
-  if (!it->is_number_integer()) fail("{}.{}: expected an integer, found {}", where, key, it->dump());
+  if (!it->is_number_integer())
+    fail("{}.{}: expected an integer, found {}", where, key, it->dump());
   return it->get<int64_t>();
 }
 

@@ -60,7 +60,8 @@ class SequenceNormalizer final : public Normalizer {
   explicit SequenceNormalizer(std::vector<std::unique_ptr<Normalizer>> steps)
       : steps_(std::move(steps)) {}
   void normalize(std::string& text) const override {
-    for (const auto& s : steps_) s->normalize(text);
+    for (const auto& s : steps_)
+      s->normalize(text);
   }
 
  private:
@@ -95,7 +96,8 @@ class StripNormalizer final : public Normalizer {
   void normalize(std::string& text) const override {
     size_t begin = 0, end = text.size();
     if (left_) {
-      for (size_t i = 0; i < text.size() && is_unicode_whitespace(utf8_next(text, i));) begin = i;
+      for (size_t i = 0; i < text.size() && is_unicode_whitespace(utf8_next(text, i));)
+        begin = i;
     }
     if (right_) {
       // Walk forward remembering where the current run of white space started.
@@ -124,7 +126,8 @@ class ByteLevelNormalizer final : public Normalizer {
     const auto& alphabet = byte_level_alphabet();
     std::string out;
     out.reserve(text.size() * 2);
-    for (char c : text) out += alphabet[static_cast<unsigned char>(c)];
+    for (char c : text)
+      out += alphabet[static_cast<unsigned char>(c)];
     text = std::move(out);
   }
 };
@@ -144,19 +147,21 @@ std::unique_ptr<Normalizer> make_normalizer(const nlohmann::json& spec, const st
     }
     return std::make_unique<SequenceNormalizer>(std::move(steps));
   }
-  if (type == "Prepend") return std::make_unique<PrependNormalizer>(json_string(spec, "prepend", where));
+  if (type == "Prepend")
+    return std::make_unique<PrependNormalizer>(json_string(spec, "prepend", where));
   if (type == "Replace") {
-    return std::make_unique<ReplaceNormalizer>(
-        PatternReplacer(json_member(spec, "pattern", where), json_string(spec, "content", where), where));
+    return std::make_unique<ReplaceNormalizer>(PatternReplacer(
+        json_member(spec, "pattern", where), json_string(spec, "content", where), where));
   }
   if (type == "Strip") {
     return std::make_unique<StripNormalizer>(json_bool(spec, "strip_left", true, where),
                                              json_bool(spec, "strip_right", true, where));
   }
   if (type == "ByteLevel") return std::make_unique<ByteLevelNormalizer>();
-  fail("{}: normalizer type '{}' is not supported (supported: Sequence, Prepend, Replace, Strip, "
-       "ByteLevel)",
-       where, type);
+  fail(
+      "{}: normalizer type '{}' is not supported (supported: Sequence, Prepend, Replace, Strip, "
+      "ByteLevel)",
+      where, type);
 }
 
 }  // namespace strata::text

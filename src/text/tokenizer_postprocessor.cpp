@@ -36,9 +36,11 @@ class TemplateProcessor final : public PostProcessor {
 
 class SequenceProcessor final : public PostProcessor {
  public:
-  explicit SequenceProcessor(std::vector<std::unique_ptr<PostProcessor>> steps) : steps_(std::move(steps)) {}
+  explicit SequenceProcessor(std::vector<std::unique_ptr<PostProcessor>> steps)
+      : steps_(std::move(steps)) {}
   void process(std::vector<int32_t>& ids, bool add_special_tokens) const override {
-    for (const auto& s : steps_) s->process(ids, add_special_tokens);
+    for (const auto& s : steps_)
+      s->process(ids, add_special_tokens);
   }
 
  private:
@@ -60,7 +62,8 @@ int32_t checked_id(const nlohmann::json& v, const std::string& where) {
 std::unique_ptr<PostProcessor> make_template(const nlohmann::json& spec, const std::string& where) {
   const nlohmann::json& single = json_member(spec, "single", where);
   if (!single.is_array()) fail("{}.single: expected an array of template pieces", where);
-  const nlohmann::json& specials = spec.contains("special_tokens") ? spec["special_tokens"] : nlohmann::json::object();
+  const nlohmann::json& specials =
+      spec.contains("special_tokens") ? spec["special_tokens"] : nlohmann::json::object();
   std::vector<TemplatePiece> pieces;
   for (size_t i = 0; i < single.size(); ++i) {
     const std::string at = fmt::format("{}.single[{}]", where, i);
@@ -75,10 +78,12 @@ std::unique_ptr<PostProcessor> make_template(const nlohmann::json& spec, const s
       const nlohmann::json& ids = json_member(specials[name], "ids", sat);
       if (!ids.is_array()) fail("{}.ids: expected an array of ids", sat);
       TemplatePiece p;
-      for (size_t k = 0; k < ids.size(); ++k) p.ids.push_back(checked_id(ids[k], fmt::format("{}.ids[{}]", sat, k)));
+      for (size_t k = 0; k < ids.size(); ++k)
+        p.ids.push_back(checked_id(ids[k], fmt::format("{}.ids[{}]", sat, k)));
       pieces.push_back(std::move(p));
     } else {
-      fail("{}: expected {{\"Sequence\": ...}} or {{\"SpecialToken\": ...}}, found {}", at, piece.dump());
+      fail("{}: expected {{\"Sequence\": ...}} or {{\"SpecialToken\": ...}}, found {}", at,
+           piece.dump());
     }
   }
   return std::make_unique<TemplateProcessor>(std::move(pieces));
@@ -97,7 +102,8 @@ std::unique_ptr<PostProcessor> make_cls_sep(const nlohmann::json& spec, const st
 
 }  // namespace
 
-std::unique_ptr<PostProcessor> make_post_processor(const nlohmann::json& spec, const std::string& where) {
+std::unique_ptr<PostProcessor> make_post_processor(const nlohmann::json& spec,
+                                                   const std::string& where) {
   if (spec.is_null()) return nullptr;
   const std::string type = json_type(spec, where);
   if (type == "TemplateProcessing") return make_template(spec, where);
@@ -113,9 +119,10 @@ std::unique_ptr<PostProcessor> make_post_processor(const nlohmann::json& spec, c
     }
     return std::make_unique<SequenceProcessor>(std::move(steps));
   }
-  fail("{}: post-processor type '{}' is not supported (supported: TemplateProcessing, ByteLevel, "
-       "BertProcessing, RobertaProcessing, Sequence)",
-       where, type);
+  fail(
+      "{}: post-processor type '{}' is not supported (supported: TemplateProcessing, ByteLevel, "
+      "BertProcessing, RobertaProcessing, Sequence)",
+      where, type);
 }
 
 }  // namespace strata::text

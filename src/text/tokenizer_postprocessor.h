@@ -20,6 +20,7 @@ class PostProcessor {
 };
 
 // nullptr for JSON null. `where` names the file and field for error messages.
-std::unique_ptr<PostProcessor> make_post_processor(const nlohmann::json& spec, const std::string& where);
+std::unique_ptr<PostProcessor> make_post_processor(const nlohmann::json& spec,
+                                                   const std::string& where);
 
 }  // namespace strata::text

@@ -33,7 +33,8 @@ class SequencePreTokenizer final : public PreTokenizer {
   explicit SequencePreTokenizer(std::vector<std::unique_ptr<PreTokenizer>> steps)
       : steps_(std::move(steps)) {}
   void pre_tokenize(std::vector<PreToken>& pieces) const override {
-    for (const auto& s : steps_) s->pre_tokenize(pieces);
+    for (const auto& s : steps_)
+      s->pre_tokenize(pieces);
   }
 
  private:
@@ -76,7 +77,8 @@ class ByteLevelPreTokenizer final : public PreTokenizer {
     for (PreToken& p : pieces) {
       std::string mapped;
       mapped.reserve(p.text.size() * 2);
-      for (char c : p.text) mapped += alphabet[static_cast<unsigned char>(c)];
+      for (char c : p.text)
+        mapped += alphabet[static_cast<unsigned char>(c)];
       p.text = std::move(mapped);
     }
   }
@@ -121,8 +123,8 @@ class MetaspacePreTokenizer final : public PreTokenizer {
         }
       }
       const bool starts_with_rep = replaced.compare(0, rep_.size(), rep_) == 0;
-      if (!starts_with_rep && (scheme_ == PrependScheme::Always ||
-                               (scheme_ == PrependScheme::First && p.at_origin))) {
+      if (!starts_with_rep &&
+          (scheme_ == PrependScheme::Always || (scheme_ == PrependScheme::First && p.at_origin))) {
         replaced.insert(0, rep_);
       }
       p.text = std::move(replaced);
@@ -158,7 +160,8 @@ std::unique_ptr<PreTokenizer> make_split(const nlohmann::json& spec, const std::
   } else if (pattern.is_object() && pattern.contains("String") && pattern["String"].is_string()) {
     regex = Regex::escape(pattern["String"].get<std::string>());
   } else {
-    fail("{}.pattern: expected {{\"String\": ...}} or {{\"Regex\": ...}}, found {}", where, pattern.dump());
+    fail("{}.pattern: expected {{\"String\": ...}} or {{\"Regex\": ...}}, found {}", where,
+         pattern.dump());
   }
   return std::make_unique<SplitPreTokenizer>(
       Regex(regex, where + ".pattern"),
@@ -188,7 +191,8 @@ std::unique_ptr<PreTokenizer> make_metaspace(const nlohmann::json& spec, const s
 
 }  // namespace
 
-std::unique_ptr<PreTokenizer> make_pre_tokenizer(const nlohmann::json& spec, const std::string& where) {
+std::unique_ptr<PreTokenizer> make_pre_tokenizer(const nlohmann::json& spec,
+                                                 const std::string& where) {
   if (spec.is_null()) return nullptr;
   const std::string type = json_type(spec, where);
   if (type == "Sequence") {
@@ -211,9 +215,10 @@ std::unique_ptr<PreTokenizer> make_pre_tokenizer(const nlohmann::json& spec, con
   }
   if (type == "Metaspace") return make_metaspace(spec, where);
   if (type == "WhitespaceSplit") return std::make_unique<WhitespaceSplitPreTokenizer>();
-  fail("{}: pre-tokenizer type '{}' is not supported (supported: Sequence, Split, ByteLevel, "
-       "Digits, Metaspace, WhitespaceSplit)",
-       where, type);
+  fail(
+      "{}: pre-tokenizer type '{}' is not supported (supported: Sequence, Split, ByteLevel, "
+      "Digits, Metaspace, WhitespaceSplit)",
+      where, type);
 }
 
 }  // namespace strata::text

@@ -27,7 +27,8 @@ class PreTokenizer {
 };
 
 // nullptr for JSON null. `where` names the file and field for error messages.
-std::unique_ptr<PreTokenizer> make_pre_tokenizer(const nlohmann::json& spec, const std::string& where);
+std::unique_ptr<PreTokenizer> make_pre_tokenizer(const nlohmann::json& spec,
+                                                 const std::string& where);
 
 // The pattern GPT-2's ByteLevel pre-tokenizer splits on when use_regex is true.
 inline constexpr const char* kGpt2SplitPattern =

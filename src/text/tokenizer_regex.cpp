@@ -37,7 +37,8 @@ struct MatchState {
 
 MatchState& match_state() {
   thread_local MatchState state;
-  if (!state.data || !state.context) throw Error("tokenizer regex: out of memory for PCRE2 match data");
+  if (!state.data || !state.context)
+    throw Error("tokenizer regex: out of memory for PCRE2 match data");
   return state;
 }
 
@@ -56,7 +57,9 @@ Regex::Regex(std::string_view pattern, std::string_view where) : pattern_(patter
   pcre2_jit_compile(code_, PCRE2_JIT_COMPLETE);
 }
 
-Regex::~Regex() { pcre2_code_free(code_); }
+Regex::~Regex() {
+  pcre2_code_free(code_);
+}
 
 Regex::Regex(Regex&& other) noexcept
     : pattern_(std::move(other.pattern_)), where_(std::move(other.where_)), code_(other.code_) {
@@ -82,8 +85,8 @@ std::vector<std::pair<size_t, size_t>> Regex::find_all(std::string_view text) co
   size_t last_match_end = std::string_view::npos;
   while (last_end <= text.size()) {
     // Input was made valid UTF-8 before tokenizing, so the per-call UTF check is skipped.
-    const int rc = pcre2_match(code_, subject, text.size(), last_end, PCRE2_NO_UTF_CHECK, st.data,
-                               st.context);
+    const int rc =
+        pcre2_match(code_, subject, text.size(), last_end, PCRE2_NO_UTF_CHECK, st.data, st.context);
     if (rc == PCRE2_ERROR_NOMATCH) break;
     if (rc < 0) fail("{}: regex /{}/ failed on the input: {}", where_, pattern_, pcre2_message(rc));
     const PCRE2_SIZE* ov = pcre2_get_ovector_pointer(st.data);
@@ -116,9 +119,9 @@ std::vector<Span> Regex::spans(std::string_view text) const {
 
 bool Regex::full_match(std::string_view text) const {
   MatchState& st = match_state();
-  const int rc = pcre2_match(code_, reinterpret_cast<PCRE2_SPTR>(text.data()), text.size(), 0,
-                             PCRE2_ANCHORED | PCRE2_ENDANCHORED | PCRE2_NO_UTF_CHECK, st.data,
-                             st.context);
+  const int rc =
+      pcre2_match(code_, reinterpret_cast<PCRE2_SPTR>(text.data()), text.size(), 0,
+                  PCRE2_ANCHORED | PCRE2_ENDANCHORED | PCRE2_NO_UTF_CHECK, st.data, st.context);
   if (rc == PCRE2_ERROR_NOMATCH) return false;
   if (rc < 0) fail("{}: regex /{}/ failed on the input: {}", where_, pattern_, pcre2_message(rc));
   return true;

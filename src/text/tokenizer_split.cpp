@@ -13,9 +13,10 @@ SplitBehavior parse_split_behavior(std::string_view name, std::string_view where
   if (name == "MergedWithPrevious") return SplitBehavior::MergedWithPrevious;
   if (name == "MergedWithNext") return SplitBehavior::MergedWithNext;
   if (name == "Contiguous") return SplitBehavior::Contiguous;
-  fail("{}: unknown split behavior '{}' (expected Removed, Isolated, MergedWithPrevious, "
-       "MergedWithNext or Contiguous)",
-       where, name);
+  fail(
+      "{}: unknown split behavior '{}' (expected Removed, Isolated, MergedWithPrevious, "
+      "MergedWithNext or Contiguous)",
+      where, name);
 }
 
 std::vector<std::pair<size_t, size_t>> apply_split_behavior(const std::vector<Span>& spans,
@@ -24,7 +25,8 @@ std::vector<std::pair<size_t, size_t>> apply_split_behavior(const std::vector<Sp
   out.reserve(spans.size());
   switch (behavior) {
     case SplitBehavior::Isolated:
-      for (const Span& s : spans) out.emplace_back(s.begin, s.end);
+      for (const Span& s : spans)
+        out.emplace_back(s.begin, s.end);
       break;
     case SplitBehavior::Removed:
       for (const Span& s : spans)
@@ -91,7 +93,8 @@ std::vector<Span> char_spans(std::string_view text, const std::function<bool(cha
 }
 
 void invert_spans(std::vector<Span>& spans) {
-  for (Span& s : spans) s.match = !s.match;
+  for (Span& s : spans)
+    s.match = !s.match;
 }
 
 }  // namespace strata::text

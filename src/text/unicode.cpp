@@ -96,7 +96,8 @@ char32_t utf8_next(std::string_view s, size_t& i) {
   const auto b0 = static_cast<unsigned char>(s[i]);
   const size_t n = utf8_lead_length(b0);
   char32_t cp = n == 1 ? b0 : n == 2 ? (b0 & 0x1F) : n == 3 ? (b0 & 0x0F) : (b0 & 0x07);
-  for (size_t k = 1; k < n; ++k) cp = (cp << 6) | (static_cast<unsigned char>(s[i + k]) & 0x3F);
+  for (size_t k = 1; k < n; ++k)
+    cp = (cp << 6) | (static_cast<unsigned char>(s[i + k]) & 0x3F);
   i += n;
   return cp;
 }
@@ -129,7 +130,13 @@ bool is_unicode_whitespace(char32_t cp) {
   if (cp <= 0x20) return cp == 0x20 || (cp >= 0x09 && cp <= 0x0D);
   if (cp < 0x85) return false;
   switch (cp) {
-    case 0x85: case 0xA0: case 0x1680: case 0x2028: case 0x2029: case 0x202F: case 0x205F:
+    case 0x85:
+    case 0xA0:
+    case 0x1680:
+    case 0x2028:
+    case 0x2029:
+    case 0x202F:
+    case 0x205F:
     case 0x3000:
       return true;
     default:
@@ -153,7 +160,8 @@ char32_t byte_to_codepoint(uint8_t b) {
 const std::array<std::string, 256>& byte_level_alphabet() {
   static const std::array<std::string, 256> table = [] {
     std::array<std::string, 256> t;
-    for (unsigned b = 0; b < 256; ++b) t[b] = utf8_encode(byte_to_codepoint(static_cast<uint8_t>(b)));
+    for (unsigned b = 0; b < 256; ++b)
+      t[b] = utf8_encode(byte_to_codepoint(static_cast<uint8_t>(b)));
     return t;
   }();
   return table;
@@ -164,7 +172,8 @@ int codepoint_to_byte(char32_t cp) {
   static const std::array<int16_t, 0x144> reverse = [] {
     std::array<int16_t, 0x144> r{};
     r.fill(-1);
-    for (unsigned b = 0; b < 256; ++b) r[byte_to_codepoint(static_cast<uint8_t>(b))] = static_cast<int16_t>(b);
+    for (unsigned b = 0; b < 256; ++b)
+      r[byte_to_codepoint(static_cast<uint8_t>(b))] = static_cast<int16_t>(b);
     return r;
   }();
   return cp < reverse.size() ? reverse[cp] : -1;

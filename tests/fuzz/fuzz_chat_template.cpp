@@ -42,8 +42,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   try {
     const strata::ChatTemplate t(std::string(reinterpret_cast<const char*>(data), size), limits);
     for (const bool thinking : {true, false}) {
-      t.render(messages(), tools(), thinking, nlohmann::ordered_json{{"enable_thinking", thinking}}, "<s>",
-               "</s>");
+      t.render(messages(), tools(), thinking, nlohmann::ordered_json{{"enable_thinking", thinking}},
+               "<s>", "</s>");
     }
   } catch (const strata::Error&) {
   }

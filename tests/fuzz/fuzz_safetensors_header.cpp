@@ -22,17 +22,20 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       for (int i = 0; i < t.shape.rank(); ++i) {
         if (t.shape[i] < 0 || __builtin_mul_overflow(bytes, t.shape[i], &bytes)) std::abort();
       }
-      if (static_cast<size_t>(bytes) != t.nbytes || t.shape.numel() * static_cast<int64_t>(strata::dtype_size(t.dtype)) != bytes)
+      if (static_cast<size_t>(bytes) != t.nbytes ||
+          t.shape.numel() * static_cast<int64_t>(strata::dtype_size(t.dtype)) != bytes)
         std::abort();
       expected += t.nbytes;
       if (expected > size) std::abort();
       // What SafetensorsFile::tensor builds: a view (UBSan checks its stride arithmetic).
-      const strata::Tensor view = strata::Tensor::wrap(const_cast<uint8_t*>(data + t.data_offset),
-                                                       t.shape, t.dtype, strata::Device::Host, nullptr);
+      const strata::Tensor view =
+          strata::Tensor::wrap(const_cast<uint8_t*>(data + t.data_offset), t.shape, t.dtype,
+                               strata::Device::Host, nullptr);
       if (view.nbytes() != t.nbytes) std::abort();
       // Reading the bytes lets ASan confirm they are inside the input.
       volatile uint8_t sink = 0;
-      if (t.nbytes) sink = static_cast<uint8_t>(data[t.data_offset] ^ data[t.data_offset + t.nbytes - 1]);
+      if (t.nbytes)
+        sink = static_cast<uint8_t>(data[t.data_offset] ^ data[t.data_offset + t.nbytes - 1]);
       (void)sink;
     }
     if (expected != size) std::abort();

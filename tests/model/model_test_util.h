@@ -19,7 +19,8 @@ namespace strata::model::testing {
 
 // Every layer kind, n_groups > 1, group-limited MoE routing, and a short SSD chunk so prompts
 // of a dozen tokens span several chunks.
-inline ModelConfig tiny_hybrid_config(DType dtype = DType::F32, const std::string& pattern = "M*-EM*E-M") {
+inline ModelConfig tiny_hybrid_config(DType dtype = DType::F32,
+                                      const std::string& pattern = "M*-EM*E-M") {
   ModelConfig c;
   c.source = "tiny-hybrid";
   for (size_t i = 0; i < pattern.size(); ++i)
@@ -36,7 +37,8 @@ inline ModelConfig tiny_hybrid_config(DType dtype = DType::F32, const std::strin
   c.num_attention_heads = 4;
   c.num_key_value_heads = 2;
   c.head_dim = 8;
-  c.mlp_intermediate_sizes.assign(static_cast<size_t>(std::count(pattern.begin(), pattern.end(), '-')), 48);
+  c.mlp_intermediate_sizes.assign(
+      static_cast<size_t>(std::count(pattern.begin(), pattern.end(), '-')), 48);
   c.n_routed_experts = 8;
   c.num_experts_per_tok = 3;
   c.moe_intermediate_size = 16;
@@ -57,7 +59,8 @@ inline std::unique_ptr<NemotronHModel> synthetic_model(const ModelConfig& c, uin
 inline std::vector<int32_t> random_ids(int64_t n, int64_t vocab, uint64_t seed) {
   std::mt19937_64 rng(seed);
   std::vector<int32_t> ids(static_cast<size_t>(n));
-  for (auto& id : ids) id = static_cast<int32_t>(rng() % static_cast<uint64_t>(vocab));
+  for (auto& id : ids)
+    id = static_cast<int32_t>(rng() % static_cast<uint64_t>(vocab));
   return ids;
 }
 
@@ -96,7 +99,9 @@ class Runner {
  public:
   Runner(NemotronHModel& m, int64_t max_seqs, int64_t max_tokens, int64_t block_size = 4)
       : model_(m),
-        cache_(m.config(), cache::plan_cache_for_tokens(m.config(), max_seqs, max_tokens, block_size, m.act_dtype()),
+        cache_(m.config(),
+               cache::plan_cache_for_tokens(m.config(), max_seqs, max_tokens, block_size,
+                                            m.act_dtype()),
                Device::Host) {}
 
   TestSeq start() {
@@ -108,8 +113,8 @@ class Runner {
   // One step: seqs[i] gets tokens[i]; returns the logits rows requested. `expect_decode`:
   // 1 / 0 asserts whether the step takes the decode kernels, -1 does not care.
   std::vector<std::vector<float>> step(const std::vector<TestSeq*>& seqs,
-                                       const std::vector<std::vector<int32_t>>& tokens, LogitRows rows,
-                                       int expect_decode = -1) {
+                                       const std::vector<std::vector<int32_t>>& tokens,
+                                       LogitRows rows, int expect_decode = -1) {
     std::vector<SequenceChunk> chunks;
     for (size_t i = 0; i < seqs.size(); ++i) {
       TestSeq& s = *seqs[i];
@@ -121,14 +126,15 @@ class Runner {
       c.blocks = &s.blocks;
       chunks.push_back(std::move(c));
     }
-    const StepInput step = StepInput::build(chunks, cache_.kv.block_size(), model_.config().num_attention > 0,
-                                            Device::Host, ctx_);
+    const StepInput step = StepInput::build(chunks, cache_.kv.block_size(),
+                                            model_.config().num_attention > 0, Device::Host, ctx_);
     if (expect_decode >= 0) {
       EXPECT_EQ(step.decode_only(), expect_decode == 1);
     }
     const Tensor logits = model_.forward(ctx_, step, cache_, rows);
     EXPECT_EQ(logits.dtype(), DType::F32);
-    for (size_t i = 0; i < seqs.size(); ++i) seqs[i]->computed += static_cast<int64_t>(tokens[i].size());
+    for (size_t i = 0; i < seqs.size(); ++i)
+      seqs[i]->computed += static_cast<int64_t>(tokens[i].size());
     return rows_of(logits);
   }
 

@@ -42,7 +42,8 @@ std::string slurp(const fs::path& p) {
 // Runs the strata binary with `args` (shell words), capturing stdout and stderr.
 Result run_strata(const std::string& args, const fs::path& tmp) {
   const fs::path out = tmp / "stdout.txt", err = tmp / "stderr.txt";
-  const std::string cmd = std::string(STRATA_BINARY) + " " + args + " >" + out.string() + " 2>" + err.string();
+  const std::string cmd =
+      std::string(STRATA_BINARY) + " " + args + " >" + out.string() + " 2>" + err.string();
   const int status = std::system(cmd.c_str());
   Result r;
   r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
@@ -51,7 +52,9 @@ Result run_strata(const std::string& args, const fs::path& tmp) {
   return r;
 }
 
-int count_lines(const std::string& s) { return static_cast<int>(std::count(s.begin(), s.end(), '\n')); }
+int count_lines(const std::string& s) {
+  return static_cast<int>(std::count(s.begin(), s.end(), '\n'));
+}
 
 class Cli : public ::testing::Test {
  protected:
@@ -81,16 +84,18 @@ fs::path Cli::dir_;
 std::unique_ptr<ModelConfig> Cli::config_;
 
 TEST_F(Cli, GenerateJsonHasTheRequestedTokensAndMatchesInProcess) {
-  const Result r = run_strata("generate --model " + model_dir() +
-                                  " --prompt-ids 5,17,3,9 --max-tokens 7 --ignore-eos --output json",
-                              dir_);
+  const Result r =
+      run_strata("generate --model " + model_dir() +
+                     " --prompt-ids 5,17,3,9 --max-tokens 7 --ignore-eos --output json",
+                 dir_);
   ASSERT_EQ(r.rc, 0) << r.err;
   ASSERT_EQ(count_lines(r.out), 1) << r.out;
   const nlohmann::json j = nlohmann::json::parse(r.out);
   ASSERT_TRUE(j.contains("token_ids") && j.contains("text")) << r.out;
   const auto ids = j["token_ids"].get<std::vector<int32_t>>();
   ASSERT_EQ(ids.size(), 7u);
-  for (int32_t id : ids) EXPECT_TRUE(id >= 0 && id < config_->vocab_size) << id;
+  for (int32_t id : ids)
+    EXPECT_TRUE(id >= 0 && id < config_->vocab_size) << id;
   EXPECT_EQ(j["finish_reason"], "length");
 
   // The default is greedy: the same ids as the in-process generator.
@@ -106,7 +111,8 @@ TEST_F(Cli, GenerateJsonHasTheRequestedTokensAndMatchesInProcess) {
 
   // Sampling is seeded: the same seed gives the same ids, in any output form.
   const std::string sampled = "generate --model " + model_dir() +
-                              " --prompt-ids 5,17 --max-tokens 6 --ignore-eos --temperature 0.8 --top-k 20 --top-p 0.9 --seed 4";
+                              " --prompt-ids 5,17 --max-tokens 6 --ignore-eos --temperature 0.8 "
+                              "--top-k 20 --top-p 0.9 --seed 4";
   const Result a = run_strata(sampled + " --output json", dir_);
   const Result b = run_strata(sampled + " --output json", dir_);
   ASSERT_EQ(a.rc, 0) << a.err;
@@ -120,7 +126,9 @@ TEST_F(Cli, GenerateJsonHasTheRequestedTokensAndMatchesInProcess) {
 TEST_F(Cli, LogitsNpyEqualsInProcessForward) {
   const std::vector<int32_t> ids = {3, 1, 4, 1, 5, 9, 2, 6, 5};
   const fs::path npy = dir_ / "logits.npy", npy_chunked = dir_ / "logits_chunked.npy";
-  Result r = run_strata("logits --model " + model_dir() + " --prompt-ids 3,1,4,1,5,9,2,6,5 --out " + npy.string(), dir_);
+  Result r = run_strata(
+      "logits --model " + model_dir() + " --prompt-ids 3,1,4,1,5,9,2,6,5 --out " + npy.string(),
+      dir_);
   ASSERT_EQ(r.rc, 0) << r.err;
   const Tensor got = io::read_npy(npy.string());
   ASSERT_EQ(got.dtype(), DType::F32);
@@ -134,18 +142,21 @@ TEST_F(Cli, LogitsNpyEqualsInProcessForward) {
   int64_t compared = 0;
   for (int64_t t = 0; t < 9; ++t)
     for (int64_t v = 0; v < config_->vocab_size; ++v, ++compared)
-      ASSERT_EQ(got.data<float>()[t * config_->vocab_size + v], want[static_cast<size_t>(t)][static_cast<size_t>(v)])
+      ASSERT_EQ(got.data<float>()[t * config_->vocab_size + v],
+                want[static_cast<size_t>(t)][static_cast<size_t>(v)])
           << "row " << t << " col " << v;
   EXPECT_EQ(compared, 9 * config_->vocab_size);
 
   // Chunked prefill through the command: the same logits up to f32 reassociation (see
   // test_forward_consistency.cpp for the bound).
-  r = run_strata("logits --model " + model_dir() + " --prompt-ids 3,1,4,1,5,9,2,6,5 --prefill-chunk 4 --out " +
+  r = run_strata("logits --model " + model_dir() +
+                     " --prompt-ids 3,1,4,1,5,9,2,6,5 --prefill-chunk 4 --out " +
                      npy_chunked.string(),
                  dir_);
   ASSERT_EQ(r.rc, 0) << r.err;
   const auto chunked = testing::rows_of(io::read_npy(npy_chunked.string()));
-  for (size_t t = 0; t < 9; ++t) EXPECT_LE(testing::rel_l2(chunked[t], want[t]), 2e-5) << "row " << t;
+  for (size_t t = 0; t < 9; ++t)
+    EXPECT_LE(testing::rel_l2(chunked[t], want[t]), 2e-5) << "row " << t;
 }
 
 TEST_F(Cli, InspectPrintsThePattern) {
@@ -155,25 +166,31 @@ TEST_F(Cli, InspectPrintsThePattern) {
   EXPECT_NE(r.out.find("backbone.layers.3.mixer.experts.7.down_proj.weight"), std::string::npos);
   const Result p = run_strata("inspect --presets", dir_);
   ASSERT_EQ(p.rc, 0) << p.err;
-  for (const auto& name : ModelConfig::preset_names()) EXPECT_NE(p.out.find(name), std::string::npos) << name;
+  for (const auto& name : ModelConfig::preset_names())
+    EXPECT_NE(p.out.find(name), std::string::npos) << name;
 }
 
 TEST_F(Cli, BadInputExitsNonZeroWithOneLine) {
   const std::string m = " --model " + model_dir();
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"generate" + m + " --prompt-ids 1,2 --bogus", "--bogus"},
-      {"generate --model " + (dir_ / "missing").string() + " --prompt-ids 1,2", "not a model directory"},
+      {"generate --model " + (dir_ / "missing").string() + " --prompt-ids 1,2",
+       "not a model directory"},
       {"generate" + m + " --prompt-ids 1,x,3", "\"x\" is not a token id"},
-      {"generate" + m + " --prompt-ids 1,500", "token id 500 at position 1 is outside the vocabulary"},
+      {"generate" + m + " --prompt-ids 1,500",
+       "token id 500 at position 1 is outside the vocabulary"},
       {"generate" + m + " --prompt-ids 1 --max-tokens 0", "max_tokens must be >= 1"},
       {"generate" + m + " --prompt-ids 1 --top-p 0", "top_p must be in (0, 1]"},
-      {"generate" + m + " --prompt-ids 1,2 --max-tokens 63", "exceeds the model's context length (64"},
+      {"generate" + m + " --prompt-ids 1,2 --max-tokens 63",
+       "exceeds the model's context length (64"},
       {"generate" + m + " --prompt-ids 1 --prefill-chunk -2", "prefill chunk must be >= 0"},
       {"generate" + m + " --prompt-ids 1 --output xml", "--output must be text or json"},
       {"generate" + m + " --prompt hello", "tokenizer"},
       {"generate" + m, "give a prompt"},
       {"logits" + m + " --prompt-ids 1,2", "--out"},
-      {"logits" + m + " --prompt-ids 1,2 --out " + (dir_ / "no" / "such" / "dir" / "x.npy").string(), "x.npy"},
+      {"logits" + m + " --prompt-ids 1,2 --out " +
+           (dir_ / "no" / "such" / "dir" / "x.npy").string(),
+       "x.npy"},
       {"inspect " + (dir_ / "missing").string(), "not a model directory"},
       {"generate" + m + " --prompt-ids 1 --device tpu", "unknown device \"tpu\""},
   };
@@ -193,7 +210,8 @@ TEST_F(Cli, TextPromptThroughTheDemoTokenizer) {
   // models/demo ships a tokenizer: the prompt is encoded with it, the output decoded with it,
   // and the streamed text output equals the JSON text.
   const std::string demo = std::string(STRATA_SOURCE_DIR) + "/models/demo";
-  const std::string args = "generate --model " + demo + " --prompt 'The cat sat on' --max-tokens 12 --ignore-eos";
+  const std::string args =
+      "generate --model " + demo + " --prompt 'The cat sat on' --max-tokens 12 --ignore-eos";
   const Result j = run_strata(args + " --output json", dir_);
   ASSERT_EQ(j.rc, 0) << j.err;
   const nlohmann::json out = nlohmann::json::parse(j.out);
@@ -222,7 +240,8 @@ TEST_F(Cli, TextPromptThroughTheDemoTokenizer) {
 
 TEST_F(Cli, CudaFailsClearlyWithoutABackend) {
   if (has_kernel<ops::LinearArgs>(Device::Cuda)) GTEST_SKIP() << "this build has a CUDA backend";
-  const Result r = run_strata("generate --model " + model_dir() + " --prompt-ids 1 --device cuda", dir_);
+  const Result r =
+      run_strata("generate --model " + model_dir() + " --prompt-ids 1 --device cuda", dir_);
   EXPECT_NE(r.rc, 0);
   EXPECT_EQ(count_lines(r.err), 1) << r.err;
   EXPECT_NE(r.err.find("cuda"), std::string::npos) << r.err;

@@ -25,11 +25,13 @@ using testing::TestSeq;
 constexpr double kF32RowTol = 2e-5;
 
 std::vector<int32_t> slice(const std::vector<int32_t>& v, size_t from, size_t len) {
-  return {v.begin() + static_cast<std::ptrdiff_t>(from), v.begin() + static_cast<std::ptrdiff_t>(from + len)};
+  return {v.begin() + static_cast<std::ptrdiff_t>(from),
+          v.begin() + static_cast<std::ptrdiff_t>(from + len)};
 }
 
 // Logits of every position of `prompt`, prefilled in pieces of the given lengths.
-std::vector<std::vector<float>> prefill_in_pieces(NemotronHModel& m, const std::vector<int32_t>& prompt,
+std::vector<std::vector<float>> prefill_in_pieces(NemotronHModel& m,
+                                                  const std::vector<int32_t>& prompt,
                                                   const std::vector<size_t>& pieces) {
   Runner r(m, 1, static_cast<int64_t>(prompt.size()));
   TestSeq s = r.start();
@@ -45,8 +47,9 @@ std::vector<std::vector<float>> prefill_in_pieces(NemotronHModel& m, const std::
   return out;
 }
 
-void expect_rows_close(const std::vector<std::vector<float>>& got, const std::vector<std::vector<float>>& want,
-                       double tol, const std::string& what, int* compared) {
+void expect_rows_close(const std::vector<std::vector<float>>& got,
+                       const std::vector<std::vector<float>>& want, double tol,
+                       const std::string& what, int* compared) {
   ASSERT_EQ(got.size(), want.size()) << what;
   double worst = 0;
   for (size_t i = 0; i < got.size(); ++i) {
@@ -62,7 +65,10 @@ class WholeVersusChunked : public ::testing::TestWithParam<std::string> {};
 
 // Every layer kind; and Mamba + MLP only (no attention: no KV cache, no block tables).
 INSTANTIATE_TEST_SUITE_P(Patterns, WholeVersusChunked, ::testing::Values("M*-EM*E-M", "M-MM-"),
-                         [](const auto& info) { return info.index == 0 ? std::string("hybrid") : std::string("mamba_mlp"); });
+                         [](const auto& info) {
+                           return info.index == 0 ? std::string("hybrid")
+                                                  : std::string("mamba_mlp");
+                         });
 
 TEST_P(WholeVersusChunked, SameLogits) {
   const ModelConfig c = testing::tiny_hybrid_config(DType::F32, GetParam());
@@ -72,11 +78,13 @@ TEST_P(WholeVersusChunked, SameLogits) {
   int compared = 0;
   // Splits across SSD chunk boundaries (chunk_size 4), inside them, and first pieces shorter
   // than the conv window (K-1 = 3), so the conv state mixes old state and new rows.
-  for (const auto& pieces : std::vector<std::vector<size_t>>{{5, 4, 4}, {1, 2, 10}, {3, 7, 3}, {4, 4, 4, 1},
-                                                              {12, 1}}) {
+  for (const auto& pieces :
+       std::vector<std::vector<size_t>>{{5, 4, 4}, {1, 2, 10}, {3, 7, 3}, {4, 4, 4, 1}, {12, 1}}) {
     std::string name = "chunked";
-    for (size_t p : pieces) name += "_" + std::to_string(p);
-    expect_rows_close(prefill_in_pieces(*model, prompt, pieces), whole, kF32RowTol, name, &compared);
+    for (size_t p : pieces)
+      name += "_" + std::to_string(p);
+    expect_rows_close(prefill_in_pieces(*model, prompt, pieces), whole, kF32RowTol, name,
+                      &compared);
   }
 
   // Prefill 5 tokens, then decode the other 8 one by one (the decode kernels).
@@ -133,11 +141,12 @@ TEST(ForwardConsistency, BatchedSequencesEqualEachAlone) {
                                              v.begin() + static_cast<std::ptrdiff_t>(from + n));
     };
     const std::string tag = std::to_string(i);
-    expect_rows_close(take(pre, row_pre, prompts[i].size()), alone_prefill[i], kF32RowTol, "batched_prefill_" + tag,
+    expect_rows_close(take(pre, row_pre, prompts[i].size()), alone_prefill[i], kF32RowTol,
+                      "batched_prefill_" + tag, &compared);
+    expect_rows_close(take(dec, i, 1), alone_decode[i], kF32RowTol, "batched_decode_" + tag,
                       &compared);
-    expect_rows_close(take(dec, i, 1), alone_decode[i], kF32RowTol, "batched_decode_" + tag, &compared);
-    expect_rows_close(take(mix, row_mix, more[i].size()), alone_more[i], kF32RowTol, "batched_mixed_" + tag,
-                      &compared);
+    expect_rows_close(take(mix, row_mix, more[i].size()), alone_more[i], kF32RowTol,
+                      "batched_mixed_" + tag, &compared);
     row_pre += prompts[i].size();
     row_mix += more[i].size();
   }
@@ -149,7 +158,8 @@ TEST(ForwardConsistency, BatchedSequencesEqualEachAlone) {
   const auto last = r2.step({&a2, &b2, &d2}, prompts, LogitRows::LastPerSequence);
   ASSERT_EQ(last.size(), 3u);
   int compared_last = 0;
-  expect_rows_close({last[0], last[1], last[2]}, {pre[8], pre[14], pre[15]}, kF32RowTol, "last_rows", &compared_last);
+  expect_rows_close({last[0], last[1], last[2]}, {pre[8], pre[14], pre[15]}, kF32RowTol,
+                    "last_rows", &compared_last);
   EXPECT_EQ(compared_last, 3 * c.vocab_size);
 }
 

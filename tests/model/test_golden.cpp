@@ -51,7 +51,8 @@ std::vector<std::string> fixture_dirs() {
   const fs::path root = fs::path(STRATA_SOURCE_DIR) / "tests" / "fixtures" / "golden";
   if (!fs::is_directory(root)) return dirs;
   for (const auto& e : fs::directory_iterator(root))
-    if (e.is_directory() && fs::exists(e.path() / "config.json") && fs::exists(e.path() / "expected.json"))
+    if (e.is_directory() && fs::exists(e.path() / "config.json") &&
+        fs::exists(e.path() / "expected.json"))
       dirs.push_back(e.path().string());
   std::sort(dirs.begin(), dirs.end());
   return dirs;
@@ -64,7 +65,8 @@ json read_json(const fs::path& p) {
 
 double rms(const float* p, int64_t n) {
   double s = 0;
-  for (int64_t i = 0; i < n; ++i) s += static_cast<double>(p[i]) * p[i];
+  for (int64_t i = 0; i < n; ++i)
+    s += static_cast<double>(p[i]) * p[i];
   return std::sqrt(s / static_cast<double>(n));
 }
 
@@ -78,7 +80,8 @@ double rel_l2_all(const std::vector<std::vector<float>>& got, const Tensor& want
     EXPECT_EQ(static_cast<int64_t>(got[static_cast<size_t>(t)].size()), want.dim(1));
     double row_num = 0, row_den = 0;
     for (int64_t v = 0; v < want.dim(1); ++v) {
-      const double g = got[static_cast<size_t>(t)][static_cast<size_t>(v)], w = want.data<float>()[t * want.dim(1) + v];
+      const double g = got[static_cast<size_t>(t)][static_cast<size_t>(v)],
+                   w = want.data<float>()[t * want.dim(1) + v];
       EXPECT_TRUE(std::isfinite(g)) << "row " << t << " col " << v;
       row_num += (g - w) * (g - w);
       row_den += w * w;
@@ -91,15 +94,18 @@ double rel_l2_all(const std::vector<std::vector<float>>& got, const Tensor& want
   return std::sqrt(num / den);
 }
 
-std::vector<std::vector<float>> prefill_all(NemotronHModel& m, const std::vector<int32_t>& prompt, size_t chunk) {
+std::vector<std::vector<float>> prefill_all(NemotronHModel& m, const std::vector<int32_t>& prompt,
+                                            size_t chunk) {
   testing::Runner r(m, 1, static_cast<int64_t>(prompt.size()));
   testing::TestSeq s = r.start();
   std::vector<std::vector<float>> rows;
   for (size_t done = 0; done < prompt.size(); done += chunk) {
     const size_t len = std::min(chunk, prompt.size() - done);
-    auto part = r.step({&s}, {std::vector<int32_t>(prompt.begin() + static_cast<std::ptrdiff_t>(done),
-                                                   prompt.begin() + static_cast<std::ptrdiff_t>(done + len))},
-                       LogitRows::All);
+    auto part =
+        r.step({&s},
+               {std::vector<int32_t>(prompt.begin() + static_cast<std::ptrdiff_t>(done),
+                                     prompt.begin() + static_cast<std::ptrdiff_t>(done + len))},
+               LogitRows::All);
     rows.insert(rows.end(), part.begin(), part.end());
   }
   return rows;
@@ -109,8 +115,9 @@ class Golden : public ::testing::TestWithParam<std::string> {};
 GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(Golden);
 
 TEST(GoldenFixtures, Present) {
-  EXPECT_FALSE(fixture_dirs().empty()) << "no golden fixtures under " << STRATA_SOURCE_DIR
-                                       << "/tests/fixtures/golden (tools/fixtures/make_golden.py makes them)";
+  EXPECT_FALSE(fixture_dirs().empty())
+      << "no golden fixtures under " << STRATA_SOURCE_DIR
+      << "/tests/fixtures/golden (tools/fixtures/make_golden.py makes them)";
 }
 
 // Checks one fixture with activations in `act`; `f32_math` selects the f32 bands.
@@ -125,7 +132,8 @@ void check_fixture(const fs::path& dir, DType act) {
   const CheckpointSource source = CheckpointSource::open(dir.string());
   NemotronHModel model(config, load_weights(source, config));
   ASSERT_EQ(model.act_dtype(), act);
-  const io::SafetensorsFile logits_file = io::SafetensorsFile::open((dir / "expected.safetensors").string());
+  const io::SafetensorsFile logits_file =
+      io::SafetensorsFile::open((dir / "expected.safetensors").string());
 
   const auto prompts = expected.at("prompts").get<std::vector<std::vector<int32_t>>>();
   std::vector<double> bands;
@@ -145,17 +153,22 @@ void check_fixture(const fs::path& dir, DType act) {
     const Tensor want = logits_file.tensor("logits." + std::to_string(i));
     ASSERT_EQ(want.dim(0), static_cast<int64_t>(prompts[i].size()));
     ASSERT_EQ(want.dim(1), config.vocab_size);
-    const double whole = rel_l2_all(prefill_all(model, prompts[i], prompts[i].size()), want, &compared, &worst_row);
+    const double whole =
+        rel_l2_all(prefill_all(model, prompts[i], prompts[i].size()), want, &compared, &worst_row);
     // Chunked prefill with chunks that straddle the SSD chunk boundaries.
     const size_t chunk = static_cast<size_t>(config.chunk_size) + 1;
-    const double chunked = rel_l2_all(prefill_all(model, prompts[i], chunk), want, &compared, &worst_row);
-    std::cout << fmt::format("[golden] {} prompt {} ({} tokens): rel L2 {:.3g} whole, {:.3g} in chunks of {}; band {:.3g}\n",
-                             name, i, prompts[i].size(), whole, chunked, chunk, band);
+    const double chunked =
+        rel_l2_all(prefill_all(model, prompts[i], chunk), want, &compared, &worst_row);
+    std::cout << fmt::format(
+        "[golden] {} prompt {} ({} tokens): rel L2 {:.3g} whole, {:.3g} in chunks of {}; band "
+        "{:.3g}\n",
+        name, i, prompts[i].size(), whole, chunked, chunk, band);
     EXPECT_LE(whole, band) << "prompt " << i;
     EXPECT_LE(chunked, band) << "prompt " << i << " chunked";
   }
   int64_t expected_count = 0;
-  for (const auto& p : prompts) expected_count += 2 * static_cast<int64_t>(p.size()) * config.vocab_size;
+  for (const auto& p : prompts)
+    expected_count += 2 * static_cast<int64_t>(p.size()) * config.vocab_size;
   EXPECT_EQ(compared, expected_count);
 
   // Greedy continuations.
@@ -184,18 +197,21 @@ void check_fixture(const fs::path& dir, DType act) {
       if (got[j] == want[j]) continue;
       if (gaps[j] < near_tie) {
         ++excused;
-        std::cout << fmt::format("[golden] {} prompt {}: step {} differs at a near tie (gap {:.3g} < {:.3g})\n", name,
-                                 p, j, gaps[j], near_tie);
+        std::cout << fmt::format(
+            "[golden] {} prompt {}: step {} differs at a near tie (gap {:.3g} < {:.3g})\n", name, p,
+            j, gaps[j], near_tie);
         break;
       }
-      ADD_FAILURE() << "prompt " << p << " step " << j << ": token " << got[j] << ", transformers " << want[j]
-                    << " (top-2 gap " << gaps[j] << " >= near-tie threshold " << near_tie << ")";
+      ADD_FAILURE() << "prompt " << p << " step " << j << ": token " << got[j] << ", transformers "
+                    << want[j] << " (top-2 gap " << gaps[j] << " >= near-tie threshold " << near_tie
+                    << ")";
       break;
     }
   }
   std::cout << fmt::format(
-      "[golden] {}: {} logits compared (worst row {:.3g}), {} greedy tokens compared, {} near-tie divergences\n", name,
-      compared, worst_row, tokens_compared, excused);
+      "[golden] {}: {} logits compared (worst row {:.3g}), {} greedy tokens compared, {} near-tie "
+      "divergences\n",
+      name, compared, worst_row, tokens_compared, excused);
   EXPECT_GT(tokens_compared, 0);
 }
 
@@ -209,12 +225,13 @@ TEST_P(Golden, LogitsAndGreedyMatchTransformers) {
   if (dtype == "bfloat16") check_fixture(dir, DType::F32);
 }
 
-INSTANTIATE_TEST_SUITE_P(Fixtures, Golden, ::testing::ValuesIn(fixture_dirs()), [](const auto& info) {
-  std::string n = fs::path(info.param).filename().string();
-  for (char& ch : n)
-    if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
-  return n;
-});
+INSTANTIATE_TEST_SUITE_P(Fixtures, Golden, ::testing::ValuesIn(fixture_dirs()),
+                         [](const auto& info) {
+                           std::string n = fs::path(info.param).filename().string();
+                           for (char& ch : n)
+                             if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+                           return n;
+                         });
 
 }  // namespace
 }  // namespace strata::model

@@ -17,7 +17,8 @@ namespace {
 ModelConfig tiny_config(DType dtype) {
   ModelConfig c;
   c.source = "tiny";
-  for (char ch : std::string("M*-E")) c.layers.push_back(layer_kind_from_char(ch, "tiny", 0));
+  for (char ch : std::string("M*-E"))
+    c.layers.push_back(layer_kind_from_char(ch, "tiny", 0));
   c.hidden_size = 16;
   c.vocab_size = 40;
   c.dtype = dtype;
@@ -71,7 +72,8 @@ TEST(Weights, LoadsViewsOfTheSource) {
   EXPECT_EQ(w.layers[2].mlp.down.weight.shape(), (Shape{16, 24}));
   const MoeWeights& e = w.layers[3].moe;
   ASSERT_EQ(e.up.size(), 4u);
-  EXPECT_EQ(e.down[3].weight.raw(), src.get("backbone.layers.3.mixer.experts.3.down_proj.weight").raw());
+  EXPECT_EQ(e.down[3].weight.raw(),
+            src.get("backbone.layers.3.mixer.experts.3.down_proj.weight").raw());
   EXPECT_TRUE(e.has_shared);
   EXPECT_EQ(e.shared.up.weight.shape(), (Shape{12, 16}));
   EXPECT_EQ(e.correction_bias.dtype(), DType::F32);
@@ -101,10 +103,12 @@ TEST(Weights, ConvertsToTheModelDtype) {
   const Tensor& d = w.layers[0].mamba.D;
   ASSERT_EQ(d.dtype(), DType::BF16);
   for (int64_t h = 0; h < 4; ++h)
-    EXPECT_EQ(load_as_f32(d.raw(), DType::BF16, static_cast<size_t>(h)), round_bf16(d_src.data<float>()[h]));
+    EXPECT_EQ(load_as_f32(d.raw(), DType::BF16, static_cast<size_t>(h)),
+              round_bf16(d_src.data<float>()[h]));
   EXPECT_EQ(w.layers[3].moe.correction_bias.raw(),
             src.get("backbone.layers.3.mixer.gate.e_score_correction_bias").raw());
-  EXPECT_EQ(w.layers[0].mamba.in_proj.weight.raw(), src.get("backbone.layers.0.mixer.in_proj.weight").raw());
+  EXPECT_EQ(w.layers[0].mamba.in_proj.weight.raw(),
+            src.get("backbone.layers.0.mixer.in_proj.weight").raw());
   EXPECT_EQ(w.report.converted_bytes, 4u * 2 + 4u * 4);  // D (bf16) and A (f32)
 }
 
@@ -124,7 +128,8 @@ TEST(Weights, NameVariantsTiesMtpAndFp8) {
   renamed.add("backbone.layers.0.mixer.surprise", Tensor::zeros(Shape{2}, DType::F32));
   // The MLP's up projection as ModelOpt FP8 with its scales.
   Tensor fp8 = Tensor::empty(Shape{24, 16}, DType::F8E4M3);
-  for (int64_t i = 0; i < fp8.numel(); ++i) fp8.data<uint8_t>()[i] = fp8e4m3_from_f32(0.25f * static_cast<float>(i % 7 - 3));
+  for (int64_t i = 0; i < fp8.numel(); ++i)
+    fp8.data<uint8_t>()[i] = fp8e4m3_from_f32(0.25f * static_cast<float>(i % 7 - 3));
   renamed.add("backbone.layers.2.mixer.up_proj.weight", fp8);
   Tensor ws = Tensor::empty(Shape{}, DType::F32), is = Tensor::empty(Shape{1}, DType::F32);
   ws.data<float>()[0] = 0.03f;
@@ -144,14 +149,16 @@ TEST(Weights, NameVariantsTiesMtpAndFp8) {
   // No conv bias in the checkpoint: zeros of the act dtype.
   const Tensor& cb = w.layers[0].mamba.conv_bias;
   ASSERT_EQ(cb.numel(), c.conv_dim);
-  for (int64_t i = 0; i < cb.numel(); ++i) EXPECT_EQ(cb.data<float>()[i], 0.f);
+  for (int64_t i = 0; i < cb.numel(); ++i)
+    EXPECT_EQ(cb.data<float>()[i], 0.f);
 }
 
 TEST(Weights, FusedExpertsAreSlicedAsViews) {
   const ModelConfig c = tiny_config(DType::F32);
   TensorMapSource src = make_synthetic_weights(c, {.seed = 11, .dtype = DType::F32});
   TensorMapSource fused("fused");
-  Tensor up = Tensor::empty(Shape{4, 8, 16}, DType::F32), down = Tensor::empty(Shape{4, 16, 8}, DType::F32);
+  Tensor up = Tensor::empty(Shape{4, 8, 16}, DType::F32),
+         down = Tensor::empty(Shape{4, 16, 8}, DType::F32);
   for (const auto& [n, t] : src.tensors()) {
     const std::string ep = "backbone.layers.3.mixer.experts.";
     if (n.rfind(ep, 0) != 0) {
@@ -181,19 +188,25 @@ TEST(Weights, ErrorsNameTheTensor) {
     if (!add.empty()) s.add(add, t);
     return s;
   };
-  expect_load_error(edited("backbone.layers.1.mixer.k_proj.weight"), c,
-                    "missing tensor backbone.layers.1.mixer.k_proj.weight (expected shape [12, 16])");
-  expect_load_error(edited("", "backbone.layers.0.mixer.in_proj.weight", Tensor::zeros(Shape{3, 16}, DType::F32)), c,
-                    fmt::format("tensor backbone.layers.0.mixer.in_proj.weight: expected shape [{}, 16], found [3, 16]",
-                                c.in_proj_rows));
+  expect_load_error(
+      edited("backbone.layers.1.mixer.k_proj.weight"), c,
+      "missing tensor backbone.layers.1.mixer.k_proj.weight (expected shape [12, 16])");
+  expect_load_error(
+      edited("", "backbone.layers.0.mixer.in_proj.weight", Tensor::zeros(Shape{3, 16}, DType::F32)),
+      c,
+      fmt::format(
+          "tensor backbone.layers.0.mixer.in_proj.weight: expected shape [{}, 16], found [3, 16]",
+          c.in_proj_rows));
   expect_load_error(edited("", "backbone.norm_f.weight", Tensor::zeros(Shape{16}, DType::I32)), c,
                     "tensor backbone.norm_f.weight: expected a float tensor");
   expect_load_error(edited("lm_head.weight"), c, "missing tensor lm_head.weight");
   expect_load_error(edited("backbone.embeddings.weight"), c, "no embedding tensor");
-  expect_load_error(edited("", "backbone.layers.2.mixer.up_proj.weight", Tensor::zeros(Shape{24, 16}, DType::F8E4M3)),
+  expect_load_error(edited("", "backbone.layers.2.mixer.up_proj.weight",
+                           Tensor::zeros(Shape{24, 16}, DType::F8E4M3)),
                     c, "missing tensor backbone.layers.2.mixer.up_proj.weight_scale");
-  expect_load_error(edited("", "backbone.layers.2.mixer.up_proj.weight", Tensor::zeros(Shape{24, 8}, DType::U8)), c,
-                    "NVFP4");
+  expect_load_error(
+      edited("", "backbone.layers.2.mixer.up_proj.weight", Tensor::zeros(Shape{24, 8}, DType::U8)),
+      c, "NVFP4");
   expect_load_error(edited("backbone.layers.3.mixer.experts.2.up_proj.weight"), c,
                     "missing tensor backbone.layers.3.mixer.experts.2.up_proj.weight");
 }

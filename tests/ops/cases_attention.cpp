@@ -35,7 +35,8 @@ Outcome run_attention(const S& s, DType act, Rng& rng) {
   size_t next = 0;
   for (int64_t b = 0; b < B; ++b) {
     const int64_t nb = (s.ctx[static_cast<size_t>(b)] + s.bs - 1) / s.bs;
-    for (int64_t i = 0; i < nb; ++i) table[static_cast<size_t>(b * max_blocks + i)] = phys[next++];
+    for (int64_t i = 0; i < nb; ++i)
+      table[static_cast<size_t>(b * max_blocks + i)] = phys[next++];
   }
   const int64_t qw = s.nh * s.hd;
   Tensor qkv = normal_tensor(rng, Shape{T, qw + 2 * s.nkv * s.hd}, act, 1.f);
@@ -59,7 +60,8 @@ Outcome run_attention(const S& s, DType act, Rng& rng) {
 }
 
 std::vector<OpCase> attention_cases() {
-  const int64_t n3q = Nano3::q_heads, n3kv = Nano3::kv_heads, n9q = Nano9B::q_heads, n9kv = Nano9B::kv_heads;
+  const int64_t n3q = Nano3::q_heads, n3kv = Nano3::kv_heads, n9q = Nano9B::q_heads,
+                n9kv = Nano9B::kv_heads;
   const S shapes[] = {
       {"nano3 decode", n3q, n3kv, 128, 16, {1}, {1000}},
       {"nano3 decode long", n3q, n3kv, 128, 16, {1}, {4099}},
@@ -75,9 +77,11 @@ std::vector<OpCase> attention_cases() {
   std::vector<OpCase> out;
   for (const S& s : shapes)
     for (DType act : acts())
-      out.push_back({"attention", fmt::format("{} heads {}/{}x{} block {} q_lens {} ctx {} {}", s.name, s.nh, s.nkv, s.hd, s.bs,
-                                              fmt::join(s.q_lens, ","), fmt::join(s.ctx, ","), dt(act)),
-                     true, [s, act](Rng& rng) { return run_attention(s, act, rng); }});
+      out.push_back(
+          {"attention",
+           fmt::format("{} heads {}/{}x{} block {} q_lens {} ctx {} {}", s.name, s.nh, s.nkv, s.hd,
+                       s.bs, fmt::join(s.q_lens, ","), fmt::join(s.ctx, ","), dt(act)),
+           true, [s, act](Rng& rng) { return run_attention(s, act, rng); }});
   return out;
 }
 

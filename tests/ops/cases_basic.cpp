@@ -7,39 +7,57 @@ namespace {
 using namespace strata::ops;
 
 std::vector<OpCase> embedding_cases() {
-  struct S { const char* name; int64_t V, H, T; bool strided_out; };
+  struct S {
+    const char* name;
+    int64_t V, H, T;
+    bool strided_out;
+  };
   const S shapes[] = {{"nano3", Nano3::vocab, Nano3::hidden, 3, false},
                       {"9b (V 32768)", 32768, Nano9B::hidden, 1, false},
                       {"odd", 1031, 131, 17, true}};
   std::vector<OpCase> out;
   for (const S& s : shapes)
     for (DType act : acts())
-      out.push_back({"embedding", fmt::format("{} V={} H={} T={} {}{}", s.name, s.V, s.H, s.T, dt(act), s.strided_out ? " out-view" : ""), true,
-                     [s, act](Rng& rng) {
+      out.push_back({"embedding",
+                     fmt::format("{} V={} H={} T={} {}{}", s.name, s.V, s.H, s.T, dt(act),
+                                 s.strided_out ? " out-view" : ""),
+                     true, [s, act](Rng& rng) {
                        EmbeddingArgs a;
                        a.table = normal_tensor(rng, Shape{s.V, s.H}, act, 1.f);
                        std::vector<int32_t> ids;
-                       for (int64_t t = 0; t < s.T; ++t) ids.push_back(rng.int_in(0, static_cast<int32_t>(s.V - 1)));
+                       for (int64_t t = 0; t < s.T; ++t)
+                         ids.push_back(rng.int_in(0, static_cast<int32_t>(s.V - 1)));
                        a.ids = i32_tensor(ids);
-                       a.out = s.strided_out ? Tensor::empty(Shape{s.T, s.H + 5}, act).slice(1, 2, s.H)
-                                             : Tensor::empty(Shape{s.T, s.H}, act);
+                       a.out = s.strided_out
+                                   ? Tensor::empty(Shape{s.T, s.H + 5}, act).slice(1, 2, s.H)
+                                   : Tensor::empty(Shape{s.T, s.H}, act);
                        return run_case(a, act, Tolerance{});  // a copy: exact
                      }});
   return out;
 }
 
 std::vector<OpCase> rms_norm_cases() {
-  struct S { const char* name; int64_t T, H; bool residual, x_view; };
-  const S shapes[] = {{"nano3", 1, Nano3::hidden, true, false}, {"nano3", 17, Nano3::hidden, true, true},
-                      {"nano3 first layer", 3, Nano3::hidden, false, false}, {"9b", 3, Nano9B::hidden, true, false},
-                      {"odd", 130, 131, true, true},  {"odd", 300, 257, false, true}};
+  struct S {
+    const char* name;
+    int64_t T, H;
+    bool residual, x_view;
+  };
+  const S shapes[] = {{"nano3", 1, Nano3::hidden, true, false},
+                      {"nano3", 17, Nano3::hidden, true, true},
+                      {"nano3 first layer", 3, Nano3::hidden, false, false},
+                      {"9b", 3, Nano9B::hidden, true, false},
+                      {"odd", 130, 131, true, true},
+                      {"odd", 300, 257, false, true}};
   std::vector<OpCase> out;
   for (const S& s : shapes)
     for (DType act : acts())
-      out.push_back({"rms_norm", fmt::format("{} T={} H={} {}{}{}", s.name, s.T, s.H, dt(act), s.residual ? " +residual" : "", s.x_view ? " x-view" : ""), true,
-                     [s, act](Rng& rng) {
+      out.push_back({"rms_norm",
+                     fmt::format("{} T={} H={} {}{}{}", s.name, s.T, s.H, dt(act),
+                                 s.residual ? " +residual" : "", s.x_view ? " x-view" : ""),
+                     true, [s, act](Rng& rng) {
                        RmsNormArgs a;
-                       a.x = s.x_view ? wide_rows(rng, s.T, s.H, 7, 3, act, 1.f) : normal_tensor(rng, Shape{s.T, s.H}, act, 1.f);
+                       a.x = s.x_view ? wide_rows(rng, s.T, s.H, 7, 3, act, 1.f)
+                                      : normal_tensor(rng, Shape{s.T, s.H}, act, 1.f);
                        if (s.residual) a.residual = normal_tensor(rng, Shape{s.T, s.H}, act, 1.f);
                        a.weight = uniform_tensor(rng, Shape{s.H}, act, 0.5f, 1.5f);
                        a.eps = 1e-5f;
@@ -56,49 +74,63 @@ std::vector<OpCase> rms_norm_cases() {
 }
 
 std::vector<OpCase> gated_norm_cases() {
-  struct S { const char* name; int64_t T, D, G; };
-  const S shapes[] = {{"nano3", 1, Nano3::d_inner, Nano3::groups}, {"nano3", 17, Nano3::d_inner, Nano3::groups},
-                      {"9b", 3, Nano9B::d_inner, Nano9B::groups}, {"odd", 130, 381, 3}, {"odd one group", 5, 131, 1}};
+  struct S {
+    const char* name;
+    int64_t T, D, G;
+  };
+  const S shapes[] = {{"nano3", 1, Nano3::d_inner, Nano3::groups},
+                      {"nano3", 17, Nano3::d_inner, Nano3::groups},
+                      {"9b", 3, Nano9B::d_inner, Nano9B::groups},
+                      {"odd", 130, 381, 3},
+                      {"odd one group", 5, 131, 1}};
   std::vector<OpCase> out;
   for (const S& s : shapes)
     for (DType act : acts())
-      out.push_back({"gated_rms_norm", fmt::format("{} T={} D={} groups={} {}", s.name, s.T, s.D, s.G, dt(act)), true,
-                     [s, act](Rng& rng) {
-                       GatedRmsNormArgs a;
-                       a.y = normal_tensor(rng, Shape{s.T, s.D}, act, 1.f);
-                       a.z = wide_rows(rng, s.T, s.D, 64, 0, act, 1.5f);  // z: first columns of in_proj's rows
-                       a.weight = uniform_tensor(rng, Shape{s.D}, act, 0.5f, 1.5f);
-                       a.groups = s.G;
-                       a.eps = 1e-5f;
-                       a.out = Tensor::empty(Shape{s.T, s.D}, act);
-                       Tolerance tol;  // one act rounding before the weight; group-size sum; exp + sqrt
-                       tol.reduction = s.D / s.G;
-                       tol.roundings = 1;
-                       tol.math = 2;
-                       return run_case(a, act, tol);
-                     }});
+      out.push_back(
+          {"gated_rms_norm",
+           fmt::format("{} T={} D={} groups={} {}", s.name, s.T, s.D, s.G, dt(act)), true,
+           [s, act](Rng& rng) {
+             GatedRmsNormArgs a;
+             a.y = normal_tensor(rng, Shape{s.T, s.D}, act, 1.f);
+             a.z =
+                 wide_rows(rng, s.T, s.D, 64, 0, act, 1.5f);  // z: first columns of in_proj's rows
+             a.weight = uniform_tensor(rng, Shape{s.D}, act, 0.5f, 1.5f);
+             a.groups = s.G;
+             a.eps = 1e-5f;
+             a.out = Tensor::empty(Shape{s.T, s.D}, act);
+             Tolerance tol;  // one act rounding before the weight; group-size sum; exp + sqrt
+             tol.reduction = s.D / s.G;
+             tol.roundings = 1;
+             tol.math = 2;
+             return run_case(a, act, tol);
+           }});
   return out;
 }
 
 std::vector<OpCase> elementwise_cases() {
-  struct S { int64_t T, N; };
-  const S shapes[] = {{1, Nano9B::mlp}, {17, Nano3::shared_width}, {130, 131}, {300, Nano3::expert_width}};
+  struct S {
+    int64_t T, N;
+  };
+  const S shapes[] = {
+      {1, Nano9B::mlp}, {17, Nano3::shared_width}, {130, 131}, {300, Nano3::expert_width}};
   std::vector<OpCase> out;
   for (const S& s : shapes)
     for (DType act : acts()) {
-      out.push_back({"relu2", fmt::format("T={} N={} {}", s.T, s.N, dt(act)), true, [s, act](Rng& rng) {
-                       Relu2Args a;
-                       a.x = wide_rows(rng, s.T, s.N, 9, 4, act, 2.f);
-                       a.out = Tensor::empty(Shape{s.T, s.N}, act);
-                       return run_case(a, act, Tolerance{});
-                     }});
-      out.push_back({"add", fmt::format("T={} N={} {}", s.T, s.N, dt(act)), true, [s, act](Rng& rng) {
-                       AddArgs a;
-                       a.a = normal_tensor(rng, Shape{s.T, s.N}, act, 1.f);
-                       a.b = wide_rows(rng, s.T, s.N, 3, 1, act, 1.f);
-                       a.out = Tensor::empty(Shape{s.T, s.N}, act);
-                       return run_case(a, act, Tolerance{});
-                     }});
+      out.push_back(
+          {"relu2", fmt::format("T={} N={} {}", s.T, s.N, dt(act)), true, [s, act](Rng& rng) {
+             Relu2Args a;
+             a.x = wide_rows(rng, s.T, s.N, 9, 4, act, 2.f);
+             a.out = Tensor::empty(Shape{s.T, s.N}, act);
+             return run_case(a, act, Tolerance{});
+           }});
+      out.push_back(
+          {"add", fmt::format("T={} N={} {}", s.T, s.N, dt(act)), true, [s, act](Rng& rng) {
+             AddArgs a;
+             a.a = normal_tensor(rng, Shape{s.T, s.N}, act, 1.f);
+             a.b = wide_rows(rng, s.T, s.N, 3, 1, act, 1.f);
+             a.out = Tensor::empty(Shape{s.T, s.N}, act);
+             return run_case(a, act, Tolerance{});
+           }});
     }
   out.push_back({"relu2", "in place T=17 N=1856 bf16", true, [](Rng& rng) {
                    Relu2Args a;
@@ -106,11 +138,14 @@ std::vector<OpCase> elementwise_cases() {
                    a.out = a.x;
                    return run_case(a, DType::BF16, Tolerance{});
                  }});
-  const std::pair<DType, DType> casts[] = {{DType::BF16, DType::F32}, {DType::F32, DType::BF16},
-                                           {DType::F32, DType::F16}, {DType::F16, DType::F32}};
+  const std::pair<DType, DType> casts[] = {{DType::BF16, DType::F32},
+                                           {DType::F32, DType::BF16},
+                                           {DType::F32, DType::F16},
+                                           {DType::F16, DType::F32}};
   for (auto [from, to] : casts)
     for (int64_t n : {int64_t{1}, int64_t{131}, Nano3::vocab * 2})
-      out.push_back({"cast", fmt::format("[{}] {} -> {}", n, dt(from), dt(to)), true, [n, from, to](Rng& rng) {
+      out.push_back({"cast", fmt::format("[{}] {} -> {}", n, dt(from), dt(to)), true,
+                     [n, from, to](Rng& rng) {
                        CastArgs a;
                        a.x = normal_tensor(rng, Shape{n}, from, 10.f);
                        a.out = Tensor::empty(Shape{n}, to);
@@ -120,14 +155,21 @@ std::vector<OpCase> elementwise_cases() {
 }
 
 std::vector<OpCase> kv_write_cases() {
-  struct S { const char* name; int64_t T, nkv, hd, blocks, bs; };
-  const S shapes[] = {{"nano3", 1, Nano3::kv_heads, Nano3::attn_dim, 64, 16}, {"nano3", 130, Nano3::kv_heads, Nano3::attn_dim, 64, 16},
-                      {"9b", 17, Nano9B::kv_heads, Nano9B::attn_dim, 32, 16}, {"odd", 17, 3, 5, 9, 7}};
+  struct S {
+    const char* name;
+    int64_t T, nkv, hd, blocks, bs;
+  };
+  const S shapes[] = {{"nano3", 1, Nano3::kv_heads, Nano3::attn_dim, 64, 16},
+                      {"nano3", 130, Nano3::kv_heads, Nano3::attn_dim, 64, 16},
+                      {"9b", 17, Nano9B::kv_heads, Nano9B::attn_dim, 32, 16},
+                      {"odd", 17, 3, 5, 9, 7}};
   std::vector<OpCase> out;
   for (const S& s : shapes)
     for (DType act : acts())
-      out.push_back({"kv_cache_write", fmt::format("{} T={} n_kv={} hd={} blocks={}x{} {}", s.name, s.T, s.nkv, s.hd, s.blocks, s.bs, dt(act)), true,
-                     [s, act](Rng& rng) {
+      out.push_back({"kv_cache_write",
+                     fmt::format("{} T={} n_kv={} hd={} blocks={}x{} {}", s.name, s.T, s.nkv, s.hd,
+                                 s.blocks, s.bs, dt(act)),
+                     true, [s, act](Rng& rng) {
                        KvCacheWriteArgs a;
                        const int64_t W = s.nkv * s.hd;
                        // k and v: column ranges of one fused qkv projection row.
@@ -137,7 +179,8 @@ std::vector<OpCase> kv_write_cases() {
                        a.k_cache = normal_tensor(rng, Shape{s.blocks, s.bs, s.nkv, s.hd}, act, 1.f);
                        a.v_cache = normal_tensor(rng, Shape{s.blocks, s.bs, s.nkv, s.hd}, act, 1.f);
                        std::vector<int32_t> slots = distinct(rng, s.T, s.blocks * s.bs);
-                       for (size_t i = 0; i < slots.size(); i += 5) slots[i] = -1;  // padding tokens
+                       for (size_t i = 0; i < slots.size(); i += 5)
+                         slots[i] = -1;  // padding tokens
                        a.slot_mapping = i32_tensor(slots);
                        return run_case(a, act, Tolerance{});
                      }});
@@ -146,8 +189,10 @@ std::vector<OpCase> kv_write_cases() {
 
 std::vector<OpCase> all() {
   std::vector<OpCase> out;
-  for (auto f : {embedding_cases, rms_norm_cases, gated_norm_cases, elementwise_cases, kv_write_cases})
-    for (auto& c : f()) out.push_back(std::move(c));
+  for (auto f :
+       {embedding_cases, rms_norm_cases, gated_norm_cases, elementwise_cases, kv_write_cases})
+    for (auto& c : f())
+      out.push_back(std::move(c));
   return out;
 }
 

@@ -23,10 +23,14 @@ struct S {
 
 std::string kind_name(WKind k) {
   switch (k) {
-    case WKind::Act: return "act weight";
-    case WKind::F32Router: return "f32 weight";
-    case WKind::Fp8W8A16: return "fp8 W8A16";
-    case WKind::Fp8W8A8: return "fp8 W8A8";
+    case WKind::Act:
+      return "act weight";
+    case WKind::F32Router:
+      return "f32 weight";
+    case WKind::Fp8W8A16:
+      return "fp8 W8A16";
+    case WKind::Fp8W8A8:
+      return "fp8 W8A8";
   }
   return "";
 }
@@ -39,14 +43,19 @@ Outcome run_linear(const S& s, Rng& rng) {
     const float in_scale = 0.125f;
     Tensor wide = Tensor::empty(Shape{s.T, s.K + (s.x_view ? 16 : 0)}, s.act);
     for (int64_t i = 0; i < wide.numel(); ++i)
-      store_from_f32(wide.raw(), s.act, static_cast<size_t>(i), fp8e4m3_to_f32(fp8e4m3_from_f32_sat(rng.normal() * 16.f)) * in_scale);
+      store_from_f32(wide.raw(), s.act, static_cast<size_t>(i),
+                     fp8e4m3_to_f32(fp8e4m3_from_f32_sat(rng.normal() * 16.f)) * in_scale);
     a.x = wide.slice(1, s.x_view ? 16 : 0, s.K);
     a.w.weight = fp8_weight(rng, Shape{s.N, s.K}, wstd, &a.w.weight_scale);
     a.w.input_scale = in_scale;
   } else {
-    a.x = s.x_view ? wide_rows(rng, s.T, s.K, 24, 8, s.act, 1.f) : normal_tensor(rng, Shape{s.T, s.K}, s.act, 1.f);
-    if (s.kind == WKind::Fp8W8A16) a.w.weight = fp8_weight(rng, Shape{s.N, s.K}, wstd, &a.w.weight_scale);
-    else a.w.weight = normal_tensor(rng, Shape{s.N, s.K}, s.kind == WKind::F32Router ? DType::F32 : s.act, wstd);
+    a.x = s.x_view ? wide_rows(rng, s.T, s.K, 24, 8, s.act, 1.f)
+                   : normal_tensor(rng, Shape{s.T, s.K}, s.act, 1.f);
+    if (s.kind == WKind::Fp8W8A16)
+      a.w.weight = fp8_weight(rng, Shape{s.N, s.K}, wstd, &a.w.weight_scale);
+    else
+      a.w.weight = normal_tensor(rng, Shape{s.N, s.K},
+                                 s.kind == WKind::F32Router ? DType::F32 : s.act, wstd);
   }
   a.out = Tensor::empty(Shape{s.T, s.N}, s.out);
   Tolerance tol;  // one f32 sum of K products, one rounding to out
@@ -84,7 +93,8 @@ std::vector<OpCase> linear_cases() {
       {"nano3 in_proj", 4, Nano3::in_proj, Nano3::hidden, bf, WKind::Fp8W8A16, bf, false, true},
       {"nano3 in_proj", 1, Nano3::in_proj, Nano3::hidden, bf, WKind::Fp8W8A8, bf, false, true},
       {"nano3 in_proj", 17, Nano3::in_proj, Nano3::hidden, bf, WKind::Fp8W8A8, bf, false, true},
-      {"nano3 expert up", 300, Nano3::expert_width, Nano3::hidden, bf, WKind::Fp8W8A8, bf, true, true},
+      {"nano3 expert up", 300, Nano3::expert_width, Nano3::hidden, bf, WKind::Fp8W8A8, bf, true,
+       true},
       {"9b mlp down", 8, Nano9B::hidden, Nano9B::mlp, bf, WKind::Fp8W8A8, bf, false, true},
       {"fp8 odd", 3, 131, 257, bf, WKind::Fp8W8A16, bf, true, true},
       {"fp8 odd", 3, 131, 257, bf, WKind::Fp8W8A8, f32, false, true},
@@ -94,7 +104,9 @@ std::vector<OpCase> linear_cases() {
   };
   std::vector<OpCase> out;
   for (const S& s : shapes)
-    out.push_back({"linear", fmt::format("{} T={} N={} K={} x {} {} -> {}{}", s.name, s.T, s.N, s.K, dt(s.act), kind_name(s.kind), dt(s.out), s.x_view ? " x-view" : ""),
+    out.push_back({"linear",
+                   fmt::format("{} T={} N={} K={} x {} {} -> {}{}", s.name, s.T, s.N, s.K,
+                               dt(s.act), kind_name(s.kind), dt(s.out), s.x_view ? " x-view" : ""),
                    s.supported, [s](Rng& rng) { return run_linear(s, rng); }});
   return out;
 }

@@ -12,11 +12,14 @@ using namespace strata::ops;
 
 std::vector<int32_t> offsets_of(const std::vector<int32_t>& lens) {
   std::vector<int32_t> cu{0};
-  for (int32_t l : lens) cu.push_back(cu.back() + l);
+  for (int32_t l : lens)
+    cu.push_back(cu.back() + l);
   return cu;
 }
 
-int64_t total(const std::vector<int32_t>& lens) { return offsets_of(lens).back(); }
+int64_t total(const std::vector<int32_t>& lens) {
+  return offsets_of(lens).back();
+}
 
 // ---- conv1d ----
 
@@ -39,11 +42,14 @@ std::vector<OpCase> conv_cases() {
   std::vector<OpCase> out;
   for (const ConvS& s : shapes)
     for (DType act : acts()) {
-      out.push_back({"conv1d_prefill", fmt::format("{} C={} K={} lens {} has_initial {} {}", s.name, s.C, kConvK, fmt::join(s.lens, ","), fmt::join(s.has_initial, ","), dt(act)), true,
-                     [s, act](Rng& rng) {
+      out.push_back({"conv1d_prefill",
+                     fmt::format("{} C={} K={} lens {} has_initial {} {}", s.name, s.C, kConvK,
+                                 fmt::join(s.lens, ","), fmt::join(s.has_initial, ","), dt(act)),
+                     true, [s, act](Rng& rng) {
                        Conv1dPrefillArgs a;
                        const int64_t T = total(s.lens), B = static_cast<int64_t>(s.lens.size());
-                       a.x = wide_rows(rng, T, s.C, 4096 + 64, 4096, act, 1.f);  // xBC: columns of in_proj rows
+                       a.x = wide_rows(rng, T, s.C, 4096 + 64, 4096, act,
+                                       1.f);  // xBC: columns of in_proj rows
                        a.weight = normal_tensor(rng, Shape{s.C, kConvK}, act, 0.5f);
                        a.bias = normal_tensor(rng, Shape{s.C}, act, 0.5f);
                        a.conv_states = normal_tensor(rng, Shape{kSlots, kConvK - 1, s.C}, act, 1.f);
@@ -60,7 +66,8 @@ std::vector<OpCase> conv_cases() {
   for (int64_t C : {Nano3::conv_dim, Nano9B::conv_dim, int64_t{131}})
     for (int64_t B : {int64_t{1}, int64_t{3}, int64_t{8}})
       for (DType act : acts())
-        out.push_back({"conv1d_update", fmt::format("C={} B={} {}", C, B, dt(act)), true, [C, B, act](Rng& rng) {
+        out.push_back({"conv1d_update", fmt::format("C={} B={} {}", C, B, dt(act)), true,
+                       [C, B, act](Rng& rng) {
                          Conv1dUpdateArgs a;
                          a.x = wide_rows(rng, B, C, 100, 50, act, 1.f);
                          a.weight = normal_tensor(rng, Shape{C, kConvK}, act, 0.5f);
@@ -104,7 +111,8 @@ void ssm_params(A& a, Rng& rng, int64_t Hm, DType param) {
     a.dt_bias = dtb;
   } else {
     a.dt_bias = Tensor::empty(Shape{Hm}, param);
-    for (int64_t h = 0; h < Hm; ++h) store_from_f32(a.dt_bias.raw(), param, static_cast<size_t>(h), dtb.data<float>()[h]);
+    for (int64_t h = 0; h < Hm; ++h)
+      store_from_f32(a.dt_bias.raw(), param, static_cast<size_t>(h), dtb.data<float>()[h]);
   }
 }
 
@@ -140,7 +148,8 @@ double scan_decay_rel(const SsmScanArgs& a, const std::vector<int32_t>& lens) {
       for (int64_t h = 0; h < a.heads; ++h) {
         double cum = 0.0;
         for (int64_t t = c0; t < std::min<int64_t>(len, c0 + a.chunk_size); ++t) {
-          const double v = load_as_f64(a.dt_raw.raw(), a.dt_raw.dtype(), static_cast<size_t>((t0 + t) * a.dt_raw.stride(0) + h)) +
+          const double v = load_as_f64(a.dt_raw.raw(), a.dt_raw.dtype(),
+                                       static_cast<size_t>((t0 + t) * a.dt_raw.stride(0) + h)) +
                            load_as_f64(a.dt_bias.raw(), a.dt_bias.dtype(), static_cast<size_t>(h));
           const double dt = v > 20 ? v : std::log1p(std::exp(v));
           cum += dt * std::fabs(static_cast<double>(a.A.data<float>()[h]));
@@ -155,9 +164,33 @@ double scan_decay_rel(const SsmScanArgs& a, const std::vector<int32_t>& lens) {
 std::vector<OpCase> ssm_cases() {
   const SsmS scans[] = {
       {"nano3", Nano3::heads, Nano3::head_dim, Nano3::groups, Nano3::state, 128, {300}, {0}, false},
-      {"nano3", Nano3::heads, Nano3::head_dim, Nano3::groups, Nano3::state, 128, {5, 1, 11}, {1, 0, 1}, true},
-      {"nano3 decode-sized", Nano3::heads, Nano3::head_dim, Nano3::groups, Nano3::state, 128, {1}, {1}, false},
-      {"9b", Nano9B::heads, Nano9B::head_dim, Nano9B::groups, Nano9B::state, 128, {130}, {1}, false},
+      {"nano3",
+       Nano3::heads,
+       Nano3::head_dim,
+       Nano3::groups,
+       Nano3::state,
+       128,
+       {5, 1, 11},
+       {1, 0, 1},
+       true},
+      {"nano3 decode-sized",
+       Nano3::heads,
+       Nano3::head_dim,
+       Nano3::groups,
+       Nano3::state,
+       128,
+       {1},
+       {1},
+       false},
+      {"9b",
+       Nano9B::heads,
+       Nano9B::head_dim,
+       Nano9B::groups,
+       Nano9B::state,
+       128,
+       {130},
+       {1},
+       false},
       {"odd", 6, 5, 3, 7, 16, {40, 3, 0, 17}, {1, 0, 1, 0}, true},
       {"odd N=64 chunk 64", 8, 16, 2, 64, 64, {130, 64}, {1, 1}, false},
       {"odd N=256 chunk 32", 4, 24, 1, 256, 32, {70}, {1}, false},
@@ -165,28 +198,34 @@ std::vector<OpCase> ssm_cases() {
   std::vector<OpCase> out;
   for (const SsmS& s : scans)
     for (DType act : acts())
-      out.push_back({"ssm_scan", fmt::format("{} heads={}x{} groups={} N={} chunk={} lens {} has_initial {} {}{}", s.name, s.Hm, s.P, s.G, s.N, s.chunk,
-                                             fmt::join(s.lens, ","), fmt::join(s.has_initial, ","), dt(act), s.bf16_params ? " act params" : ""),
-                     true, [s, act](Rng& rng) {
-                       SsmScanArgs a;
-                       const int64_t T = total(s.lens), B = static_cast<int64_t>(s.lens.size());
-                       ssm_inputs(a, rng, T, s.Hm, s.P, s.G, s.N, act);
-                       ssm_params(a, rng, s.Hm, s.bf16_params ? act : DType::F32);
-                       a.ssm_states = normal_tensor(rng, Shape{kSsmSlots, s.Hm, s.P, s.N}, DType::F32, 0.5f);
-                       a.cu_seqlens = i32_tensor(offsets_of(s.lens));
-                       a.slots = i32_tensor(distinct(rng, B, kSsmSlots));
-                       a.has_initial = i32_tensor(s.has_initial);
-                       a.heads = s.Hm;
-                       a.head_dim = s.P;
-                       a.groups = s.G;
-                       a.state_size = s.N;
-                       a.chunk_size = s.chunk;
-                       a.out = Tensor::empty(Shape{T, s.Hm * s.P}, act);
-                       Tolerance tol = ssm_tolerance(s.chunk, s.N);
-                       tol.extra_rel = scan_decay_rel(a, s.lens);
-                       return run_case(a, act, tol);
-                     }});
-  struct U { const char* name; int64_t Hm, P, G, N, B; };
+      out.push_back(
+          {"ssm_scan",
+           fmt::format("{} heads={}x{} groups={} N={} chunk={} lens {} has_initial {} {}{}", s.name,
+                       s.Hm, s.P, s.G, s.N, s.chunk, fmt::join(s.lens, ","),
+                       fmt::join(s.has_initial, ","), dt(act), s.bf16_params ? " act params" : ""),
+           true, [s, act](Rng& rng) {
+             SsmScanArgs a;
+             const int64_t T = total(s.lens), B = static_cast<int64_t>(s.lens.size());
+             ssm_inputs(a, rng, T, s.Hm, s.P, s.G, s.N, act);
+             ssm_params(a, rng, s.Hm, s.bf16_params ? act : DType::F32);
+             a.ssm_states = normal_tensor(rng, Shape{kSsmSlots, s.Hm, s.P, s.N}, DType::F32, 0.5f);
+             a.cu_seqlens = i32_tensor(offsets_of(s.lens));
+             a.slots = i32_tensor(distinct(rng, B, kSsmSlots));
+             a.has_initial = i32_tensor(s.has_initial);
+             a.heads = s.Hm;
+             a.head_dim = s.P;
+             a.groups = s.G;
+             a.state_size = s.N;
+             a.chunk_size = s.chunk;
+             a.out = Tensor::empty(Shape{T, s.Hm * s.P}, act);
+             Tolerance tol = ssm_tolerance(s.chunk, s.N);
+             tol.extra_rel = scan_decay_rel(a, s.lens);
+             return run_case(a, act, tol);
+           }});
+  struct U {
+    const char* name;
+    int64_t Hm, P, G, N, B;
+  };
   const U updates[] = {{"nano3", Nano3::heads, Nano3::head_dim, Nano3::groups, Nano3::state, 1},
                        {"nano3", Nano3::heads, Nano3::head_dim, Nano3::groups, Nano3::state, 3},
                        {"9b", Nano9B::heads, Nano9B::head_dim, Nano9B::groups, Nano9B::state, 1},
@@ -196,26 +235,30 @@ std::vector<OpCase> ssm_cases() {
                        {"N=256", 4, 24, 1, 256, 1}};
   for (const U& s : updates)
     for (DType act : acts())
-      out.push_back({"ssm_update", fmt::format("{} heads={}x{} groups={} N={} B={} {}", s.name, s.Hm, s.P, s.G, s.N, s.B, dt(act)), true,
-                     [s, act](Rng& rng) {
-                       SsmUpdateArgs a;
-                       ssm_inputs(a, rng, s.B, s.Hm, s.P, s.G, s.N, act);
-                       ssm_params(a, rng, s.Hm, DType::F32);
-                       a.ssm_states = normal_tensor(rng, Shape{kSsmSlots, s.Hm, s.P, s.N}, DType::F32, 0.5f);
-                       a.slots = i32_tensor(distinct(rng, s.B, kSsmSlots));
-                       a.heads = s.Hm;
-                       a.head_dim = s.P;
-                       a.groups = s.G;
-                       a.state_size = s.N;
-                       a.out = Tensor::empty(Shape{s.B, s.Hm * s.P}, act);
-                       return run_case(a, act, ssm_tolerance(1, s.N));
-                     }});
+      out.push_back(
+          {"ssm_update",
+           fmt::format("{} heads={}x{} groups={} N={} B={} {}", s.name, s.Hm, s.P, s.G, s.N, s.B,
+                       dt(act)),
+           true, [s, act](Rng& rng) {
+             SsmUpdateArgs a;
+             ssm_inputs(a, rng, s.B, s.Hm, s.P, s.G, s.N, act);
+             ssm_params(a, rng, s.Hm, DType::F32);
+             a.ssm_states = normal_tensor(rng, Shape{kSsmSlots, s.Hm, s.P, s.N}, DType::F32, 0.5f);
+             a.slots = i32_tensor(distinct(rng, s.B, kSsmSlots));
+             a.heads = s.Hm;
+             a.head_dim = s.P;
+             a.groups = s.G;
+             a.state_size = s.N;
+             a.out = Tensor::empty(Shape{s.B, s.Hm * s.P}, act);
+             return run_case(a, act, ssm_tolerance(1, s.N));
+           }});
   return out;
 }
 
 std::vector<OpCase> all() {
   std::vector<OpCase> out = conv_cases();
-  for (auto& c : ssm_cases()) out.push_back(std::move(c));
+  for (auto& c : ssm_cases())
+    out.push_back(std::move(c));
   return out;
 }
 

@@ -45,9 +45,14 @@ Outcome run_route(const RouteS& s, Rng& rng) {
         for (int64_t j = 0; j < s.k; ++j) {
           const int32_t h = host.data<int32_t>()[t * s.k + j], d = dev.data<int32_t>()[t * s.k + j];
           if (h == d) continue;
-          if (d < 0 || d >= s.E) return fmt::format("token {} slot {}: device id {} out of range", t, j, d);
-          const double gap = std::fabs(sel_score(logits, bias, t, h) - sel_score(logits, bias, t, d));
-          if (gap > 1e-6) return fmt::format("token {} slot {}: device expert {} host expert {} (selection gap {:.3g})", t, j, d, h, gap);
+          if (d < 0 || d >= s.E)
+            return fmt::format("token {} slot {}: device id {} out of range", t, j, d);
+          const double gap =
+              std::fabs(sel_score(logits, bias, t, h) - sel_score(logits, bias, t, d));
+          if (gap > 1e-6)
+            return fmt::format(
+                "token {} slot {}: device expert {} host expert {} (selection gap {:.3g})", t, j, d,
+                h, gap);
           swapped->insert(t);
         }
       return "";
@@ -57,7 +62,8 @@ Outcome run_route(const RouteS& s, Rng& rng) {
         if (swapped->count(t)) continue;
         for (int64_t j = 0; j < s.k; ++j) {
           const float h = host.data<float>()[t * s.k + j], d = dev.data<float>()[t * s.k + j];
-          if (!(std::fabs(h - d) <= 1e-5f * std::fabs(h) + 1e-7f)) return fmt::format("token {} slot {}: weight {} vs host {}", t, j, d, h);
+          if (!(std::fabs(h - d) <= 1e-5f * std::fabs(h) + 1e-7f))
+            return fmt::format("token {} slot {}: weight {} vs host {}", t, j, d, h);
         }
       }
       return "";
@@ -79,7 +85,9 @@ std::vector<OpCase> route_cases() {
                            {"super", 3, 512, 22, 1, 1, true, 5.f}};
   std::vector<OpCase> out;
   for (const RouteS& s : shapes)
-    out.push_back({"moe_route", fmt::format("{} T={} E={} top{} groups {}/{}{} scale {}", s.name, s.T, s.E, s.k, s.topk_group, s.n_group, s.norm ? "" : " no-renorm", s.scale),
+    out.push_back({"moe_route",
+                   fmt::format("{} T={} E={} top{} groups {}/{}{} scale {}", s.name, s.T, s.E, s.k,
+                               s.topk_group, s.n_group, s.norm ? "" : " no-renorm", s.scale),
                    true, [s](Rng& rng) { return run_route(s, rng); }});
   return out;
 }
@@ -97,7 +105,8 @@ Outcome run_experts(const ExpS& s, Rng& rng) {
   MoeExpertsArgs a;
   auto up = std::make_shared<std::vector<LinearWeight>>(static_cast<size_t>(s.E));
   auto down = std::make_shared<std::vector<LinearWeight>>(static_cast<size_t>(s.E));
-  const float sup = 1.f / std::sqrt(static_cast<float>(s.H)), sdown = 1.f / std::sqrt(static_cast<float>(s.I));
+  const float sup = 1.f / std::sqrt(static_cast<float>(s.H)),
+              sdown = 1.f / std::sqrt(static_cast<float>(s.I));
   for (int64_t e = 0; e < s.E; ++e) {
     LinearWeight& u = (*up)[static_cast<size_t>(e)];
     LinearWeight& d = (*down)[static_cast<size_t>(e)];
@@ -121,7 +130,8 @@ Outcome run_experts(const ExpS& s, Rng& rng) {
   a.down = down.get();
   std::vector<int32_t> ids;
   for (int64_t t = 0; t < s.T; ++t)
-    for (int32_t e : distinct(rng, s.k, s.E)) ids.push_back(e);
+    for (int32_t e : distinct(rng, s.k, s.E))
+      ids.push_back(e);
   a.ids = i32_tensor(ids, Shape{s.T, s.k});
   a.weights = uniform_tensor(rng, Shape{s.T, s.k}, DType::F32, 0.1f, 1.f);
   a.out = Tensor::empty(Shape{s.T, s.H}, s.act);
@@ -129,16 +139,18 @@ Outcome run_experts(const ExpS& s, Rng& rng) {
   auto to_device = [up, down](MoeExpertsArgs& dev, std::vector<std::shared_ptr<void>>& keep) {
     auto dup = std::make_shared<std::vector<LinearWeight>>(*up);
     auto ddown = std::make_shared<std::vector<LinearWeight>>(*down);
-    for (auto& w : *dup) w.weight = w.weight.to(Device::Cuda);
-    for (auto& w : *ddown) w.weight = w.weight.to(Device::Cuda);
+    for (auto& w : *dup)
+      w.weight = w.weight.to(Device::Cuda);
+    for (auto& w : *ddown)
+      w.weight = w.weight.to(Device::Cuda);
     dev.up = dup.get();
     dev.down = ddown.get();
     keep.push_back(dup);
     keep.push_back(ddown);
   };
   Tolerance tol;
-  tol.reduction = s.H + s.I;   // the up sum over H, the down sum over I
-  tol.roundings = 1;           // the combined output
+  tol.reduction = s.H + s.I;     // the up sum over H, the down sum over I
+  tol.roundings = 1;             // the combined output
   tol.roundings_before_sum = 3;  // u, h (feed the down sum) and d (feeds the weighted sum)
   if (s.kind == WK::Fp8W8A8) {
     // The host reference is W8A16: x and h are not quantized there. e4m3 rounds each
@@ -146,10 +158,14 @@ Outcome run_experts(const ExpS& s, Rng& rng) {
     // (relu^2), so the output's relative L2 error is about u * sqrt(1/3 + 4/3 + 1/3) ~ 1.4 u.
     tol.rel_l2 = 2 * unit_roundoff(DType::F8E4M3);
   }
-  return run_case(a, s.act, tol, std::function<void(MoeExpertsArgs&, std::vector<std::shared_ptr<void>>&)>(to_device));
+  return run_case(
+      a, s.act, tol,
+      std::function<void(MoeExpertsArgs&, std::vector<std::shared_ptr<void>>&)>(to_device));
 }
 
-std::string kind_name(WK k) { return k == WK::Act ? "act" : k == WK::Fp8W8A16 ? "fp8 W8A16" : "fp8 W8A8"; }
+std::string kind_name(WK k) {
+  return k == WK::Act ? "act" : k == WK::Fp8W8A16 ? "fp8 W8A16" : "fp8 W8A8";
+}
 
 std::vector<OpCase> experts_cases() {
   const DType bf = DType::BF16, f32 = DType::F32;
@@ -168,14 +184,17 @@ std::vector<OpCase> experts_cases() {
   };
   std::vector<OpCase> out;
   for (const ExpS& s : shapes)
-    out.push_back({"moe_experts", fmt::format("{} T={} E={} top{} H={} I={} {} {}", s.name, s.T, s.E, s.k, s.H, s.I, dt(s.act), kind_name(s.kind)),
+    out.push_back({"moe_experts",
+                   fmt::format("{} T={} E={} top{} H={} I={} {} {}", s.name, s.T, s.E, s.k, s.H,
+                               s.I, dt(s.act), kind_name(s.kind)),
                    true, [s](Rng& rng) { return run_experts(s, rng); }});
   return out;
 }
 
 std::vector<OpCase> all() {
   std::vector<OpCase> out = route_cases();
-  for (auto& c : experts_cases()) out.push_back(std::move(c));
+  for (auto& c : experts_cases())
+    out.push_back(std::move(c));
   return out;
 }
 

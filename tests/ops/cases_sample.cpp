@@ -28,12 +28,19 @@ std::vector<SamplingRow> mixed_rows(int64_t B, Rng& rng) {
 }
 
 std::vector<OpCase> sample_cases() {
-  struct S { const char* name; int64_t B, V; float spread; };
-  const S shapes[] = {{"nano3 vocab", 6, Nano3::vocab, 3.f}, {"nano3 vocab, flat", 6, Nano3::vocab, 0.3f},
-                      {"odd", 5, 1031, 2.f}, {"70 rows (two launches)", 70, 257, 2.f}};
+  struct S {
+    const char* name;
+    int64_t B, V;
+    float spread;
+  };
+  const S shapes[] = {{"nano3 vocab", 6, Nano3::vocab, 3.f},
+                      {"nano3 vocab, flat", 6, Nano3::vocab, 0.3f},
+                      {"odd", 5, 1031, 2.f},
+                      {"70 rows (two launches)", 70, 257, 2.f}};
   std::vector<OpCase> out;
   for (const S& s : shapes)
-    out.push_back({"sample", fmt::format("{} B={} V={} logits sd {}", s.name, s.B, s.V, s.spread), true, [s](Rng& rng) {
+    out.push_back({"sample", fmt::format("{} B={} V={} logits sd {}", s.name, s.B, s.V, s.spread),
+                   true, [s](Rng& rng) {
                      SampleArgs a;
                      // Logits as a view: rows of a wider buffer.
                      a.logits = wide_rows(rng, s.B, s.V, 3, 1, DType::F32, s.spread);

@@ -29,7 +29,9 @@ inline const std::vector<DType>& acts() {
   return a;
 }
 
-inline std::string dt(DType t) { return std::string(dtype_name(t)); }
+inline std::string dt(DType t) {
+  return std::string(dtype_name(t));
+}
 
 // k distinct values of [0, n), in random order.
 std::vector<int32_t> distinct(Rng& rng, int64_t k, int64_t n);

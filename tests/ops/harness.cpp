@@ -16,12 +16,15 @@ Tensor uniform_tensor(Rng& rng, const Shape& shape, DType dtype, float lo, float
   void* p = t.raw();
   if (dtype == DType::BF16) {
     auto* q = static_cast<uint16_t*>(p);
-    for (int64_t i = 0; i < n; ++i) q[i] = f32_to_bf16(rng.uniform(lo, hi));
+    for (int64_t i = 0; i < n; ++i)
+      q[i] = f32_to_bf16(rng.uniform(lo, hi));
   } else if (dtype == DType::F32) {
     auto* q = static_cast<float*>(p);
-    for (int64_t i = 0; i < n; ++i) q[i] = rng.uniform(lo, hi);
+    for (int64_t i = 0; i < n; ++i)
+      q[i] = rng.uniform(lo, hi);
   } else {
-    for (int64_t i = 0; i < n; ++i) store_from_f32(p, dtype, static_cast<size_t>(i), rng.uniform(lo, hi));
+    for (int64_t i = 0; i < n; ++i)
+      store_from_f32(p, dtype, static_cast<size_t>(i), rng.uniform(lo, hi));
   }
   return t;
 }
@@ -32,12 +35,15 @@ Tensor normal_tensor(Rng& rng, const Shape& shape, DType dtype, float stddev) {
   void* p = t.raw();
   if (dtype == DType::BF16) {
     auto* q = static_cast<uint16_t*>(p);
-    for (int64_t i = 0; i < n; ++i) q[i] = f32_to_bf16(rng.normal() * stddev);
+    for (int64_t i = 0; i < n; ++i)
+      q[i] = f32_to_bf16(rng.normal() * stddev);
   } else if (dtype == DType::F32) {
     auto* q = static_cast<float*>(p);
-    for (int64_t i = 0; i < n; ++i) q[i] = rng.normal() * stddev;
+    for (int64_t i = 0; i < n; ++i)
+      q[i] = rng.normal() * stddev;
   } else {
-    for (int64_t i = 0; i < n; ++i) store_from_f32(p, dtype, static_cast<size_t>(i), rng.normal() * stddev);
+    for (int64_t i = 0; i < n; ++i)
+      store_from_f32(p, dtype, static_cast<size_t>(i), rng.normal() * stddev);
   }
   return t;
 }
@@ -58,13 +64,16 @@ Tensor fp8_weight(Rng& rng, const Shape& shape, float stddev, float* scale_out) 
   // back to `stddev`. Uniform draws keep gigabytes of expert weights cheap to make.
   Tensor t = Tensor::empty(shape, DType::F8E4M3, Device::Host);
   auto* q = static_cast<uint8_t*>(t.raw());
-  for (int64_t i = 0; i < t.numel(); ++i) q[i] = fp8e4m3_from_f32_sat(rng.uniform(-173.2f, 173.2f));
+  for (int64_t i = 0; i < t.numel(); ++i)
+    q[i] = fp8e4m3_from_f32_sat(rng.uniform(-173.2f, 173.2f));
   *scale_out = stddev / 100.f;
   return t;
 }
 
-Tensor wide_rows(Rng& rng, int64_t rows, int64_t cols, int64_t pad, int64_t offset, DType dtype, float stddev) {
-  STRATA_CHECK(offset + cols <= cols + pad, "wide_rows: offset {} + cols {} beyond width {}", offset, cols, cols + pad);
+Tensor wide_rows(Rng& rng, int64_t rows, int64_t cols, int64_t pad, int64_t offset, DType dtype,
+                 float stddev) {
+  STRATA_CHECK(offset + cols <= cols + pad, "wide_rows: offset {} + cols {} beyond width {}",
+               offset, cols, cols + pad);
   Tensor wide = normal_tensor(rng, Shape{rows, cols + pad}, dtype, stddev);
   return wide.slice(1, offset, cols);
 }
@@ -73,12 +82,18 @@ Tensor wide_rows(Rng& rng, int64_t rows, int64_t cols, int64_t pad, int64_t offs
 
 double unit_roundoff(DType t) {
   switch (t) {
-    case DType::F64: return std::ldexp(1.0, -53);
-    case DType::F32: return std::ldexp(1.0, -24);
-    case DType::F16: return std::ldexp(1.0, -11);
-    case DType::BF16: return std::ldexp(1.0, -8);
-    case DType::F8E4M3: return std::ldexp(1.0, -4);
-    default: return 0.0;
+    case DType::F64:
+      return std::ldexp(1.0, -53);
+    case DType::F32:
+      return std::ldexp(1.0, -24);
+    case DType::F16:
+      return std::ldexp(1.0, -11);
+    case DType::BF16:
+      return std::ldexp(1.0, -8);
+    case DType::F8E4M3:
+      return std::ldexp(1.0, -4);
+    default:
+      return 0.0;
   }
 }
 
@@ -91,17 +106,17 @@ std::vector<OpCase>& cases() {
 
 namespace detail {
 
-constexpr size_t kGuard = 256;      // bytes on each side; keeps the interior 256-byte aligned
+constexpr size_t kGuard = 256;  // bytes on each side; keeps the interior 256-byte aligned
 constexpr uint8_t kSentinel = 0xA5;
 constexpr uint8_t kPoison = 0xFF;
 
 struct Buffer {
   const Storage* host = nullptr;
   size_t bytes = 0;
-  Tensor dev;                       // U8 [kGuard + bytes + kGuard] on the device
-  std::vector<uint8_t> initial;     // the host bytes when mirrored (inputs, in/out state)
+  Tensor dev;                    // U8 [kGuard + bytes + kGuard] on the device
+  std::vector<uint8_t> initial;  // the host bytes when mirrored (inputs, in/out state)
   std::vector<std::pair<Tensor, ops::Role>> views;  // host views onto this storage
-  std::vector<uint8_t> last;        // the device bytes at the last verify
+  std::vector<uint8_t> last;                        // the device bytes at the last verify
   bool poisoned() const {
     for (const auto& v : views)
       if (v.second != ops::Role::Out) return false;
@@ -131,12 +146,14 @@ class Mirror {
 namespace {
 std::array<int64_t, kMaxDims> strides_of(const Tensor& t) {
   std::array<int64_t, kMaxDims> s{};
-  for (int i = 0; i < t.rank(); ++i) s[static_cast<size_t>(i)] = t.stride(i);
+  for (int i = 0; i < t.rank(); ++i)
+    s[static_cast<size_t>(i)] = t.stride(i);
   return s;
 }
 
 size_t offset_in_storage(const Tensor& t) {
-  return static_cast<size_t>(static_cast<const char*>(t.raw()) - static_cast<const char*>(t.storage()->data));
+  return static_cast<size_t>(static_cast<const char*>(t.raw()) -
+                             static_cast<const char*>(t.storage()->data));
 }
 
 // Calls f(element offset from the view's start) for every element of t.
@@ -147,7 +164,8 @@ void for_each_element(const Tensor& t, F&& f) {
   std::array<int64_t, kMaxDims> idx{};
   for (int64_t i = 0; i < n; ++i) {
     int64_t off = 0;
-    for (int d = 0; d < t.rank(); ++d) off += idx[static_cast<size_t>(d)] * t.stride(d);
+    for (int d = 0; d < t.rank(); ++d)
+      off += idx[static_cast<size_t>(d)] * t.stride(d);
     f(i, off);
     for (int d = t.rank() - 1; d >= 0; --d) {
       if (++idx[static_cast<size_t>(d)] < t.dim(d)) break;
@@ -163,7 +181,8 @@ std::string index_str(const Tensor& t, int64_t flat) {
     idx[static_cast<size_t>(d)] = flat % t.dim(d);
     flat /= t.dim(d);
   }
-  for (size_t d = 0; d < idx.size(); ++d) s += (d ? ", " : "") + std::to_string(idx[d]);
+  for (size_t d = 0; d < idx.size(); ++d)
+    s += (d ? ", " : "") + std::to_string(idx[d]);
   return s + "]";
 }
 }  // namespace
@@ -173,13 +192,15 @@ Runner::~Runner() = default;
 
 Tensor Runner::mirror(const Tensor& host, ops::Role role) {
   if (!host.defined()) return host;
-  STRATA_CHECK(host.device() == Device::Host, "harness: argument {} must start on the host", host.str());
+  STRATA_CHECK(host.device() == Device::Host, "harness: argument {} must start on the host",
+               host.str());
   Buffer* b = m->find(host.storage().get());
   if (!b) {
     auto nb = std::make_unique<Buffer>();
     nb->host = host.storage().get();
     nb->bytes = host.storage()->bytes;
-    nb->dev = Tensor::empty(Shape{static_cast<int64_t>(nb->bytes + 2 * kGuard)}, DType::U8, Device::Cuda);
+    nb->dev =
+        Tensor::empty(Shape{static_cast<int64_t>(nb->bytes + 2 * kGuard)}, DType::U8, Device::Cuda);
     nb->initial.resize(nb->bytes);
     std::memcpy(nb->initial.data(), host.storage()->data, nb->bytes);
     b = nb.get();
@@ -188,16 +209,20 @@ Tensor Runner::mirror(const Tensor& host, ops::Role role) {
   b->views.emplace_back(host, role);
   char* base = static_cast<char*>(b->dev.raw()) + kGuard + offset_in_storage(host);
   std::shared_ptr<void> keep = b->dev.storage();
-  return Tensor::wrap(base, host.shape(), host.dtype(), Device::Cuda, keep).with_shape_strides(host.shape(), strides_of(host));
+  return Tensor::wrap(base, host.shape(), host.dtype(), Device::Cuda, keep)
+      .with_shape_strides(host.shape(), strides_of(host));
 }
 
 void Runner::prepare() {
   for (auto& b : m->buffers) {
-    Tensor img = Tensor::empty(Shape{static_cast<int64_t>(b->bytes + 2 * kGuard)}, DType::U8, Device::Host);
+    Tensor img =
+        Tensor::empty(Shape{static_cast<int64_t>(b->bytes + 2 * kGuard)}, DType::U8, Device::Host);
     auto* p = static_cast<uint8_t*>(img.raw());
     std::memset(p, kSentinel, kGuard);
-    if (b->poisoned()) std::memset(p + kGuard, kPoison, b->bytes);
-    else std::memcpy(p + kGuard, b->initial.data(), b->bytes);
+    if (b->poisoned())
+      std::memset(p + kGuard, kPoison, b->bytes);
+    else
+      std::memcpy(p + kGuard, b->initial.data(), b->bytes);
     std::memset(p + kGuard + b->bytes, kSentinel, kGuard);
     b->dev.copy_from(img);
   }
@@ -216,7 +241,8 @@ std::string Runner::verify_guards_and_gaps() {
     }
     const std::string what = describe(b->views.front().first);
     if (bad_front || bad_back)
-      problems += fmt::format("guard bytes overwritten around {}: {} before, {} after\n", what, bad_front, bad_back);
+      problems += fmt::format("guard bytes overwritten around {}: {} before, {} after\n", what,
+                              bad_front, bad_back);
     if (!b->poisoned()) continue;
     // Bytes of an output storage outside its views (row gaps of strided outputs) stay poison.
     std::vector<uint8_t> covered(b->bytes, 0);
@@ -227,8 +253,10 @@ std::string Runner::verify_guards_and_gaps() {
       });
     }
     int64_t gaps = 0;
-    for (size_t i = 0; i < b->bytes; ++i) gaps += !covered[i] && p[kGuard + i] != kPoison;
-    if (gaps) problems += fmt::format("{} bytes outside the output view {} were written\n", gaps, what);
+    for (size_t i = 0; i < b->bytes; ++i)
+      gaps += !covered[i] && p[kGuard + i] != kPoison;
+    if (gaps)
+      problems += fmt::format("{} bytes outside the output view {} were written\n", gaps, what);
   }
   return problems;
 }
@@ -239,13 +267,16 @@ Tensor Runner::download(const Tensor& host_view, const Tensor& dev_view) {
     STRATA_CHECK(dev_view.is_contiguous(), "harness: cannot read back {}", dev_view.str());
     return dev_view.to(Device::Host);
   }
-  auto img = std::make_shared<std::vector<uint8_t>>(b->last.begin() + kGuard, b->last.begin() + kGuard + static_cast<int64_t>(b->bytes));
+  auto img = std::make_shared<std::vector<uint8_t>>(
+      b->last.begin() + kGuard, b->last.begin() + kGuard + static_cast<int64_t>(b->bytes));
   char* base = reinterpret_cast<char*>(img->data()) + offset_in_storage(host_view);
   return Tensor::wrap(base, host_view.shape(), host_view.dtype(), Device::Host, img)
       .with_shape_strides(host_view.shape(), strides_of(host_view));
 }
 
-void bind_cuda(OpContext& ctx) { cuda::bind(ctx); }
+void bind_cuda(OpContext& ctx) {
+  cuda::bind(ctx);
+}
 
 std::string sync_and_errors() {
   try {
@@ -262,14 +293,15 @@ std::string describe(const Tensor& t) {
   std::string s = fmt::format("{}{}", dtype_name(t.dtype()), t.shape().str());
   if (!t.is_contiguous()) {
     s += " strides (";
-    for (int i = 0; i < t.rank(); ++i) s += (i ? ", " : "") + std::to_string(t.stride(i));
+    for (int i = 0; i < t.rank(); ++i)
+      s += (i ? ", " : "") + std::to_string(t.stride(i));
     s += ")";
   }
   return s;
 }
 
-void compare_output(int index, const Tensor& host, const Tensor& dev, DType act, const Tolerance& tol,
-                    const OutputCheck& check, Outcome& out) {
+void compare_output(int index, const Tensor& host, const Tensor& dev, DType act,
+                    const Tolerance& tol, const OutputCheck& check, Outcome& out) {
   const std::string name = fmt::format("output #{} {}", index, describe(host));
   if (check) {
     const std::string err = check(index, host, dev);
@@ -311,8 +343,10 @@ void compare_output(int index, const Tensor& host, const Tensor& dev, DType act,
     const double rms = n ? std::sqrt(sum2 / static_cast<double>(n)) : 0.0;
     const double u32 = unit_roundoff(DType::F32), ua = unit_roundoff(act), uo = unit_roundoff(dt);
     const double rel = 2 * uo + 2 * ua * tol.roundings + 4 * u32 * (tol.math + 1) + tol.extra_rel;
-    const double abs = rms * (8 * std::sqrt(static_cast<double>(tol.reduction)) * u32 + 2 * ua * tol.roundings_before_sum +
-                              (tol.fp8_mma ? std::ldexp(1.0, -10) : 0.0)) + 1e-30;
+    const double abs =
+        rms * (8 * std::sqrt(static_cast<double>(tol.reduction)) * u32 +
+               2 * ua * tol.roundings_before_sum + (tol.fp8_mma ? std::ldexp(1.0, -10) : 0.0)) +
+        1e-30;
     for_each_element(host, [&](int64_t flat, int64_t off) {
       const double h = load_as_f64(host.raw(), dt, static_cast<size_t>(off));
       const double d = load_as_f64(dev.raw(), dt, static_cast<size_t>(off));
@@ -325,7 +359,9 @@ void compare_output(int index, const Tensor& host, const Tensor& dev, DType act,
       const double lim = rel * std::fabs(h) + abs;
       const double ratio = std::fabs(d - h) / lim;
       out.worst = std::max(out.worst, ratio);
-      if (ratio > 1.0) note(flat, fmt::format("device {:.9g} host {:.9g} |diff| {:.3g} > tol {:.3g}", d, h, std::fabs(d - h), lim));
+      if (ratio > 1.0)
+        note(flat, fmt::format("device {:.9g} host {:.9g} |diff| {:.3g} > tol {:.3g}", d, h,
+                               std::fabs(d - h), lim));
     });
     if (tol.rel_l2 > 0 && bad == 0) {
       const double r = sum2 > 0 ? std::sqrt(err2 / sum2) : std::sqrt(err2);
@@ -339,7 +375,8 @@ void compare_output(int index, const Tensor& host, const Tensor& dev, DType act,
   out.compared += host.numel();
   if (bad) {
     out.status = Outcome::Failed;
-    out.detail += fmt::format("  {}: {} of {} elements wrong; first:\n{}", name, bad, host.numel(), first);
+    out.detail +=
+        fmt::format("  {}: {} of {} elements wrong; first:\n{}", name, bad, host.numel(), first);
   }
 }
 

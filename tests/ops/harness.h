@@ -36,11 +36,14 @@ class Rng {
     z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
     return z ^ (z >> 31);
   }
-  float uniform(float lo, float hi) { return lo + (hi - lo) * static_cast<float>(next() >> 40) * (1.0f / 16777216.0f); }
+  float uniform(float lo, float hi) {
+    return lo + (hi - lo) * static_cast<float>(next() >> 40) * (1.0f / 16777216.0f);
+  }
   // Sum of four uniforms, scaled to unit variance: bell-shaped, bounded, cheap.
   float normal() {
     float s = 0.f;
-    for (int i = 0; i < 4; ++i) s += uniform(-1.f, 1.f);
+    for (int i = 0; i < 4; ++i)
+      s += uniform(-1.f, 1.f);
     return s * 0.8660254f;  // sqrt(3 / 4)
   }
   int32_t int_in(int32_t lo, int32_t hi) {  // inclusive
@@ -61,7 +64,8 @@ Tensor i32_tensor(const std::vector<int32_t>& values, const Shape& shape);
 Tensor fp8_weight(Rng& rng, const Shape& shape, float stddev, float* scale_out);
 // A [rows, cols] view into a wider random tensor ([rows, cols + pad], starting at column
 // `offset`): the row-view convention of the op table.
-Tensor wide_rows(Rng& rng, int64_t rows, int64_t cols, int64_t pad, int64_t offset, DType dtype, float stddev);
+Tensor wide_rows(Rng& rng, int64_t rows, int64_t cols, int64_t pad, int64_t offset, DType dtype,
+                 float stddev);
 
 // ---- tolerance ----
 
@@ -102,15 +106,15 @@ struct Tolerance {
 
 struct Outcome {
   enum Status { Passed, Failed, Unsupported } status = Passed;
-  std::string detail;      // failures: what and where; unsupported: the kernels' reasons
-  std::string kernels;     // kernels that ran
-  int64_t compared = 0;    // output elements compared
-  double worst = 0.0;      // largest |err| / tol over elements (passes are < 1)
+  std::string detail;    // failures: what and where; unsupported: the kernels' reasons
+  std::string kernels;   // kernels that ran
+  int64_t compared = 0;  // output elements compared
+  double worst = 0.0;    // largest |err| / tol over elements (passes are < 1)
 };
 
 struct OpCase {
   std::string op;
-  std::string label;        // shapes and dtypes
+  std::string label;  // shapes and dtypes
   bool expect_supported = true;
   std::function<Outcome(Rng&)> run;
 };
@@ -118,7 +122,8 @@ struct OpCase {
 std::vector<OpCase>& cases();
 struct CaseRegistrar {
   explicit CaseRegistrar(std::vector<OpCase> (*make)()) {
-    for (auto& c : make()) cases().push_back(std::move(c));
+    for (auto& c : make())
+      cases().push_back(std::move(c));
   }
 };
 #define STRATA_OP_CASES(fn) static ::strata::opstest::CaseRegistrar strata_cases_##fn(fn)
@@ -137,7 +142,7 @@ struct Runner {
   Runner();
   ~Runner();
   Tensor mirror(const Tensor& host, ops::Role role);  // device view of a host tensor
-  void prepare();          // (re)initializes every device buffer: inputs, poison, guards
+  void prepare();  // (re)initializes every device buffer: inputs, poison, guards
   std::string verify_guards_and_gaps();
   Tensor download(const Tensor& host_view, const Tensor& dev_view);  // host copy, same layout
   std::unique_ptr<Mirror> m;
@@ -149,17 +154,18 @@ void bind_cuda(OpContext& ctx);
 std::string sync_and_errors();
 
 // Compares one output (any dtype; floats by `tol`), appends to `out`.
-void compare_output(int index, const Tensor& host, const Tensor& dev, DType act, const Tolerance& tol,
-                    const OutputCheck& check, Outcome& out);
+void compare_output(int index, const Tensor& host, const Tensor& dev, DType act,
+                    const Tolerance& tol, const OutputCheck& check, Outcome& out);
 std::string describe(const Tensor& t);
 }  // namespace detail
 
 // Runs every CUDA kernel for `host_args` against the host kernel. `to_device` may mirror
 // tensors that visit() does not list (expert weights).
 template <class Args>
-Outcome run_case(Args host_args, DType act, const Tolerance& tol,
-                 const std::function<void(Args& dev, std::vector<std::shared_ptr<void>>& keep)>& to_device = {},
-                 const OutputCheck& check = {}) {
+Outcome run_case(
+    Args host_args, DType act, const Tolerance& tol,
+    const std::function<void(Args& dev, std::vector<std::shared_ptr<void>>& keep)>& to_device = {},
+    const OutputCheck& check = {}) {
   Outcome out;
   detail::Runner runner;
   std::vector<std::pair<Tensor, ops::Role>> host_ts;
@@ -187,7 +193,8 @@ Outcome run_case(Args host_args, DType act, const Tolerance& tol,
   }
   if (!host_kernel) {
     out.status = Outcome::Failed;
-    out.detail = "no host reference kernel takes the case:" + (host_why.empty() ? std::string(" none registered") : host_why);
+    out.detail = "no host reference kernel takes the case:" +
+                 (host_why.empty() ? std::string(" none registered") : host_why);
     return out;
   }
   try {

@@ -35,14 +35,16 @@ bool selected(const OpCase& c, const std::vector<std::string>& fs) {
 
 uint64_t case_seed(uint64_t base, const OpCase& c) {
   uint64_t h = base ^ 0xcbf29ce484222325ull;  // FNV-1a over "op label"
-  for (char ch : c.op + " " + c.label) h = (h ^ static_cast<uint8_t>(ch)) * 0x100000001b3ull;
+  for (char ch : c.op + " " + c.label)
+    h = (h ^ static_cast<uint8_t>(ch)) * 0x100000001b3ull;
   return h;
 }
 
 // A fault that poisons the CUDA context makes every later result meaningless.
 bool sticky(const std::string& detail) {
-  for (const char* e : {"cudaErrorIllegalAddress", "cudaErrorLaunchFailure", "cudaErrorIllegalInstruction",
-                        "cudaErrorMisalignedAddress", "cudaErrorHardwareStackError", "cudaErrorAssert"})
+  for (const char* e :
+       {"cudaErrorIllegalAddress", "cudaErrorLaunchFailure", "cudaErrorIllegalInstruction",
+        "cudaErrorMisalignedAddress", "cudaErrorHardwareStackError", "cudaErrorAssert"})
     if (detail.find(e) != std::string::npos) return true;
   return false;
 }
@@ -50,10 +52,11 @@ bool sticky(const std::string& detail) {
 // Every op of ops.h has cases in the table (runs everywhere: no GPU needed).
 TEST(OpHarness, TableCoversEveryOp) {
   std::set<std::string> ops;
-  for (const auto& c : cases()) ops.insert(c.op);
-  for (const char* op : {"embedding", "rms_norm", "linear", "conv1d_prefill", "conv1d_update", "ssm_scan",
-                         "ssm_update", "gated_rms_norm", "kv_cache_write", "attention", "relu2", "add",
-                         "moe_route", "moe_experts", "cast", "sample"})
+  for (const auto& c : cases())
+    ops.insert(c.op);
+  for (const char* op : {"embedding", "rms_norm", "linear", "conv1d_prefill", "conv1d_update",
+                         "ssm_scan", "ssm_update", "gated_rms_norm", "kv_cache_write", "attention",
+                         "relu2", "add", "moe_route", "moe_experts", "cast", "sample"})
     EXPECT_TRUE(ops.count(op)) << "no harness case for op " << op;
 }
 
@@ -101,11 +104,12 @@ TEST(OpHarness, EveryCudaKernelMatchesHost) {
     } else if (!c.expect_supported) {
       ++failed;
       failures.push_back(name + ": ran, but the table documents it as refused: update the table");
-      std::printf("[FAILED] %s: ran (%s) though the table expects a refusal\n", name.c_str(), o.kernels.c_str());
+      std::printf("[FAILED] %s: ran (%s) though the table expects a refusal\n", name.c_str(),
+                  o.kernels.c_str());
     } else {
       ++passed;
-      std::printf("[pass] %s (%s) %lld elements, worst err/tol %.3f, %.2fs\n", name.c_str(), o.kernels.c_str(),
-                  static_cast<long long>(o.compared), o.worst, sec);
+      std::printf("[pass] %s (%s) %lld elements, worst err/tol %.3f, %.2fs\n", name.c_str(),
+                  o.kernels.c_str(), static_cast<long long>(o.compared), o.worst, sec);
     }
     std::fflush(stdout);
     if (o.status == Outcome::Failed && sticky(o.detail)) {
@@ -114,17 +118,22 @@ TEST(OpHarness, EveryCudaKernelMatchesHost) {
       break;
     }
   }
-  std::printf("\nop harness summary: %lld cases selected, %lld passed, %lld unsupported (%lld unexpected), %lld failed, %lld elements compared\n",
-              static_cast<long long>(n_sel), static_cast<long long>(passed), static_cast<long long>(unsupported),
-              static_cast<long long>(unexpected), static_cast<long long>(failed), static_cast<long long>(elements));
-  for (const auto& f : failures) std::printf("  failed: %s\n", f.c_str());
+  std::printf(
+      "\nop harness summary: %lld cases selected, %lld passed, %lld unsupported (%lld unexpected), "
+      "%lld failed, %lld elements compared\n",
+      static_cast<long long>(n_sel), static_cast<long long>(passed),
+      static_cast<long long>(unsupported), static_cast<long long>(unexpected),
+      static_cast<long long>(failed), static_cast<long long>(elements));
+  for (const auto& f : failures)
+    std::printf("  failed: %s\n", f.c_str());
   EXPECT_GT(n_sel, 0) << "the filter selected no case";
   EXPECT_EQ(failed, 0);
   EXPECT_EQ(unexpected, 0);
   int64_t expect_refused = 0;
   for (const OpCase& c : cases())
     if (selected(c, fs) && !c.expect_supported) ++expect_refused;
-  EXPECT_EQ(passed, n_sel - expect_refused) << "every case the table expects a kernel for must pass";
+  EXPECT_EQ(passed, n_sel - expect_refused)
+      << "every case the table expects a kernel for must pass";
   EXPECT_GT(elements, 0);
 }
 

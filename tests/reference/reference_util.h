@@ -28,11 +28,16 @@ namespace strata::reftest {
 
 inline double unit_roundoff(DType t) {
   switch (t) {
-    case DType::F32: return std::ldexp(1.0, -24);
-    case DType::F16: return std::ldexp(1.0, -11);
-    case DType::BF16: return std::ldexp(1.0, -8);
-    case DType::F8E4M3: return std::ldexp(1.0, -4);
-    default: return 0.0;
+    case DType::F32:
+      return std::ldexp(1.0, -24);
+    case DType::F16:
+      return std::ldexp(1.0, -11);
+    case DType::BF16:
+      return std::ldexp(1.0, -8);
+    case DType::F8E4M3:
+      return std::ldexp(1.0, -4);
+    default:
+      return 0.0;
   }
 }
 
@@ -46,13 +51,15 @@ inline double f32_band(double mag, int64_t ops) {
 inline double get(const Tensor& t, std::initializer_list<int64_t> idx) {
   int64_t off = 0;
   int d = 0;
-  for (int64_t i : idx) off += i * t.stride(d++);
+  for (int64_t i : idx)
+    off += i * t.stride(d++);
   return load_as_f64(t.raw(), t.dtype(), static_cast<size_t>(off));
 }
 inline void set(const Tensor& t, std::initializer_list<int64_t> idx, double v) {
   int64_t off = 0;
   int d = 0;
-  for (int64_t i : idx) off += i * t.stride(d++);
+  for (int64_t i : idx)
+    off += i * t.stride(d++);
   store_from_f32(t.raw(), t.dtype(), static_cast<size_t>(off), static_cast<float>(v));
 }
 
@@ -127,7 +134,8 @@ struct Comparison {
   // STRATA_REFTEST_VERBOSE=1 prints how much of each band was used (to judge tightness).
   ~Comparison() {
     if (std::getenv("STRATA_REFTEST_VERBOSE"))
-      std::fprintf(stderr, "compared %lld, worst err/tol %.3g\n", static_cast<long long>(compared), worst);
+      std::fprintf(stderr, "compared %lld, worst err/tol %.3g\n", static_cast<long long>(compared),
+                   worst);
   }
 
   void check(double got, double want, double tol, const std::string& where) {

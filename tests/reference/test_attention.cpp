@@ -40,7 +40,8 @@ struct AttnSetup {
 AttnSetup make_setup(const AttnCase& c, bool shuffle, std::mt19937_64& rng, uint64_t data_seed) {
   AttnSetup s;
   std::mt19937_64 data(data_seed);  // K/V values independent of the block order
-  for (const auto& q : c.seqs) s.max_blocks = std::max<int64_t>(s.max_blocks, (q.ctx + c.block_size - 1) / c.block_size);
+  for (const auto& q : c.seqs)
+    s.max_blocks = std::max<int64_t>(s.max_blocks, (q.ctx + c.block_size - 1) / c.block_size);
   s.k_cache = Tensor::empty({c.num_blocks, c.block_size, c.n_kv, c.hd}, c.act);
   s.v_cache = Tensor::empty({c.num_blocks, c.block_size, c.n_kv, c.hd}, c.act);
   poison(s.k_cache);
@@ -48,14 +49,16 @@ AttnSetup make_setup(const AttnCase& c, bool shuffle, std::mt19937_64& rng, uint
   std::vector<int32_t> blocks(static_cast<size_t>(c.num_blocks));
   std::iota(blocks.begin(), blocks.end(), 0);
   if (shuffle) std::shuffle(blocks.begin(), blocks.end(), rng);
-  std::vector<int32_t> table(static_cast<size_t>(static_cast<int64_t>(c.seqs.size()) * s.max_blocks), -7);
+  std::vector<int32_t> table(
+      static_cast<size_t>(static_cast<int64_t>(c.seqs.size()) * s.max_blocks), -7);
   size_t next = 0;
   s.cu = {0};
   for (size_t b = 0; b < c.seqs.size(); ++b) {
     const int64_t ctx = c.seqs[b].ctx;
     s.K.push_back(random_tensor({ctx, c.n_kv, c.hd}, c.act, data));
     s.V.push_back(random_tensor({ctx, c.n_kv, c.hd}, c.act, data));
-    for (int64_t j = 0; j < (ctx + c.block_size - 1) / c.block_size; ++j) table[b * s.max_blocks + j] = blocks.at(next++);
+    for (int64_t j = 0; j < (ctx + c.block_size - 1) / c.block_size; ++j)
+      table[b * s.max_blocks + j] = blocks.at(next++);
     for (int64_t p = 0; p < ctx; ++p) {
       const int64_t blk = table[b * s.max_blocks + p / c.block_size], off = p % c.block_size;
       for (int64_t g = 0; g < c.n_kv; ++g)
@@ -80,7 +83,8 @@ Tensor run_attention(const AttnCase& c, const AttnSetup& s, const Tensor& q, int
   a.block_tables = s.block_tables;
   a.cu_seqlens_q = i32_tensor(s.cu);
   std::vector<int32_t> ctx;
-  for (const auto& sq : c.seqs) ctx.push_back(sq.ctx);
+  for (const auto& sq : c.seqs)
+    ctx.push_back(sq.ctx);
   a.context_lens = i32_tensor(ctx);
   a.n_heads = c.n_heads;
   a.n_kv_heads = c.n_kv;
@@ -95,13 +99,15 @@ Tensor run_attention(const AttnCase& c, const AttnSetup& s, const Tensor& q, int
 }
 
 void run_attention_case(const AttnCase& c, uint64_t seed) {
-  SCOPED_TRACE(fmt::format("heads {} kv {} hd {} bs {} act {}", c.n_heads, c.n_kv, c.hd, c.block_size, dtype_name(c.act)));
+  SCOPED_TRACE(fmt::format("heads {} kv {} hd {} bs {} act {}", c.n_heads, c.n_kv, c.hd,
+                           c.block_size, dtype_name(c.act)));
   std::mt19937_64 rng(seed);
   const AttnSetup paged = make_setup(c, true, rng, seed + 1000);
   const AttnSetup contiguous = make_setup(c, false, rng, seed + 1000);
   const int64_t T = paged.cu.back();
   int64_t max_q = 0;
-  for (const auto& sq : c.seqs) max_q = std::max<int64_t>(max_q, sq.q_len);
+  for (const auto& sq : c.seqs)
+    max_q = std::max<int64_t>(max_q, sq.q_len);
   // q is a column range of a wider qkv projection output.
   WideRows qkv = wide_rows(T, c.n_heads * c.hd, 2 * c.n_kv * c.hd, 0, c.act);
   fill_normal(qkv.wide, rng);
@@ -129,7 +135,8 @@ void run_attention_case(const AttnCase& c, uint64_t seed) {
           ds_max = std::max(ds_max, f32_band(std::fabs(c.scale) * mag, c.hd + 2));
         }
         double denom = 0;
-        for (auto& v : s) denom += (v = std::exp(v - m));
+        for (auto& v : s)
+          denom += (v = std::exp(v - m));
         for (int64_t d = 0; d < c.hd; ++d) {
           double o = 0, mag = 0;
           for (int64_t j = 0; j <= pos; ++j) {
@@ -137,12 +144,15 @@ void run_attention_case(const AttnCase& c, uint64_t seed) {
             o += s[j] / denom * v;
             mag += s[j] / denom * std::fabs(v);
           }
-          const double tol = mag * (2 * ds_max + static_cast<double>(pos + 9) * std::ldexp(1.0, -24)) +
-                             unit_roundoff(c.act) * std::fabs(o);
+          const double tol =
+              mag * (2 * ds_max + static_cast<double>(pos + 9) * std::ldexp(1.0, -24)) +
+              unit_roundoff(c.act) * std::fabs(o);
           const int64_t col = h * c.hd + d;
-          cmp.check(get(out, {t, col}), o, tol, fmt::format("seq {} q {} head {} d {}", b, i, h, d));
+          cmp.check(get(out, {t, col}), o, tol,
+                    fmt::format("seq {} q {} head {} d {}", b, i, h, d));
           // Same arithmetic in the same order, only the blocks moved: identical bits.
-          same.check(get(out, {t, col}), get(out_contig, {t, col}), 0.0, fmt::format("paged vs contiguous t {} col {}", t, col));
+          same.check(get(out, {t, col}), get(out_contig, {t, col}), 0.0,
+                     fmt::format("paged vs contiguous t {} col {}", t, col));
         }
       }
     }
@@ -153,16 +163,19 @@ void run_attention_case(const AttnCase& c, uint64_t seed) {
 }
 
 TEST(HostAttention, PagedGqaMatchesFloat64) {
-  const std::vector<AttnSeq> mixed = {{1, 1}, {5, 5}, {3, 11}, {1, 9}, {4, 16}};  // decode, prefill, chunked
+  const std::vector<AttnSeq> mixed = {
+      {1, 1}, {5, 5}, {3, 11}, {1, 9}, {4, 16}};  // decode, prefill, chunked
   const AttnCase cases[] = {
       {4, 2, 8, 4, 24, DType::F32, mixed, 0.35f},
       {4, 2, 8, 4, 24, DType::BF16, mixed, 0.35f},
-      {6, 1, 5, 3, 40, DType::BF16, mixed, 1.0f / std::sqrt(5.0f)},  // one kv head (MQA), odd hd
-      {3, 3, 16, 16, 6, DType::F32, {{2, 20}, {1, 1}, {7, 7}}, 0.25f},  // MHA, blocks larger than queries
-      {2, 1, 4, 1, 64, DType::F32, {{3, 30}, {1, 17}}, 0.5f},          // block_size 1
+      {6, 1, 5, 3, 40, DType::BF16, mixed, 1.0f / std::sqrt(5.0f)},     // one kv head (MQA), odd hd
+      {3, 3, 16, 16, 6, DType::F32, {{2, 20}, {1, 1}, {7, 7}}, 0.25f},  // MHA, blocks larger than
+                                                                        // queries
+      {2, 1, 4, 1, 64, DType::F32, {{3, 30}, {1, 17}}, 0.5f},           // block_size 1
   };
   uint64_t seed = 300;
-  for (const auto& c : cases) run_attention_case(c, seed++);
+  for (const auto& c : cases)
+    run_attention_case(c, seed++);
 }
 
 TEST(HostAttention, BadMetadataFailsWithMessages) {
@@ -183,20 +196,24 @@ TEST(HostAttention, BadMetadataFailsWithMessages) {
   EXPECT_THROW(run_attention(c, s, q, 2), Error);
 }
 
-void run_kv_write_case(int64_t T, int64_t nkv, int64_t hd, int64_t bs, int64_t nb, DType act, DType cache, uint64_t seed) {
-  SCOPED_TRACE(fmt::format("T={} nkv={} hd={} bs={} act={} cache={}", T, nkv, hd, bs, dtype_name(act), dtype_name(cache)));
+void run_kv_write_case(int64_t T, int64_t nkv, int64_t hd, int64_t bs, int64_t nb, DType act,
+                       DType cache, uint64_t seed) {
+  SCOPED_TRACE(fmt::format("T={} nkv={} hd={} bs={} act={} cache={}", T, nkv, hd, bs,
+                           dtype_name(act), dtype_name(cache)));
   std::mt19937_64 rng(seed);
   WideRows kv = wide_rows(T, 2 * nkv * hd, 3, 3, act);  // k | v are column ranges of one qkv row
   fill_normal(kv.wide, rng, 3.0);
   const Tensor k = kv.wide.slice(1, 3, nkv * hd), v = kv.wide.slice(1, 3 + nkv * hd, nkv * hd);
   if (cache == DType::F8E4M3) set(k, {0, 0}, 1000.0);  // above e4m3's 448: must saturate
-  Tensor kc = random_tensor({nb, bs, nkv, hd}, cache, rng), vc = random_tensor({nb, bs, nkv, hd}, cache, rng);
+  Tensor kc = random_tensor({nb, bs, nkv, hd}, cache, rng),
+         vc = random_tensor({nb, bs, nkv, hd}, cache, rng);
   const Tensor kc0 = clone(kc), vc0 = clone(vc);
   std::vector<int32_t> cells(static_cast<size_t>(nb * bs));
   std::iota(cells.begin(), cells.end(), 0);
   std::shuffle(cells.begin(), cells.end(), rng);
   std::vector<int32_t> slots(static_cast<size_t>(T));
-  for (int64_t t = 0; t < T; ++t) slots[t] = (t % 3 == 2) ? -1 : cells[t];  // every third token is padding
+  for (int64_t t = 0; t < T; ++t)
+    slots[t] = (t % 3 == 2) ? -1 : cells[t];  // every third token is padding
   slots[0] = cells[0];
   ops::KvCacheWriteArgs a;
   a.k = k;
@@ -219,7 +236,8 @@ void run_kv_write_case(int64_t T, int64_t nkv, int64_t hd, int64_t bs, int64_t n
           const Tensor& cache_t = which ? vc : kc;
           const double got = get(cache_t, {blk, off, g, d});
           if (t < 0) {  // not written: unchanged bits
-            cmp.check(got, get(which ? vc0 : kc0, {blk, off, g, d}), 0.0, fmt::format("untouched cell {}", cell));
+            cmp.check(got, get(which ? vc0 : kc0, {blk, off, g, d}), 0.0,
+                      fmt::format("untouched cell {}", cell));
             continue;
           }
           double want = get(which ? v : k, {t, g * hd + d});

@@ -15,7 +15,12 @@ struct ConvSetup {
 };
 
 ConvSetup make_setup(int64_t C, int64_t K, int64_t S, DType act, std::mt19937_64& rng) {
-  ConvSetup s{C, K, S, act, random_tensor({C, K}, act, rng, 0.5), random_tensor({C}, act, rng, 0.3),
+  ConvSetup s{C,
+              K,
+              S,
+              act,
+              random_tensor({C, K}, act, rng, 0.5),
+              random_tensor({C}, act, rng, 0.3),
               random_tensor({S, K - 1, C}, act, rng)};
   return s;
 }
@@ -31,7 +36,8 @@ ConvRef conv_reference(const ConvSetup& s, const std::vector<double>& init_state
   std::vector<double> win(static_cast<size_t>((K - 1 + L) * C), 0.0);
   if (has_initial) std::copy(init_state.begin(), init_state.end(), win.begin());
   for (int64_t i = 0; i < L; ++i)
-    for (int64_t c = 0; c < C; ++c) win[(K - 1 + i) * C + c] = get(x, {row0 + i, c});
+    for (int64_t c = 0; c < C; ++c)
+      win[(K - 1 + i) * C + c] = get(x, {row0 + i, c});
   ConvRef r;
   r.out.resize(static_cast<size_t>(L * C));
   r.mag.resize(static_cast<size_t>(L * C));
@@ -53,14 +59,16 @@ ConvRef conv_reference(const ConvSetup& s, const std::vector<double>& init_state
 std::vector<double> state_of(const Tensor& states, int64_t slot, int64_t K, int64_t C) {
   std::vector<double> v;
   for (int64_t k = 0; k + 1 < K; ++k)
-    for (int64_t c = 0; c < C; ++c) v.push_back(get(states, {slot, k, c}));
+    for (int64_t c = 0; c < C; ++c)
+      v.push_back(get(states, {slot, k, c}));
   return v;
 }
 
 // Band: f32 sum of K+1 terms (K+2 roundings), through silu (|silu'| <= 1.1), silu's own f32
 // exp / add / divide (4 roundings of |out|), and the store in act (u_act of |out|).
 double conv_tol(double out, double mag, DType act, int64_t K) {
-  return 1.1 * f32_band(mag, K + 2) + (4 * std::ldexp(1.0, -24) + unit_roundoff(act)) * std::fabs(out);
+  return 1.1 * f32_band(mag, K + 2) +
+         (4 * std::ldexp(1.0, -24) + unit_roundoff(act)) * std::fabs(out);
 }
 
 struct PrefillCase {
@@ -71,11 +79,13 @@ struct PrefillCase {
 };
 
 void run_prefill_case(const PrefillCase& c, uint64_t seed) {
-  SCOPED_TRACE(fmt::format("C={} K={} act={} B={} in_place={}", c.C, c.K, dtype_name(c.act), c.lens.size(), c.in_place));
+  SCOPED_TRACE(fmt::format("C={} K={} act={} B={} in_place={}", c.C, c.K, dtype_name(c.act),
+                           c.lens.size(), c.in_place));
   std::mt19937_64 rng(seed);
   ConvSetup s = make_setup(c.C, c.K, c.S, c.act, rng);
   std::vector<int32_t> cu{0};
-  for (int32_t l : c.lens) cu.push_back(cu.back() + l);
+  for (int32_t l : c.lens)
+    cu.push_back(cu.back() + l);
   const int64_t T = cu.back();
   WideRows x = wide_rows(T, c.C, 6, 4, c.act);  // xBC is a row view of in_proj's output
   fill_normal(x.wide, rng);
@@ -99,20 +109,25 @@ void run_prefill_case(const PrefillCase& c, uint64_t seed) {
   for (size_t b = 0; b < c.lens.size(); ++b) {
     const int64_t slot = c.slots[b];
     slot_used[static_cast<size_t>(slot)] = true;
-    const ConvRef r = conv_reference(s, state_of(states0, slot, c.K, c.C), c.has_initial[b] != 0, x0, cu[b], c.lens[b]);
+    const ConvRef r = conv_reference(s, state_of(states0, slot, c.K, c.C), c.has_initial[b] != 0,
+                                     x0, cu[b], c.lens[b]);
     for (int64_t i = 0; i < c.lens[b]; ++i)
       for (int64_t ch = 0; ch < c.C; ++ch)
-        cmp.check(get(a.out, {cu[b] + i, ch}), r.out[i * c.C + ch], conv_tol(r.out[i * c.C + ch], r.mag[i * c.C + ch], c.act, c.K),
+        cmp.check(get(a.out, {cu[b] + i, ch}), r.out[i * c.C + ch],
+                  conv_tol(r.out[i * c.C + ch], r.mag[i * c.C + ch], c.act, c.K),
                   fmt::format("seq {} out[{}, {}]", b, i, ch));
     // The state holds raw inputs (or old state rows): exact copies.
     const std::vector<double> got = state_of(s.states, slot, c.K, c.C);
-    for (size_t j = 0; j < got.size(); ++j) cmp_state.check(got[j], r.state[j], 0.0, fmt::format("seq {} state[{}]", b, j));
+    for (size_t j = 0; j < got.size(); ++j)
+      cmp_state.check(got[j], r.state[j], 0.0, fmt::format("seq {} state[{}]", b, j));
   }
   // Slots of no sequence keep their contents.
   for (int64_t slot = 0; slot < c.S; ++slot)
     if (!slot_used[static_cast<size_t>(slot)]) {
-      const std::vector<double> got = state_of(s.states, slot, c.K, c.C), want = state_of(states0, slot, c.K, c.C);
-      for (size_t j = 0; j < got.size(); ++j) cmp_state.check(got[j], want[j], 0.0, fmt::format("idle slot {} [{}]", slot, j));
+      const std::vector<double> got = state_of(s.states, slot, c.K, c.C),
+                                want = state_of(states0, slot, c.K, c.C);
+      for (size_t j = 0; j < got.size(); ++j)
+        cmp_state.check(got[j], want[j], 0.0, fmt::format("idle slot {} [{}]", slot, j));
     }
   EXPECT_EQ(cmp.compared, T * c.C);
   EXPECT_EQ(cmp.failed, 0);
@@ -128,16 +143,19 @@ TEST(HostConv1dPrefill, MatchesFloat64WithStatesAndShortSequences) {
       // lengths 1 and 2 are shorter than K-1 = 3: the new state mixes old rows and new rows.
       {5, 4, 6, DType::F32, {1, 2, 3, 7}, {4, 0, 5, 2}, {1, 1, 0, 1}, false},
       {5, 4, 6, DType::F32, {2, 1}, {1, 3}, {0, 0}, false},
-      {130, 4, 3, DType::BF16, {5, 0, 9}, {2, 0, 1}, {1, 1, 0}, false},  // 3 channel blocks, an empty sequence
+      {130, 4, 3, DType::BF16, {5, 0, 9}, {2, 0, 1}, {1, 1, 0}, false},  // 3 channel blocks, an
+                                                                         // empty sequence
       {3, 2, 2, DType::BF16, {4, 1}, {1, 0}, {1, 1}, true},              // out aliases x
       {70, 4, 2, DType::F32, {33}, {1}, {1}, true},
   };
   uint64_t seed = 40;
-  for (const auto& c : cases) run_prefill_case(c, seed++);
+  for (const auto& c : cases)
+    run_prefill_case(c, seed++);
 }
 
 // Runs conv1d_prefill on rows [r0, r0 + L) of x for one sequence in `slot`.
-void prefill_piece(ConvSetup& s, const Tensor& x, int64_t r0, int64_t L, int32_t slot, bool has_initial, const Tensor& out) {
+void prefill_piece(ConvSetup& s, const Tensor& x, int64_t r0, int64_t L, int32_t slot,
+                   bool has_initial, const Tensor& out) {
   ops::Conv1dPrefillArgs a;
   a.x = x.slice(0, r0, L);
   a.weight = s.weight;
@@ -172,10 +190,12 @@ TEST(HostConv1dPrefill, TwoPiecesEqualOnePiece) {
       Comparison cmp;
       for (int64_t t = 0; t < L; ++t)
         for (int64_t ch = 0; ch < C; ++ch)
-          cmp.check(get(out_pieces, {t, ch}), get(out_whole, {t, ch}), 0.0, fmt::format("out[{}, {}]", t, ch));
+          cmp.check(get(out_pieces, {t, ch}), get(out_whole, {t, ch}), 0.0,
+                    fmt::format("out[{}, {}]", t, ch));
       for (int64_t k = 0; k < K - 1; ++k)
         for (int64_t ch = 0; ch < C; ++ch)
-          cmp.check(get(pieces.states, {1, k, ch}), get(whole.states, {1, k, ch}), 0.0, fmt::format("state[{}, {}]", k, ch));
+          cmp.check(get(pieces.states, {1, k, ch}), get(whole.states, {1, k, ch}), 0.0,
+                    fmt::format("state[{}, {}]", k, ch));
       EXPECT_EQ(cmp.compared, L * C + (K - 1) * C);
       EXPECT_EQ(cmp.failed, 0);
     }
@@ -205,7 +225,8 @@ TEST(HostConv1dUpdate, RepeatedUpdatesEqualPrefill) {
     for (int64_t t = prefix; t < L; ++t) {
       Tensor xb = Tensor::empty({2, C}, act), ob = Tensor::empty({2, C}, act);
       poison(ob);
-      for (int i = 0; i < 2; ++i) xb.select(i).copy_from(x[i].select(t));
+      for (int i = 0; i < 2; ++i)
+        xb.select(i).copy_from(x[i].select(t));
       ops::Conv1dUpdateArgs a;
       a.x = xb;
       a.weight = dec.weight;
@@ -215,17 +236,20 @@ TEST(HostConv1dUpdate, RepeatedUpdatesEqualPrefill) {
       a.out = ob;
       OpContext ctx;
       ops::run(ctx, a);
-      for (int i = 0; i < 2; ++i) out_dec[i].select(t).copy_from(ob.select(i));
+      for (int i = 0; i < 2; ++i)
+        out_dec[i].select(t).copy_from(ob.select(i));
     }
     Comparison cmp;
     for (int i = 0; i < 2; ++i)
       for (int64_t t = 0; t < L; ++t)
         for (int64_t ch = 0; ch < C; ++ch)
-          cmp.check(get(out_dec[i], {t, ch}), get(out_ref[i], {t, ch}), 0.0, fmt::format("seq {} out[{}, {}]", i, t, ch));
+          cmp.check(get(out_dec[i], {t, ch}), get(out_ref[i], {t, ch}), 0.0,
+                    fmt::format("seq {} out[{}, {}]", i, t, ch));
     for (int64_t slot = 0; slot < S; ++slot)
       for (int64_t k = 0; k < K - 1; ++k)
         for (int64_t ch = 0; ch < C; ++ch)
-          cmp.check(get(dec.states, {slot, k, ch}), get(ref.states, {slot, k, ch}), 0.0, fmt::format("state {} [{}, {}]", slot, k, ch));
+          cmp.check(get(dec.states, {slot, k, ch}), get(ref.states, {slot, k, ch}), 0.0,
+                    fmt::format("state {} [{}, {}]", slot, k, ch));
     EXPECT_EQ(cmp.compared, 2 * L * C + S * (K - 1) * C);
     EXPECT_EQ(cmp.failed, 0);
   }
@@ -254,9 +278,11 @@ TEST(HostConv1dUpdate, MatchesFloat64) {
   for (int64_t b = 0; b < B; ++b) {
     const ConvRef r = conv_reference(s, state_of(states0, slots[b], K, C), true, x.view, b, 1);
     for (int64_t ch = 0; ch < C; ++ch)
-      cmp.check(get(out.view, {b, ch}), r.out[ch], conv_tol(r.out[ch], r.mag[ch], DType::BF16, K), fmt::format("out[{}, {}]", b, ch));
+      cmp.check(get(out.view, {b, ch}), r.out[ch], conv_tol(r.out[ch], r.mag[ch], DType::BF16, K),
+                fmt::format("out[{}, {}]", b, ch));
     const std::vector<double> got = state_of(s.states, slots[b], K, C);
-    for (size_t j = 0; j < got.size(); ++j) cmp.check(got[j], r.state[j], 0.0, fmt::format("state {} [{}]", b, j));
+    for (size_t j = 0; j < got.size(); ++j)
+      cmp.check(got[j], r.state[j], 0.0, fmt::format("state {} [{}]", b, j));
   }
   EXPECT_EQ(cmp.compared, B * C + B * (K - 1) * C);
   EXPECT_EQ(cmp.failed, 0);

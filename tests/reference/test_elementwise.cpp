@@ -63,7 +63,8 @@ void run_add_case(int64_t T, int64_t N, DType act, bool in_place, uint64_t seed)
   for (int64_t t = 0; t < T; ++t)
     for (int64_t n = 0; n < N; ++n) {
       const double x = get(a0, {t, n}), y = get(b0, {t, n});
-      const double tol = std::ldexp(1.0, -24) * (std::fabs(x) + std::fabs(y)) + unit_roundoff(act) * std::fabs(x + y);
+      const double tol = std::ldexp(1.0, -24) * (std::fabs(x) + std::fabs(y)) +
+                         unit_roundoff(act) * std::fabs(x + y);
       cmp.check(get(a.out, {t, n}), x + y, tol, fmt::format("out[{}, {}]", t, n));
     }
   EXPECT_EQ(cmp.compared, T * N);

@@ -6,13 +6,16 @@
 namespace strata::reftest {
 namespace {
 
-void run_embedding_case(int64_t V, int64_t H, int64_t T, DType table_dtype, DType out_dtype, uint64_t seed) {
-  SCOPED_TRACE(fmt::format("V={} H={} T={} {} -> {}", V, H, T, dtype_name(table_dtype), dtype_name(out_dtype)));
+void run_embedding_case(int64_t V, int64_t H, int64_t T, DType table_dtype, DType out_dtype,
+                        uint64_t seed) {
+  SCOPED_TRACE(fmt::format("V={} H={} T={} {} -> {}", V, H, T, dtype_name(table_dtype),
+                           dtype_name(out_dtype)));
   std::mt19937_64 rng(seed);
   Tensor table = random_tensor({V, H}, table_dtype, rng);
   std::vector<int32_t> ids(static_cast<size_t>(T));
   std::uniform_int_distribution<int32_t> pick(0, static_cast<int32_t>(V - 1));
-  for (auto& id : ids) id = pick(rng);
+  for (auto& id : ids)
+    id = pick(rng);
   WideRows out = wide_rows(T, H, 3, 2, out_dtype);
 
   ops::EmbeddingArgs a;
@@ -27,7 +30,8 @@ void run_embedding_case(int64_t V, int64_t H, int64_t T, DType table_dtype, DTyp
   for (int64_t t = 0; t < T; ++t)
     for (int64_t h = 0; h < H; ++h) {
       const double want = get(table, {ids[static_cast<size_t>(t)], h});
-      cmp.check(get(out.view, {t, h}), want, unit_roundoff(out_dtype) * std::fabs(want) * (table_dtype != out_dtype),
+      cmp.check(get(out.view, {t, h}), want,
+                unit_roundoff(out_dtype) * std::fabs(want) * (table_dtype != out_dtype),
                 fmt::format("out[{}, {}]", t, h));
     }
   EXPECT_EQ(cmp.compared, T * H);

@@ -17,9 +17,10 @@ TEST(HostRegistry, EveryOpHasAHostKernel) {
   EXPECT_TRUE(has_kernel<EmbeddingArgs>(Device::Host));
   EXPECT_TRUE(has_kernel<SsmScanArgs>(Device::Host));
   EXPECT_TRUE(has_kernel<SampleArgs>(Device::Host));
-  EXPECT_EQ((count_host_kernels<EmbeddingArgs, RmsNormArgs, LinearArgs, Conv1dPrefillArgs, Conv1dUpdateArgs,
-                                SsmScanArgs, SsmUpdateArgs, GatedRmsNormArgs, KvCacheWriteArgs, AttentionArgs,
-                                Relu2Args, AddArgs, MoeRouteArgs, MoeExpertsArgs, CastArgs, SampleArgs>()),
+  EXPECT_EQ((count_host_kernels<EmbeddingArgs, RmsNormArgs, LinearArgs, Conv1dPrefillArgs,
+                                Conv1dUpdateArgs, SsmScanArgs, SsmUpdateArgs, GatedRmsNormArgs,
+                                KvCacheWriteArgs, AttentionArgs, Relu2Args, AddArgs, MoeRouteArgs,
+                                MoeExpertsArgs, CastArgs, SampleArgs>()),
             16);
 }
 
@@ -51,9 +52,10 @@ int count_rejected_empty() {
 
 // Default-constructed arguments (no tensors at all) fail with an Error for every op.
 TEST(HostRegistry, EveryOpRejectsEmptyArguments) {
-  EXPECT_EQ((count_rejected_empty<EmbeddingArgs, RmsNormArgs, LinearArgs, Conv1dPrefillArgs, Conv1dUpdateArgs,
-                                  SsmScanArgs, SsmUpdateArgs, GatedRmsNormArgs, KvCacheWriteArgs, AttentionArgs,
-                                  Relu2Args, AddArgs, MoeRouteArgs, MoeExpertsArgs, CastArgs, SampleArgs>()),
+  EXPECT_EQ((count_rejected_empty<EmbeddingArgs, RmsNormArgs, LinearArgs, Conv1dPrefillArgs,
+                                  Conv1dUpdateArgs, SsmScanArgs, SsmUpdateArgs, GatedRmsNormArgs,
+                                  KvCacheWriteArgs, AttentionArgs, Relu2Args, AddArgs, MoeRouteArgs,
+                                  MoeExpertsArgs, CastArgs, SampleArgs>()),
             16);
 }
 

@@ -56,13 +56,14 @@ void run_linear_case(const LinearCase& c, uint64_t seed) {
 TEST(HostLinear, MatchesFloat64AcrossShapesAndDtypes) {
   const DType f32 = DType::F32, bf16 = DType::BF16, fp8 = DType::F8E4M3;
   const LinearCase cases[] = {
-      {1, 1, 1, f32, f32, f32, 1.f},        {3, 17, 5, f32, f32, f32, 1.f},
-      {7, 64, 33, bf16, bf16, bf16, 1.f},   {16, 100, 70, bf16, bf16, f32, 1.f},
-      {5, 31, 9, bf16, fp8, bf16, 0.037f},  {4, 72, 19, f32, fp8, f32, 0.25f},
-      {2, 257, 3, bf16, f32, bf16, 1.f},    {9, 40, 41, DType::F16, DType::F16, DType::F16, 1.f},
+      {1, 1, 1, f32, f32, f32, 1.f},       {3, 17, 5, f32, f32, f32, 1.f},
+      {7, 64, 33, bf16, bf16, bf16, 1.f},  {16, 100, 70, bf16, bf16, f32, 1.f},
+      {5, 31, 9, bf16, fp8, bf16, 0.037f}, {4, 72, 19, f32, fp8, f32, 0.25f},
+      {2, 257, 3, bf16, f32, bf16, 1.f},   {9, 40, 41, DType::F16, DType::F16, DType::F16, 1.f},
   };
   uint64_t seed = 100;
-  for (const auto& c : cases) run_linear_case(c, seed++);
+  for (const auto& c : cases)
+    run_linear_case(c, seed++);
 }
 
 TEST(HostLinear, EmptyTokenBatchWritesNothing) {

@@ -19,8 +19,8 @@ struct RouteCase {
 };
 
 struct RouteRef {
-  std::vector<int32_t> ids;  // [T, top_k]
-  std::vector<double> w;     // [T, top_k]
+  std::vector<int32_t> ids;       // [T, top_k]
+  std::vector<double> w;          // [T, top_k]
   int64_t changed_by_groups = 0;  // tokens whose choice differs from an ungrouped top-k
 };
 
@@ -51,11 +51,13 @@ RouteRef route_reference(const RouteCase& c, const Tensor& logits, const Tensor&
       }
       const std::vector<int32_t> best = order_desc(score);
       for (int64_t g = c.topk_group; g < c.n_group; ++g)
-        for (int64_t i = 0; i < gs; ++i) masked[best[g] * gs + i] = -INFINITY;
+        for (int64_t i = 0; i < gs; ++i)
+          masked[best[g] * gs + i] = -INFINITY;
     }
     const std::vector<int32_t> pick = order_desc(masked), plain = order_desc(sel);
     double sum = 0;
-    for (int64_t j = 0; j < c.top_k; ++j) sum += s[pick[j]];
+    for (int64_t j = 0; j < c.top_k; ++j)
+      sum += s[pick[j]];
     bool differs = false;
     for (int64_t j = 0; j < c.top_k; ++j) {
       r.ids.push_back(pick[j]);
@@ -71,7 +73,8 @@ RouteRef route_reference(const RouteCase& c, const Tensor& logits, const Tensor&
 // apart within every row, so f32 and f64 choose the same experts; rows are redrawn until so.
 void draw_separated(const RouteCase& c, Tensor& logits, Tensor& bias, std::mt19937_64& rng) {
   std::normal_distribution<double> n(0.0, 1.5);
-  for (int64_t e = 0; e < c.E; ++e) set(bias, {e}, 0.2 * n(rng));
+  for (int64_t e = 0; e < c.E; ++e)
+    set(bias, {e}, 0.2 * n(rng));
   const double gap = 1e-4;
   for (int64_t t = 0; t < c.T; ++t) {
     for (int attempt = 0;; ++attempt) {
@@ -90,14 +93,16 @@ void draw_separated(const RouteCase& c, Tensor& logits, Tensor& bias, std::mt199
       }
       std::sort(all.begin(), all.end());
       bool ok = true;
-      for (size_t i = 1; i < all.size(); ++i) ok &= all[i] - all[i - 1] >= gap;
+      for (size_t i = 1; i < all.size(); ++i)
+        ok &= all[i] - all[i - 1] >= gap;
       if (ok) break;
     }
   }
 }
 
 void run_route_case(const RouteCase& c, uint64_t seed, bool expect_group_effect) {
-  SCOPED_TRACE(fmt::format("T={} E={} k={} groups {}/{} norm={}", c.T, c.E, c.top_k, c.topk_group, c.n_group, c.norm));
+  SCOPED_TRACE(fmt::format("T={} E={} k={} groups {}/{} norm={}", c.T, c.E, c.top_k, c.topk_group,
+                           c.n_group, c.norm));
   std::mt19937_64 rng(seed);
   WideRows logits = wide_rows(c.T, c.E, 3, 0, DType::F32);
   Tensor bias = Tensor::empty({c.E}, DType::F32);
@@ -123,7 +128,8 @@ void run_route_case(const RouteCase& c, uint64_t seed, bool expect_group_effect)
   int64_t id_mismatch = 0;
   for (int64_t i = 0; i < c.T * c.top_k; ++i) {
     id_mismatch += a.ids.data<int32_t>()[i] != r.ids[i];
-    cmp.check(a.weights.data<float>()[i], r.w[i], static_cast<double>(c.top_k + 6) * std::ldexp(1.0, -24) * std::fabs(r.w[i]),
+    cmp.check(a.weights.data<float>()[i], r.w[i],
+              static_cast<double>(c.top_k + 6) * std::ldexp(1.0, -24) * std::fabs(r.w[i]),
               fmt::format("weights[{}, {}]", i / c.top_k, i % c.top_k));
   }
   EXPECT_EQ(id_mismatch, 0);
@@ -136,9 +142,9 @@ void run_route_case(const RouteCase& c, uint64_t seed, bool expect_group_effect)
 
 TEST(HostMoeRoute, MatchesFloat64) {
   run_route_case({20, 8, 2, 1, 1, true, 2.5f}, 400, false);
-  run_route_case({30, 16, 4, 4, 2, true, 2.5f}, 401, true);   // group-limited
-  run_route_case({25, 12, 4, 3, 1, true, 1.0f}, 402, true);   // all picks from one group
-  run_route_case({15, 10, 3, 1, 1, false, 1.5f}, 403, false); // no renormalization
+  run_route_case({30, 16, 4, 4, 2, true, 2.5f}, 401, true);    // group-limited
+  run_route_case({25, 12, 4, 3, 1, true, 1.0f}, 402, true);    // all picks from one group
+  run_route_case({15, 10, 3, 1, 1, false, 1.5f}, 403, false);  // no renormalization
   run_route_case({1, 2, 1, 1, 1, true, 1.0f}, 404, false);
 }
 
@@ -152,15 +158,18 @@ TEST(HostMoeRoute, TiesGoToTheLowerIndex) {
   a.weights = Tensor::empty({1, 3}, DType::F32);
   OpContext ctx;
   ops::run(ctx, a);
-  EXPECT_EQ(std::vector<int32_t>(a.ids.data<int32_t>(), a.ids.data<int32_t>() + 3), (std::vector<int32_t>{0, 1, 2}));
-  for (int j = 0; j < 3; ++j) EXPECT_FLOAT_EQ(a.weights.data<float>()[j], 1.0f / 3.0f);
+  EXPECT_EQ(std::vector<int32_t>(a.ids.data<int32_t>(), a.ids.data<int32_t>() + 3),
+            (std::vector<int32_t>{0, 1, 2}));
+  for (int j = 0; j < 3; ++j)
+    EXPECT_FLOAT_EQ(a.weights.data<float>()[j], 1.0f / 3.0f);
   a.n_group = 4;  // four groups of two, all scoring equal: groups 0 and 1 are kept
   a.topk_group = 2;
   a.top_k = 4;
   a.ids = Tensor::empty({1, 4}, DType::I32);
   a.weights = Tensor::empty({1, 4}, DType::F32);
   ops::run(ctx, a);
-  EXPECT_EQ(std::vector<int32_t>(a.ids.data<int32_t>(), a.ids.data<int32_t>() + 4), (std::vector<int32_t>{0, 1, 2, 3}));
+  EXPECT_EQ(std::vector<int32_t>(a.ids.data<int32_t>(), a.ids.data<int32_t>() + 4),
+            (std::vector<int32_t>{0, 1, 2, 3}));
 }
 
 // The correction bias chooses but does not weigh: a strongly biased expert with a low score
@@ -217,7 +226,8 @@ struct ExpertsCase {
 //  d_h = down_h . r: dd_h <= sum|down_hi| dr_i + f32_band(sum|down r|, I + 2) + u_act |d_h|
 //  out = sum_j w_j d_j: dout <= sum_j |w_j| dd_j + f32_band(sum|w d|, K + 2) + u_act |out|
 void run_experts_case(const ExpertsCase& c, uint64_t seed) {
-  SCOPED_TRACE(fmt::format("T={} H={} I={} E={} K={} act={}", c.T, c.H, c.I, c.E, c.K, dtype_name(c.act)));
+  SCOPED_TRACE(
+      fmt::format("T={} H={} I={} E={} K={} act={}", c.T, c.H, c.I, c.E, c.K, dtype_name(c.act)));
   std::mt19937_64 rng(seed);
   std::vector<ops::LinearWeight> up(static_cast<size_t>(c.E)), down(static_cast<size_t>(c.E));
   std::uniform_real_distribution<double> scale(0.01, 0.05);
@@ -262,7 +272,8 @@ void run_experts_case(const ExpertsCase& c, uint64_t seed) {
   };
   Comparison cmp;
   for (int64_t t = 0; t < c.T; ++t) {
-    std::vector<double> o(static_cast<size_t>(c.H), 0.0), o_err(static_cast<size_t>(c.H), 0.0), o_mag(static_cast<size_t>(c.H), 0.0);
+    std::vector<double> o(static_cast<size_t>(c.H), 0.0), o_err(static_cast<size_t>(c.H), 0.0),
+        o_mag(static_cast<size_t>(c.H), 0.0);
     for (int64_t j = 0; j < c.K; ++j) {
       const size_t e = static_cast<size_t>(ids[t * c.K + j]);
       const double w = get(weights, {t, j});
@@ -305,9 +316,10 @@ void run_experts_case(const ExpertsCase& c, uint64_t seed) {
 TEST(HostMoeExperts, MatchesFloat64) {
   run_experts_case({9, 12, 20, 5, 2, DType::F32, {DType::F32}}, 410);
   run_experts_case({7, 16, 24, 6, 3, DType::BF16, {DType::BF16}}, 411);
-  run_experts_case({5, 10, 14, 4, 2, DType::BF16, {DType::F8E4M3, DType::BF16}}, 412);  // FP8 checkpoints, W8A16
-  run_experts_case({1, 33, 7, 8, 6, DType::BF16, {DType::BF16}}, 413);                 // one decode token
-  run_experts_case({300, 8, 6, 3, 1, DType::F32, {DType::F32}}, 414);                  // more than one token block
+  run_experts_case({5, 10, 14, 4, 2, DType::BF16, {DType::F8E4M3, DType::BF16}},
+                   412);                                                // FP8 checkpoints, W8A16
+  run_experts_case({1, 33, 7, 8, 6, DType::BF16, {DType::BF16}}, 413);  // one decode token
+  run_experts_case({300, 8, 6, 3, 1, DType::F32, {DType::F32}}, 414);   // more than one token block
 }
 
 TEST(HostMoeExperts, BadIdsAndShapesAreRejected) {

@@ -25,8 +25,8 @@ struct NormCase {
 };
 
 void run_rms_norm_case(const NormCase& c, uint64_t seed) {
-  SCOPED_TRACE(fmt::format("T={} H={} act={} residual={} alias={}", c.T, c.H, dtype_name(c.act), c.residual,
-                           c.out_aliases_x));
+  SCOPED_TRACE(fmt::format("T={} H={} act={} residual={} alias={}", c.T, c.H, dtype_name(c.act),
+                           c.residual, c.out_aliases_x));
   std::mt19937_64 rng(seed);
   WideRows x = wide_rows(c.T, c.H, 2, 1, c.act);
   fill_normal(x.wide, rng, 1.5);
@@ -64,10 +64,12 @@ void run_rms_norm_case(const NormCase& c, uint64_t seed) {
     for (int64_t h = 0; h < c.H; ++h) {
       const double wv = get(w, {h});
       const double y = v[h] * inv * wv;
-      const double tol = kSecondOrder * (std::fabs(y) * (rel_inv + 2 * u_act + 4 * std::ldexp(1.0, -24)) +
-                                         mag[h] * u_r * inv * std::fabs(wv));
+      const double tol =
+          kSecondOrder * (std::fabs(y) * (rel_inv + 2 * u_act + 4 * std::ldexp(1.0, -24)) +
+                          mag[h] * u_r * inv * std::fabs(wv));
       cmp.check(get(a.out, {t, h}), y, tol, fmt::format("out[{}, {}]", t, h));
-      if (c.residual) cmp_res.check(get(res, {t, h}), v[h], u_r * mag[h], fmt::format("residual[{}, {}]", t, h));
+      if (c.residual)
+        cmp_res.check(get(res, {t, h}), v[h], u_r * mag[h], fmt::format("residual[{}, {}]", t, h));
     }
   }
   EXPECT_EQ(cmp.compared, c.T * c.H);
@@ -87,7 +89,8 @@ TEST(HostRmsNorm, MatchesFloat64) {
       {2, 20, DType::F32, true, true, 1e-2f},   {7, 130, DType::F16, true, false, 1e-5f},
   };
   uint64_t seed = 11;
-  for (const auto& c : cases) run_rms_norm_case(c, seed++);
+  for (const auto& c : cases)
+    run_rms_norm_case(c, seed++);
 }
 
 struct GatedCase {
@@ -144,11 +147,12 @@ void run_gated_case(const GatedCase& c, uint64_t seed) {
 
 TEST(HostGatedRmsNorm, NormalizesPerGroupAfterGating) {
   const GatedCase cases[] = {
-      {3, 24, 1, DType::F32}, {4, 24, 3, DType::F32}, {2, 40, 8, DType::BF16},
+      {3, 24, 1, DType::F32},  {4, 24, 3, DType::F32}, {2, 40, 8, DType::BF16},
       {5, 96, 4, DType::BF16}, {1, 7, 7, DType::F32},
   };
   uint64_t seed = 31;
-  for (const auto& c : cases) run_gated_case(c, seed++);
+  for (const auto& c : cases)
+    run_gated_case(c, seed++);
 }
 
 TEST(HostGatedRmsNorm, GroupsMustDivideWidth) {

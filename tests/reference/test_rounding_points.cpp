@@ -14,7 +14,9 @@
 namespace strata::reftest {
 namespace {
 
-double bf(double v) { return static_cast<double>(round_bf16(static_cast<float>(v))); }
+double bf(double v) {
+  return static_cast<double>(round_bf16(static_cast<float>(v)));
+}
 
 struct Agreement {
   int64_t compared = 0, exact = 0, beyond_ulp = 0;
@@ -26,7 +28,8 @@ struct Agreement {
   void expect(int64_t n) const {
     EXPECT_EQ(compared, n);
     EXPECT_EQ(beyond_ulp, 0);
-    EXPECT_GE(static_cast<double>(exact), 0.99 * static_cast<double>(compared)) << exact << " of " << compared << " exact";
+    EXPECT_GE(static_cast<double>(exact), 0.99 * static_cast<double>(compared))
+        << exact << " of " << compared << " exact";
   }
 };
 
@@ -56,7 +59,8 @@ TEST(HostRoundingPoints, RmsNormCastsBeforeTheWeightAndStoresTheResidual) {
     const double inv = 1.0 / std::sqrt(ss / H + a.eps);
     for (int64_t h = 0; h < H; ++h) {
       resid.add(get(res, {t, h}), r[h]);
-      out.add(get(a.out, {t, h}), bf(bf(r[h] * inv) * get(w, {h})));  // cast, then weight, then store
+      out.add(get(a.out, {t, h}),
+              bf(bf(r[h] * inv) * get(w, {h})));  // cast, then weight, then store
     }
   }
   out.expect(T * H);
@@ -91,7 +95,8 @@ TEST(HostRoundingPoints, GatedNormCastsBeforeTheWeight) {
         ss += v[i] * v[i];
       }
       const double inv = 1.0 / std::sqrt(ss / gs + a.eps);
-      for (int64_t i = 0; i < gs; ++i) agree.add(get(a.out, {t, g * gs + i}), bf(bf(v[i] * inv) * get(w, {g * gs + i})));
+      for (int64_t i = 0; i < gs; ++i)
+        agree.add(get(a.out, {t, g * gs + i}), bf(bf(v[i] * inv) * get(w, {g * gs + i})));
     }
   agree.expect(T * D);
 }
@@ -106,7 +111,8 @@ TEST(HostRoundingPoints, MoeExpertsStoreUpRelu2AndDownInAct) {
   }
   Tensor x = random_tensor({T, H}, DType::BF16, rng);
   std::vector<int32_t> ids;
-  for (int64_t t = 0; t < T; ++t) ids.insert(ids.end(), {static_cast<int32_t>(t % E), static_cast<int32_t>((t + 1) % E)});
+  for (int64_t t = 0; t < T; ++t)
+    ids.insert(ids.end(), {static_cast<int32_t>(t % E), static_cast<int32_t>((t + 1) % E)});
   Tensor weights = Tensor::empty({T, K}, DType::F32);
   fill_uniform(weights, rng, 0.2, 1.2);
   ops::MoeExpertsArgs a;
@@ -127,17 +133,20 @@ TEST(HostRoundingPoints, MoeExpertsStoreUpRelu2AndDownInAct) {
       std::vector<double> r(static_cast<size_t>(I));
       for (int64_t i = 0; i < I; ++i) {
         double u = 0;
-        for (int64_t h = 0; h < H; ++h) u += get(up[e].weight, {i, h}) * get(x, {t, h});
+        for (int64_t h = 0; h < H; ++h)
+          u += get(up[e].weight, {i, h}) * get(x, {t, h});
         u = bf(u);                     // up output stored in act
         r[i] = bf(u > 0 ? u * u : 0);  // relu^2 stored in act
       }
       for (int64_t h = 0; h < H; ++h) {
         double d = 0;
-        for (int64_t i = 0; i < I; ++i) d += get(down[e].weight, {h, i}) * r[i];
+        for (int64_t i = 0; i < I; ++i)
+          d += get(down[e].weight, {h, i}) * r[i];
         o[h] += get(weights, {t, j}) * bf(d);  // down output stored in act, weighted sum in f32
       }
     }
-    for (int64_t h = 0; h < H; ++h) agree.add(get(a.out, {t, h}), bf(o[h]));
+    for (int64_t h = 0; h < H; ++h)
+      agree.add(get(a.out, {t, h}), bf(o[h]));
   }
   agree.expect(T * H);
 }

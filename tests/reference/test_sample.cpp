@@ -28,7 +28,8 @@ std::vector<int32_t> sample(const Tensor& logits, const std::vector<ops::Samplin
 // `n` copies of one logits row.
 Tensor repeat_row(const std::vector<float>& row, int64_t n) {
   Tensor t = Tensor::empty({n, static_cast<int64_t>(row.size())}, DType::F32);
-  for (int64_t i = 0; i < n; ++i) std::copy(row.begin(), row.end(), t.data<float>() + i * static_cast<int64_t>(row.size()));
+  for (int64_t i = 0; i < n; ++i)
+    std::copy(row.begin(), row.end(), t.data<float>() + i * static_cast<int64_t>(row.size()));
   return t;
 }
 
@@ -39,7 +40,8 @@ TEST(HostSample, GreedyIsArgmaxWithLowestIndexOnTies) {
   // Row 1: a tie for the maximum at 17 and 900. Row 2: -inf entries (masked tokens).
   float* l = logits.data<float>();
   l[V + 17] = l[V + 900] = 50.f;
-  for (int64_t i = 0; i < V; i += 2) l[2 * V + i] = -INFINITY;
+  for (int64_t i = 0; i < V; i += 2)
+    l[2 * V + i] = -INFINITY;
   std::vector<ops::SamplingRow> rows(static_cast<size_t>(B));
   const std::vector<int32_t> got = sample(logits, rows);
   int64_t checked = 0;
@@ -61,7 +63,8 @@ TEST(HostSample, SeededDrawIsDeterministicAndIndependentOfBatchPosition) {
   Tensor one = random_tensor({1, V}, DType::F32, rng, 2.0);
   std::vector<float> row(one.data<float>(), one.data<float>() + V);
   std::vector<ops::SamplingRow> rows;
-  for (int64_t b = 0; b < B; ++b) rows.push_back({0.9f, 0, 1.f, static_cast<uint64_t>(1000 + b), static_cast<uint64_t>(b % 5)});
+  for (int64_t b = 0; b < B; ++b)
+    rows.push_back({0.9f, 0, 1.f, static_cast<uint64_t>(1000 + b), static_cast<uint64_t>(b % 5)});
   const std::vector<int32_t> first = sample(repeat_row(row, B), rows);
   EXPECT_EQ(sample(repeat_row(row, B), rows), first);
   // The same rows in reverse order draw the same tokens (the draw depends on seed and step only).
@@ -85,7 +88,8 @@ TEST(HostSample, TopKOneAndTinyTopPEqualGreedy) {
   std::mt19937_64 rng(502);
   const int64_t B = 64, V = 300;
   Tensor logits = random_tensor({B, V}, DType::F32, rng, 2.0);
-  const std::vector<int32_t> greedy = sample(logits, std::vector<ops::SamplingRow>(static_cast<size_t>(B)));
+  const std::vector<int32_t> greedy =
+      sample(logits, std::vector<ops::SamplingRow>(static_cast<size_t>(B)));
   std::vector<ops::SamplingRow> k1, tiny_p;
   for (int64_t b = 0; b < B; ++b) {
     k1.push_back({0.5f + 0.1f * static_cast<float>(b % 10), 1, 1.f, static_cast<uint64_t>(b), 3});
@@ -100,7 +104,8 @@ TEST(HostSample, TopKOneAndTinyTopPEqualGreedy) {
 double chi2_pvalue(double x, int k) {
   if (k % 2 == 0) {
     double term = 1, sum = 1;
-    for (int i = 1; i < k / 2; ++i) sum += (term *= x / 2 / i);
+    for (int i = 1; i < k / 2; ++i)
+      sum += (term *= x / 2 / i);
     return std::exp(-x / 2) * sum;
   }
   double term = std::sqrt(2 * x / M_PI) * std::exp(-x / 2), sum = 0;
@@ -122,15 +127,18 @@ struct FreqCase {
 // softmax after the same top-k / top-p cut. A correct sampler gives a chi-square p-value
 // above 1e-4 except with probability 1e-4; the seeds are fixed, so the test is deterministic.
 void run_frequency_case(const FreqCase& c) {
-  SCOPED_TRACE(fmt::format("V={} T={} top_k={} top_p={}", c.logits.size(), c.temperature, c.top_k, c.top_p));
+  SCOPED_TRACE(
+      fmt::format("V={} T={} top_k={} top_p={}", c.logits.size(), c.temperature, c.top_k, c.top_p));
   const int64_t V = static_cast<int64_t>(c.logits.size()), N = 20000;
   std::vector<int32_t> order(static_cast<size_t>(V));
   std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) { return c.logits[a] > c.logits[b]; });
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int32_t a, int32_t b) { return c.logits[a] > c.logits[b]; });
   const int64_t k = c.top_k > 0 ? std::min<int64_t>(c.top_k, V) : V;
   std::vector<double> p(static_cast<size_t>(V), 0.0);
   double mass = 0;
-  for (int64_t i = 0; i < k; ++i) mass += (p[order[i]] = std::exp((c.logits[order[i]] - c.logits[order[0]]) / c.temperature));
+  for (int64_t i = 0; i < k; ++i)
+    mass += (p[order[i]] = std::exp((c.logits[order[i]] - c.logits[order[0]]) / c.temperature));
   int64_t kept = k;
   double cum = 0;
   for (int64_t i = 0; i < k && c.top_p < 1.f; ++i) {
@@ -147,7 +155,8 @@ void run_frequency_case(const FreqCase& c) {
     kept_mass += p[i];
   }
   std::vector<ops::SamplingRow> rows;
-  for (int64_t s = 0; s < N; ++s) rows.push_back({c.temperature, c.top_k, c.top_p, static_cast<uint64_t>(s), 11});
+  for (int64_t s = 0; s < N; ++s)
+    rows.push_back({c.temperature, c.top_k, c.top_p, static_cast<uint64_t>(s), 11});
   const std::vector<int32_t> got = sample(repeat_row(c.logits, N), rows);
   std::vector<int64_t> count(static_cast<size_t>(V), 0);
   for (int32_t id : got) {
@@ -164,22 +173,24 @@ void run_frequency_case(const FreqCase& c) {
       continue;
     }
     const double expect = static_cast<double>(N) * p[i] / kept_mass;
-    chi2 += (static_cast<double>(count[i]) - expect) * (static_cast<double>(count[i]) - expect) / expect;
+    chi2 += (static_cast<double>(count[i]) - expect) * (static_cast<double>(count[i]) - expect) /
+            expect;
   }
   EXPECT_EQ(total, N);
   EXPECT_EQ(excluded_hits, 0) << "tokens outside top-k / top-p were drawn";
   if (kept > 1) {
-    EXPECT_GT(chi2_pvalue(chi2, static_cast<int>(kept - 1)), 1e-4) << "chi2 " << chi2 << " with " << kept - 1 << " dof";
+    EXPECT_GT(chi2_pvalue(chi2, static_cast<int>(kept - 1)), 1e-4)
+        << "chi2 " << chi2 << " with " << kept - 1 << " dof";
   }
 }
 
 TEST(HostSample, FrequenciesMatchTheDistribution) {
   const std::vector<float> l = {1.2f, -0.3f, 0.8f, 2.0f, 0.0f, -1.5f};
-  run_frequency_case({l, 0.8f, 0, 1.f});     // full softmax, 5 dof
-  run_frequency_case({l, 1.0f, 3, 1.f});     // top-k = 3
-  run_frequency_case({l, 1.3f, 0, 0.7f});    // top-p cut
-  run_frequency_case({l, 2.0f, 4, 0.9f});    // both
-  run_frequency_case({l, 0.5f, 0, 1.f});     // sharp
+  run_frequency_case({l, 0.8f, 0, 1.f});                     // full softmax, 5 dof
+  run_frequency_case({l, 1.0f, 3, 1.f});                     // top-k = 3
+  run_frequency_case({l, 1.3f, 0, 0.7f});                    // top-p cut
+  run_frequency_case({l, 2.0f, 4, 0.9f});                    // both
+  run_frequency_case({l, 0.5f, 0, 1.f});                     // sharp
   run_frequency_case({{0.f, 0.f, 0.f, 0.f}, 1.0f, 0, 1.f});  // uniform
 }
 
@@ -187,11 +198,13 @@ TEST(HostSample, FrequenciesMatchTheDistribution) {
 TEST(HostSample, TopPOneKeepsEveryToken) {
   const std::vector<float> l = {0.1f, 0.3f, -0.2f, 0.0f, 0.25f};
   std::vector<ops::SamplingRow> rows;
-  for (uint64_t s = 0; s < 2000; ++s) rows.push_back({1.0f, 0, 1.f, s, 0});
+  for (uint64_t s = 0; s < 2000; ++s)
+    rows.push_back({1.0f, 0, 1.f, s, 0});
   const std::vector<int32_t> ids = sample(repeat_row(l, 2000), rows);
   std::set<int32_t> seen(ids.begin(), ids.end());
   EXPECT_EQ(seen.size(), l.size());
-  for (auto& r : rows) r.top_k = static_cast<int32_t>(l.size());  // top-k of the whole vocabulary: same cut
+  for (auto& r : rows)
+    r.top_k = static_cast<int32_t>(l.size());  // top-k of the whole vocabulary: same cut
   EXPECT_EQ(sample(repeat_row(l, 2000), rows), ids);
 }
 

@@ -26,10 +26,18 @@ struct SsmProblem {
   Tensor states;         // [S, Hm, P, N] f32
 };
 
-SsmProblem make_problem(int64_t Hm, int64_t P, int64_t G, int64_t N, int64_t S, DType act, DType param,
-                        std::mt19937_64& rng) {
-  SsmProblem p{Hm, P, G, N, S, act, Tensor::empty({Hm}, DType::F32), random_tensor({Hm}, param, rng),
-               Tensor::empty({Hm}, param), random_tensor({S, Hm, P, N}, DType::F32, rng, 0.5)};
+SsmProblem make_problem(int64_t Hm, int64_t P, int64_t G, int64_t N, int64_t S, DType act,
+                        DType param, std::mt19937_64& rng) {
+  SsmProblem p{Hm,
+               P,
+               G,
+               N,
+               S,
+               act,
+               Tensor::empty({Hm}, DType::F32),
+               random_tensor({Hm}, param, rng),
+               Tensor::empty({Hm}, param),
+               random_tensor({S, Hm, P, N}, DType::F32, rng, 0.5)};
   std::uniform_real_distribution<double> u(-1.0, 0.5), bias(-3.0, -0.5);
   for (int64_t h = 0; h < Hm; ++h) {
     set(p.A, {h}, -std::exp(u(rng)));
@@ -60,28 +68,33 @@ SsmTokens make_tokens(const SsmProblem& p, int64_t T, std::mt19937_64& rng) {
 }
 
 struct SeqRef {
-  std::vector<double> y, ymag;  // [L, Hm*P]
-  std::vector<double> S, Smag;  // [Hm, P, N]
-  std::vector<double> cum_span; // [Hm]
+  std::vector<double> y, ymag;   // [L, Hm*P]
+  std::vector<double> S, Smag;   // [Hm, P, N]
+  std::vector<double> cum_span;  // [Hm]
 };
 
-double softplus64(double v) { return v > 20.0 ? v : std::log1p(std::exp(v)); }
+double softplus64(double v) {
+  return v > 20.0 ? v : std::log1p(std::exp(v));
+}
 
 std::vector<double> state_of(const Tensor& states, int64_t slot) {
   std::vector<double> v;
   for (int64_t h = 0; h < states.dim(1); ++h)
     for (int64_t p = 0; p < states.dim(2); ++p)
-      for (int64_t n = 0; n < states.dim(3); ++n) v.push_back(get(states, {slot, h, p, n}));
+      for (int64_t n = 0; n < states.dim(3); ++n)
+        v.push_back(get(states, {slot, h, p, n}));
   return v;
 }
 
 // The sequential recurrence over rows [row0, row0 + L); S0 empty = zero initial state.
-SeqRef ssm_reference(const SsmProblem& pr, const SsmTokens& tk, int64_t row0, int64_t L, const std::vector<double>& S0) {
+SeqRef ssm_reference(const SsmProblem& pr, const SsmTokens& tk, int64_t row0, int64_t L,
+                     const std::vector<double>& S0) {
   const int64_t Hm = pr.Hm, P = pr.P, N = pr.N, heads_per_group = pr.Hm / pr.G;
   SeqRef r;
   r.S = S0.empty() ? std::vector<double>(static_cast<size_t>(Hm * P * N), 0.0) : S0;
   r.Smag.resize(r.S.size());
-  for (size_t i = 0; i < r.S.size(); ++i) r.Smag[i] = std::fabs(r.S[i]);
+  for (size_t i = 0; i < r.S.size(); ++i)
+    r.Smag[i] = std::fabs(r.S[i]);
   r.y.resize(static_cast<size_t>(L * Hm * P));
   r.ymag.resize(r.y.size());
   r.cum_span.assign(static_cast<size_t>(Hm), 0.0);
@@ -109,8 +122,10 @@ SeqRef ssm_reference(const SsmProblem& pr, const SsmTokens& tk, int64_t row0, in
   return r;
 }
 
-double ssm_band(double mag, double value, double cum_span, int64_t chunks, int64_t Q, int64_t N, DType store) {
-  const double roundings = static_cast<double>(chunks + 1) * static_cast<double>(2 * Q + 2 * N + 16) + 8.0 * cum_span;
+double ssm_band(double mag, double value, double cum_span, int64_t chunks, int64_t Q, int64_t N,
+                DType store) {
+  const double roundings =
+      static_cast<double>(chunks + 1) * static_cast<double>(2 * Q + 2 * N + 16) + 8.0 * cum_span;
   return std::ldexp(1.0, -24) * mag * roundings + unit_roundoff(store) * std::fabs(value);
 }
 
@@ -155,7 +170,8 @@ void run_scan_case(const ScanCase& c, uint64_t seed) {
   std::mt19937_64 rng(seed);
   SsmProblem pr = make_problem(c.Hm, c.P, c.G, c.N, c.S, c.act, c.param, rng);
   ScanCall call{{0}, c.slots, c.has_initial, c.Q};
-  for (int32_t l : c.lens) call.cu.push_back(call.cu.back() + l);
+  for (int32_t l : c.lens)
+    call.cu.push_back(call.cu.back() + l);
   const int64_t T = call.cu.back();
   SsmTokens tk = make_tokens(pr, T, rng);
   const SsmTokens tk0{tk.xbc, tk.dtw, clone(tk.x), clone(tk.B), clone(tk.C), clone(tk.dt_raw)};
@@ -169,7 +185,8 @@ void run_scan_case(const ScanCase& c, uint64_t seed) {
   for (size_t b = 0; b < c.lens.size(); ++b) {
     const int64_t L = c.lens[b], slot = c.slots[b];
     used[static_cast<size_t>(slot)] = true;
-    const SeqRef r = ssm_reference(pr, tk0, call.cu[b], L, c.has_initial[b] ? state_of(states0, slot) : std::vector<double>{});
+    const SeqRef r = ssm_reference(
+        pr, tk0, call.cu[b], L, c.has_initial[b] ? state_of(states0, slot) : std::vector<double>{});
     const int64_t chunks = (L + c.Q - 1) / c.Q;
     for (int64_t t = 0; t < L; ++t)
       for (int64_t h = 0; h < c.Hm; ++h)
@@ -182,14 +199,16 @@ void run_scan_case(const ScanCase& c, uint64_t seed) {
     const std::vector<double> S = state_of(pr.states, slot);
     for (size_t i = 0; i < S.size(); ++i) {
       const int64_t h = static_cast<int64_t>(i) / (c.P * c.N);
-      cmp_state.check(S[i], r.S[i], ssm_band(r.Smag[i], r.S[i], r.cum_span[h], chunks, c.Q, c.N, DType::F32),
+      cmp_state.check(S[i], r.S[i],
+                      ssm_band(r.Smag[i], r.S[i], r.cum_span[h], chunks, c.Q, c.N, DType::F32),
                       fmt::format("seq {} state[{}]", b, i));
     }
   }
   for (int64_t slot = 0; slot < c.S; ++slot)
     if (!used[static_cast<size_t>(slot)]) {
       const std::vector<double> got = state_of(pr.states, slot), want = state_of(states0, slot);
-      for (size_t i = 0; i < got.size(); ++i) cmp_state.check(got[i], want[i], 0.0, fmt::format("idle slot {}", slot));
+      for (size_t i = 0; i < got.size(); ++i)
+        cmp_state.check(got[i], want[i], 0.0, fmt::format("idle slot {}", slot));
     }
   EXPECT_EQ(cmp.compared, T * c.Hm * c.P);
   EXPECT_EQ(cmp.failed, 0);
@@ -208,12 +227,24 @@ TEST(HostSsmScan, ChunkedEqualsSequentialAroundChunkBoundaries) {
       {4, 3, 2, 8, 6, 8, bf16, bf16, {1, 7, 8, 9, 29}, {2, 4, 0, 5, 1}, {0, 1, 1, 0, 1}, false},
       {6, 4, 3, 5, 4, 16, f32, bf16, {15, 16, 17, 50}, {3, 2, 1, 0}, {1, 1, 0, 1}, false},
       // the default chunk length of the released models
-      {2, 2, 1, 4, 5, 128, f32, f32, {1, 127, 128, 129, 300}, {0, 1, 2, 3, 4}, {1, 0, 1, 0, 1}, false},
+      {2,
+       2,
+       1,
+       4,
+       5,
+       128,
+       f32,
+       f32,
+       {1, 127, 128, 129, 300},
+       {0, 1, 2, 3, 4},
+       {1, 0, 1, 0, 1},
+       false},
       // out aliases x; one sequence only; an empty sequence next to it
       {4, 2, 4, 3, 3, 5, bf16, f32, {23, 0}, {1, 2}, {1, 0}, true},
   };
   uint64_t seed = 200;
-  for (const auto& c : cases) run_scan_case(c, seed++);
+  for (const auto& c : cases)
+    run_scan_case(c, seed++);
 }
 
 // dt_raw + dt_bias > 20 takes softplus' identity branch: the state is almost replaced each
@@ -234,7 +265,8 @@ TEST(HostSsmScan, LargeDtTakesTheIdentityBranch) {
   for (int64_t t = 0; t < 11; ++t)
     for (int64_t j = 0; j < 4; ++j) {
       const size_t i = static_cast<size_t>(t * 4 + j);
-      cmp.check(get(out, {t, j}), r.y[i], ssm_band(r.ymag[i], r.y[i], r.cum_span[j / 2], 3, 4, 4, DType::F32),
+      cmp.check(get(out, {t, j}), r.y[i],
+                ssm_band(r.ymag[i], r.y[i], r.cum_span[j / 2], 3, 4, 4, DType::F32),
                 fmt::format("y[{}, {}]", t, j));
     }
   EXPECT_EQ(cmp.compared, 44);
@@ -261,11 +293,20 @@ TEST(HostSsmScan, TwoPiecesEqualOnePiece) {
       poison(out_whole);
       poison(out_pieces);
       run_scan(whole, tk, ScanCall{{0, static_cast<int32_t>(L)}, {1}, {0}, Q}, out_whole);
-      SsmTokens first{tk.xbc, tk.dtw, tk.x.slice(0, 0, split), tk.B.slice(0, 0, split), tk.C.slice(0, 0, split),
+      SsmTokens first{tk.xbc,
+                      tk.dtw,
+                      tk.x.slice(0, 0, split),
+                      tk.B.slice(0, 0, split),
+                      tk.C.slice(0, 0, split),
                       tk.dt_raw.slice(0, 0, split)};
-      SsmTokens second{tk.xbc, tk.dtw, tk.x.slice(0, split, L - split), tk.B.slice(0, split, L - split),
-                       tk.C.slice(0, split, L - split), tk.dt_raw.slice(0, split, L - split)};
-      run_scan(pieces, first, ScanCall{{0, static_cast<int32_t>(split)}, {1}, {0}, Q}, out_pieces.slice(0, 0, split));
+      SsmTokens second{tk.xbc,
+                       tk.dtw,
+                       tk.x.slice(0, split, L - split),
+                       tk.B.slice(0, split, L - split),
+                       tk.C.slice(0, split, L - split),
+                       tk.dt_raw.slice(0, split, L - split)};
+      run_scan(pieces, first, ScanCall{{0, static_cast<int32_t>(split)}, {1}, {0}, Q},
+               out_pieces.slice(0, 0, split));
       run_scan(pieces, second, ScanCall{{0, static_cast<int32_t>(L - split)}, {1}, {1}, Q},
                out_pieces.slice(0, split, L - split));
       const SeqRef r = ssm_reference(whole, tk, 0, L, {});
@@ -277,11 +318,13 @@ TEST(HostSsmScan, TwoPiecesEqualOnePiece) {
           const double band = ssm_band(r.ymag[i], r.y[i], r.cum_span[j / 3], chunks, Q, 6, act);
           cmp.check(get(out_whole, {t, j}), r.y[i], band, fmt::format("whole y[{}, {}]", t, j));
           cmp.check(get(out_pieces, {t, j}), r.y[i], band, fmt::format("pieces y[{}, {}]", t, j));
-          cmp.check(get(out_pieces, {t, j}), get(out_whole, {t, j}), 2 * band, fmt::format("pieces vs whole y[{}, {}]", t, j));
+          cmp.check(get(out_pieces, {t, j}), get(out_whole, {t, j}), 2 * band,
+                    fmt::format("pieces vs whole y[{}, {}]", t, j));
         }
       const std::vector<double> Sw = state_of(whole.states, 1), Sp = state_of(pieces.states, 1);
       for (size_t i = 0; i < Sw.size(); ++i) {
-        const double band = ssm_band(r.Smag[i], r.S[i], r.cum_span[i / 18], chunks, Q, 6, DType::F32);
+        const double band =
+            ssm_band(r.Smag[i], r.S[i], r.cum_span[i / 18], chunks, Q, 6, DType::F32);
         cmp.check(Sp[i], r.S[i], band, fmt::format("pieces state[{}]", i));
         cmp.check(Sp[i], Sw[i], 2 * band, fmt::format("pieces vs whole state[{}]", i));
       }
@@ -307,7 +350,8 @@ TEST(HostSsmUpdate, RepeatedStepsEqualScan) {
     const std::vector<int32_t> slots = {3, 0, 2};
     // Tokens of sequence b are rows b*T .. b*T+T-1 (packed for the scan).
     SsmTokens tk = make_tokens(scan, nseq * T, rng);
-    Tensor out_scan = Tensor::empty({nseq * T, Hm * P}, act), out_upd = Tensor::empty({nseq * T, Hm * P}, act);
+    Tensor out_scan = Tensor::empty({nseq * T, Hm * P}, act),
+           out_upd = Tensor::empty({nseq * T, Hm * P}, act);
     poison(out_scan);
     poison(out_upd);
     run_scan(scan, tk, ScanCall{{0, T, 2 * T, 3 * T}, slots, {1, 1, 1}, Q}, out_scan);
@@ -316,7 +360,8 @@ TEST(HostSsmUpdate, RepeatedStepsEqualScan) {
       auto gather = [&](const Tensor& src) {
         Tensor g = Tensor::empty({nseq, src.dim(1)}, act);
         for (int64_t b = 0; b < nseq; ++b)
-          for (int64_t j = 0; j < src.dim(1); ++j) set(g, {b, j}, get(src, {b * T + t, j}));
+          for (int64_t j = 0; j < src.dim(1); ++j)
+            set(g, {b, j}, get(src, {b * T + t, j}));
         return g;
       };
       ops::SsmUpdateArgs a;
@@ -338,7 +383,8 @@ TEST(HostSsmUpdate, RepeatedStepsEqualScan) {
       OpContext ctx;
       ops::run(ctx, a);
       for (int64_t b = 0; b < nseq; ++b)
-        for (int64_t j = 0; j < Hm * P; ++j) set(out_upd, {b * T + t, j}, get(a.out, {b, j}));
+        for (int64_t j = 0; j < Hm * P; ++j)
+          set(out_upd, {b * T + t, j}, get(a.out, {b, j}));
     }
     Comparison cmp;
     for (int64_t b = 0; b < nseq; ++b) {
@@ -348,11 +394,14 @@ TEST(HostSsmUpdate, RepeatedStepsEqualScan) {
         for (int64_t j = 0; j < Hm * P; ++j) {
           const size_t i = static_cast<size_t>(t * Hm * P + j);
           const double h = static_cast<double>(j / P);
-          const double scan_band = ssm_band(r.ymag[i], r.y[i], r.cum_span[static_cast<size_t>(h)], (T + Q - 1) / Q, Q, N, act);
-          const double upd_band = ssm_band(r.ymag[i], r.y[i], r.cum_span[static_cast<size_t>(h)], T, 1, N, act);
-          cmp.check(get(out_upd, {b * T + t, j}), r.y[i], upd_band, fmt::format("update seq {} y[{}, {}]", b, t, j));
-          cmp.check(get(out_upd, {b * T + t, j}), get(out_scan, {b * T + t, j}), scan_band + upd_band,
-                    fmt::format("update vs scan seq {} y[{}, {}]", b, t, j));
+          const double scan_band = ssm_band(r.ymag[i], r.y[i], r.cum_span[static_cast<size_t>(h)],
+                                            (T + Q - 1) / Q, Q, N, act);
+          const double upd_band =
+              ssm_band(r.ymag[i], r.y[i], r.cum_span[static_cast<size_t>(h)], T, 1, N, act);
+          cmp.check(get(out_upd, {b * T + t, j}), r.y[i], upd_band,
+                    fmt::format("update seq {} y[{}, {}]", b, t, j));
+          cmp.check(get(out_upd, {b * T + t, j}), get(out_scan, {b * T + t, j}),
+                    scan_band + upd_band, fmt::format("update vs scan seq {} y[{}, {}]", b, t, j));
         }
       const std::vector<double> Su = state_of(upd.states, slot), Ss = state_of(scan.states, slot);
       for (size_t i = 0; i < Su.size(); ++i) {
@@ -373,11 +422,12 @@ TEST(HostSsmScan, BadArgumentsAreRejected) {
   SsmProblem pr = make_problem(4, 2, 2, 3, 2, DType::F32, DType::F32, rng);
   SsmTokens tk = make_tokens(pr, 5, rng);
   Tensor out = Tensor::empty({5, 8}, DType::F32);
-  EXPECT_THROW(run_scan(pr, tk, ScanCall{{0, 5}, {2}, {0}, 8}, out), Error);         // slot outside pool
-  EXPECT_THROW(run_scan(pr, tk, ScanCall{{0, 2, 5}, {1, 1}, {0, 0}, 8}, out), Error); // slot twice
-  EXPECT_THROW(run_scan(pr, tk, ScanCall{{0, 4}, {1}, {0}, 8}, out), Error);         // cu_seqlens short of T
-  EXPECT_THROW(run_scan(pr, tk, ScanCall{{0, 5}, {1}, {0}, 0}, out), Error);         // chunk_size 0
-  pr.G = 3;                                                                           // does not divide heads
+  EXPECT_THROW(run_scan(pr, tk, ScanCall{{0, 5}, {2}, {0}, 8}, out), Error);  // slot outside pool
+  EXPECT_THROW(run_scan(pr, tk, ScanCall{{0, 2, 5}, {1, 1}, {0, 0}, 8}, out), Error);  // slot twice
+  EXPECT_THROW(run_scan(pr, tk, ScanCall{{0, 4}, {1}, {0}, 8}, out),
+               Error);  // cu_seqlens short of T
+  EXPECT_THROW(run_scan(pr, tk, ScanCall{{0, 5}, {1}, {0}, 0}, out), Error);  // chunk_size 0
+  pr.G = 3;  // does not divide heads
   EXPECT_THROW(run_scan(pr, tk, ScanCall{{0, 5}, {1}, {0}, 8}, out), Error);
 }
 

@@ -10,7 +10,8 @@ namespace strata::reftest {
 namespace {
 
 bool same_bytes(const Tensor& a, const Tensor& b) {
-  return a.nbytes() == b.nbytes() && std::memcmp(a.contiguous().raw(), b.contiguous().raw(), a.nbytes()) == 0;
+  return a.nbytes() == b.nbytes() &&
+         std::memcmp(a.contiguous().raw(), b.contiguous().raw(), a.nbytes()) == 0;
 }
 
 // Runs `make_and_run(out_tensors)` under 1 and 3 threads and compares what it returns.
@@ -107,7 +108,8 @@ TEST(HostThreadCount, MoeExpertsIsBitIdentical) {
     a.up = &up;
     a.down = &down;
     std::vector<int32_t> ids;
-    for (int t = 0; t < 11; ++t) ids.insert(ids.end(), {t % 5, (t + 2) % 5});
+    for (int t = 0; t < 11; ++t)
+      ids.insert(ids.end(), {t % 5, (t + 2) % 5});
     a.ids = i32_tensor(ids).reshape({11, 2});
     a.weights = Tensor::empty({11, 2}, DType::F32);
     fill_uniform(a.weights, rng, 0.1, 1.0);

@@ -24,7 +24,8 @@ std::string read_file(const std::string& path) {
 std::vector<Jinja2Result> render_with_jinja2(const nlohmann::ordered_json& cases) {
   static std::atomic<int> counter{0};
   const auto dir = std::filesystem::temp_directory_path();
-  const std::string stem = "strata_jinja2_" + std::to_string(getpid()) + "_" + std::to_string(counter++);
+  const std::string stem =
+      "strata_jinja2_" + std::to_string(getpid()) + "_" + std::to_string(counter++);
   const auto in_path = dir / (stem + "_cases.json");
   const auto out_path = dir / (stem + "_results.json");
   {
@@ -32,7 +33,8 @@ std::vector<Jinja2Result> render_with_jinja2(const nlohmann::ordered_json& cases
     out << cases.dump();
   }
   const std::string script = std::string(STRATA_SOURCE_DIR) + "/tests/text/render_with_jinja2.py";
-  const std::string cmd = "/usr/bin/python3 '" + script + "' '" + in_path.string() + "' '" + out_path.string() + "'";
+  const std::string cmd =
+      "/usr/bin/python3 '" + script + "' '" + in_path.string() + "' '" + out_path.string() + "'";
   const int rc = std::system(cmd.c_str());
   std::vector<Jinja2Result> results;
   if (rc != 0) {
@@ -51,7 +53,8 @@ std::vector<Jinja2Result> render_with_jinja2(const nlohmann::ordered_json& cases
       results.push_back(std::move(x));
     }
     if (results.size() != cases.size())
-      ADD_FAILURE() << "jinja2 returned " << results.size() << " results for " << cases.size() << " cases";
+      ADD_FAILURE() << "jinja2 returned " << results.size() << " results for " << cases.size()
+                    << " cases";
   }
   std::filesystem::remove(in_path);
   std::filesystem::remove(out_path);
@@ -66,11 +69,10 @@ StrataResult render_with_strata(const std::string& source, const nlohmann::order
   };
   try {
     const ChatTemplate t(source);
-    r.text = t.render(c.value("messages", nlohmann::ordered_json::array()),
-                      c.value("tools", nlohmann::ordered_json()),
-                      c.value("add_generation_prompt", false),
-                      c.value("kwargs", nlohmann::ordered_json()), token("bos_token"),
-                      token("eos_token"));
+    r.text = t.render(
+        c.value("messages", nlohmann::ordered_json::array()),
+        c.value("tools", nlohmann::ordered_json()), c.value("add_generation_prompt", false),
+        c.value("kwargs", nlohmann::ordered_json()), token("bos_token"), token("eos_token"));
     r.ok = true;
   } catch (const jinja::TemplateError& e) {
     r.error = e.what();
@@ -85,14 +87,21 @@ std::string compare_results(const Jinja2Result& want, const StrataResult& got) {
   if (want.ok && got.ok) {
     if (want.text == got.text) return "";
     size_t i = 0;
-    while (i < want.text.size() && i < got.text.size() && want.text[i] == got.text[i]) ++i;
+    while (i < want.text.size() && i < got.text.size() && want.text[i] == got.text[i])
+      ++i;
     const size_t from = i > 40 ? i - 40 : 0;
     return "output differs at byte " + std::to_string(i) + ":\n  jinja2: " +
-           nlohmann::json(want.text.substr(from, 120)).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n  strata: " +
-           nlohmann::json(got.text.substr(from, 120)).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+           nlohmann::json(want.text.substr(from, 120))
+               .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) +
+           "\n  strata: " +
+           nlohmann::json(got.text.substr(from, 120))
+               .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   }
   if (!want.ok && !got.ok) return "";
-  if (!want.ok) return "jinja2 raised (" + want.error + ") but strata rendered " + nlohmann::json(got.text.substr(0, 200)).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  if (!want.ok)
+    return "jinja2 raised (" + want.error + ") but strata rendered " +
+           nlohmann::json(got.text.substr(0, 200))
+               .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   return "jinja2 rendered but strata raised: " + got.error;
 }
 

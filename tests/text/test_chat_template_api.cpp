@@ -21,7 +21,8 @@ class ModelDir {
  public:
   ModelDir() {
     static int n = 0;
-    path_ = fs::temp_directory_path() / ("strata_chat_model_" + std::to_string(getpid()) + "_" + std::to_string(n++));
+    path_ = fs::temp_directory_path() /
+            ("strata_chat_model_" + std::to_string(getpid()) + "_" + std::to_string(n++));
     fs::create_directories(path_);
   }
   ~ModelDir() { fs::remove_all(path_); }
@@ -94,8 +95,10 @@ TEST(ModelChatTemplates, TokenizerConfigStringTemplateAndAddedTokenObjects) {
 }
 
 TEST(ModelChatTemplates, NamedTemplatesChooseToolUseOnlyWithTools) {
-  const std::string dflt = "default:{{ messages|length }}:{{ tools is none }}:{{ bos_token is defined }}";
-  const std::string tool_use = "tool_use:{{ tools|length }}:{{ tools[0].function.name if tools else '' }}";
+  const std::string dflt =
+      "default:{{ messages|length }}:{{ tools is none }}:{{ bos_token is defined }}";
+  const std::string tool_use =
+      "tool_use:{{ tools|length }}:{{ tools[0].function.name if tools else '' }}";
   ModelDir dir;
   nlohmann::ordered_json config;
   config["chat_template"] = nlohmann::ordered_json::array(
@@ -108,7 +111,8 @@ TEST(ModelChatTemplates, NamedTemplatesChooseToolUseOnlyWithTools) {
   const auto msgs = conversation();
   const auto without = reference(dflt, msgs, nullptr, false, {}, nullptr, "</s>");
   const auto with = reference(tool_use, msgs, tools(), false, {}, nullptr, "</s>");
-  const auto with_empty = reference(tool_use, msgs, nlohmann::ordered_json::array(), false, {}, nullptr, "</s>");
+  const auto with_empty =
+      reference(tool_use, msgs, nlohmann::ordered_json::array(), false, {}, nullptr, "</s>");
   ASSERT_TRUE(without.ok && with.ok && with_empty.ok);
   EXPECT_EQ(model.render(msgs, nullptr, false, {}), without.text);
   EXPECT_EQ(model.render(msgs, tools(), false, {}), with.text);
@@ -144,7 +148,8 @@ TEST(ModelChatTemplates, BadModelDirectoriesFailWithTheFileNamed) {
       EXPECT_NE(std::string(e.what()).find("no chat template"), std::string::npos) << e.what();
     }
     // Without require_template the special tokens alone load.
-    EXPECT_EQ(ModelChatTemplates::load(dir.path(), {}, false).bos_token(), std::optional<std::string>("<s>"));
+    EXPECT_EQ(ModelChatTemplates::load(dir.path(), {}, false).bos_token(),
+              std::optional<std::string>("<s>"));
   }
   const std::pair<const char*, const char*> bad[] = {
       {"{not json", "not valid JSON"},
@@ -184,7 +189,8 @@ TEST(ChatTemplate, ParseToolCallArgumentsTouchesOnlyAssistantArgumentStrings) {
   const auto out = parse_tool_call_arguments(in);
   EXPECT_EQ(out[0], in[0]);  // not an assistant message
   const auto& calls = out[1]["tool_calls"];
-  EXPECT_EQ(calls[0]["function"]["arguments"], nlohmann::ordered_json::parse(R"({"b": [1, 2.5], "c": "ü"})"));
+  EXPECT_EQ(calls[0]["function"]["arguments"],
+            nlohmann::ordered_json::parse(R"({"b": [1, 2.5], "c": "ü"})"));
   EXPECT_EQ(calls[1]["function"]["arguments"], in[1]["tool_calls"][1]["function"]["arguments"]);
   EXPECT_EQ(calls[2]["function"]["arguments"], nlohmann::ordered_json::object());
   EXPECT_EQ(calls[3]["function"]["arguments"], nlohmann::ordered_json::object());
@@ -230,22 +236,32 @@ TEST(ChatTemplate, ReservedKwargsAndMalformedInputsAreRefused) {
   }
   EXPECT_EQ(refused, 7);
   EXPECT_THROW(t.render(nlohmann::ordered_json::object(), nullptr, true, {}, "<s>", "</s>"), Error);
-  EXPECT_THROW(t.render(conversation(), nlohmann::ordered_json::object(), true, {}, "<s>", "</s>"), Error);
-  EXPECT_THROW(t.render(conversation(), nullptr, true, nlohmann::ordered_json::array(), "<s>", "</s>"), Error);
-  EXPECT_THROW(t.render(nlohmann::ordered_json::parse("[9223372036854775808]"), nullptr, true, {}, "<s>", "</s>"), Error);
+  EXPECT_THROW(t.render(conversation(), nlohmann::ordered_json::object(), true, {}, "<s>", "</s>"),
+               Error);
+  EXPECT_THROW(
+      t.render(conversation(), nullptr, true, nlohmann::ordered_json::array(), "<s>", "</s>"),
+      Error);
+  EXPECT_THROW(t.render(nlohmann::ordered_json::parse("[9223372036854775808]"), nullptr, true, {},
+                        "<s>", "</s>"),
+               Error);
 }
 
 TEST(ChatTemplate, KwargsAndTokensReachTheTemplate) {
   const std::string source =
-      "{{ bos_token }}|{{ eos_token }}|{{ extra }}|{{ documents }}|{{ add_generation_prompt }}|{{ tools }}";
-  const nlohmann::ordered_json kwargs = {{"extra", {1, 2.5, "ü"}}, {"documents", {{{"text", "d"}}}}};
+      "{{ bos_token }}|{{ eos_token }}|{{ extra }}|{{ documents }}|{{ add_generation_prompt }}|{{ "
+      "tools }}";
+  const nlohmann::ordered_json kwargs = {{"extra", {1, 2.5, "ü"}},
+                                         {"documents", {{{"text", "d"}}}}};
   const auto want = reference(source, conversation(), tools(), true, kwargs, "<s>", "</s>");
   ASSERT_TRUE(want.ok) << want.error;
-  EXPECT_EQ(ChatTemplate(source).render(conversation(), tools(), true, kwargs, "<s>", "</s>"), want.text);
-  const auto want_no_tokens = reference(source, conversation(), nullptr, false, {}, nullptr, nullptr);
+  EXPECT_EQ(ChatTemplate(source).render(conversation(), tools(), true, kwargs, "<s>", "</s>"),
+            want.text);
+  const auto want_no_tokens =
+      reference(source, conversation(), nullptr, false, {}, nullptr, nullptr);
   ASSERT_TRUE(want_no_tokens.ok) << want_no_tokens.error;
-  EXPECT_EQ(ChatTemplate(source).render(conversation(), nullptr, false, {}, std::nullopt, std::nullopt),
-            want_no_tokens.text);
+  EXPECT_EQ(
+      ChatTemplate(source).render(conversation(), nullptr, false, {}, std::nullopt, std::nullopt),
+      want_no_tokens.text);
 }
 
 }  // namespace

@@ -21,8 +21,9 @@ struct CliResult {
 
 CliResult run_strata(const std::string& args, const std::string& stdin_text, const fs::path& dir) {
   std::ofstream(dir / "stdin", std::ios::binary) << stdin_text;
-  const std::string cmd = std::string("'") + STRATA_BINARY + "' " + args + " <'" + (dir / "stdin").string() +
-                          "' >'" + (dir / "stdout").string() + "' 2>'" + (dir / "stderr").string() + "'";
+  const std::string cmd = std::string("'") + STRATA_BINARY + "' " + args + " <'" +
+                          (dir / "stdin").string() + "' >'" + (dir / "stdout").string() + "' 2>'" +
+                          (dir / "stderr").string() + "'";
   const int status = std::system(cmd.c_str());
   CliResult r;
   r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
@@ -77,7 +78,8 @@ TEST_F(ChatTemplateCli, RendersTheRequestLikeJinja2) {
     const auto want = render_with_jinja2(nlohmann::ordered_json::array({c}));
     ASSERT_EQ(want.size(), 1u);
     ASSERT_TRUE(want[0].ok) << want[0].error;
-    const CliResult r = run_strata("chat-template --model '" + (dir_ / "model").string() + "'", req.dump(), dir_);
+    const CliResult r =
+        run_strata("chat-template --model '" + (dir_ / "model").string() + "'", req.dump(), dir_);
     EXPECT_EQ(r.rc, 0) << r.err;
     EXPECT_EQ(r.out, want[0].text);
     ++compared;
@@ -117,16 +119,20 @@ TEST_F(ChatTemplateCli, ArgumentStringsAreParsedLikeVllm) {
   EXPECT_EQ(kept.rc, 1);
   EXPECT_NE(kept.err.find("mapping"), std::string::npos) << kept.err;
   const CliResult bad = run_strata(
-      model, R"({"messages": [{"role": "assistant", "tool_calls": [{"function": {"name": "f", "arguments": "{oops"}}]}]})", dir_);
+      model,
+      R"({"messages": [{"role": "assistant", "tool_calls": [{"function": {"name": "f", "arguments": "{oops"}}]}]})",
+      dir_);
   EXPECT_EQ(bad.rc, 1);
-  EXPECT_NE(bad.err.find("messages[0].tool_calls[0].function.arguments"), std::string::npos) << bad.err;
+  EXPECT_NE(bad.err.find("messages[0].tool_calls[0].function.arguments"), std::string::npos)
+      << bad.err;
 }
 
 TEST_F(ChatTemplateCli, TemplateFileOverridesTheModels) {
-  const std::string other = "{{ bos_token }}{% for m in messages %}[{{ m.role }}]{% endfor %}{{ eos_token }}";
+  const std::string other =
+      "{{ bos_token }}{% for m in messages %}[{{ m.role }}]{% endfor %}{{ eos_token }}";
   std::ofstream(dir_ / "other.jinja", std::ios::binary) << other;
-  const CliResult r = run_strata("chat-template --model '" + (dir_ / "model").string() + "' --template '" +
-                                     (dir_ / "other.jinja").string() + "'",
+  const CliResult r = run_strata("chat-template --model '" + (dir_ / "model").string() +
+                                     "' --template '" + (dir_ / "other.jinja").string() + "'",
                                  R"({"messages": [{"role": "user", "content": "x"}]})", dir_);
   EXPECT_EQ(r.rc, 0) << r.err;
   nlohmann::ordered_json c;
@@ -148,7 +154,8 @@ TEST_F(ChatTemplateCli, BadRequestsFailWithAOneLineError) {
       {R"({"tools": []})", "messages"},
       {R"({"messages": {}})", "messages must be a JSON array"},
       {R"({"messages": [], "add_generation_prompt": "yes"})", "add_generation_prompt"},
-      {R"({"messages": [{"role": "user", "content": "x"}], "chat_template_kwargs": {"tools": []}})", "reserved"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "chat_template_kwargs": {"tools": []}})",
+       "reserved"},
       {R"({"messages": []})", "line "},  // the template itself fails on an empty conversation
   };
   int checked = 0;

@@ -22,10 +22,12 @@ std::vector<std::filesystem::path> template_files() {
 }
 
 TEST(ChatTemplateVsJinja2, EveryTemplateOnEveryConversation) {
-  const auto conversations = nlohmann::ordered_json::parse(read_file(kFixtures + "/conversations.json"));
+  const auto conversations =
+      nlohmann::ordered_json::parse(read_file(kFixtures + "/conversations.json"));
   const auto tokens = nlohmann::ordered_json::parse(read_file(kFixtures + "/special_tokens.json"));
   const auto templates = template_files();
-  ASSERT_EQ(templates.size(), 8u) << "tests/fixtures/chat/templates should hold the 8 shared templates";
+  ASSERT_EQ(templates.size(), 8u)
+      << "tests/fixtures/chat/templates should hold the 8 shared templates";
   ASSERT_GE(conversations.size(), 50u);
 
   nlohmann::ordered_json cases = nlohmann::ordered_json::array();
@@ -33,7 +35,8 @@ TEST(ChatTemplateVsJinja2, EveryTemplateOnEveryConversation) {
   std::vector<std::string> sources;
   for (const auto& path : templates) {
     const std::string name = path.filename().string();
-    const auto tok = tokens.value(name, nlohmann::ordered_json{{"bos_token", "<s>"}, {"eos_token", "</s>"}});
+    const auto tok =
+        tokens.value(name, nlohmann::ordered_json{{"bos_token", "<s>"}, {"eos_token", "</s>"}});
     for (const auto& conv : conversations) {
       nlohmann::ordered_json c = conv;
       c["template"] = path.string();
@@ -66,8 +69,9 @@ TEST(ChatTemplateVsJinja2, EveryTemplateOnEveryConversation) {
   EXPECT_GE(compared, 400u);
   EXPECT_GT(rendered, compared * 3 / 4);
   EXPECT_GT(raised, 0u);
-  std::printf("compared %zu (template, conversation) pairs: %zu rendered identically, %zu raised in both\n",
-              compared, rendered, raised);
+  std::printf(
+      "compared %zu (template, conversation) pairs: %zu rendered identically, %zu raised in both\n",
+      compared, rendered, raised);
 }
 
 // A long agentic conversation (about 2,700 messages, 330 tool calls) renders identically and
@@ -76,25 +80,39 @@ TEST(ChatTemplateVsJinja2, LongConversationWithinDefaultLimits) {
   nlohmann::ordered_json messages = nlohmann::ordered_json::array();
   messages.push_back({{"role", "system"}, {"content", "You are a helpful assistant."}});
   for (int i = 0; i < 1000; ++i) {
-    messages.push_back({{"role", "user"}, {"content", "Question " + std::to_string(i) + ": what about café " + std::to_string(i * 7) + "?"}});
+    messages.push_back({{"role", "user"},
+                        {"content", "Question " + std::to_string(i) + ": what about café " +
+                                        std::to_string(i * 7) + "?"}});
     if (i % 3 == 0) {
-      nlohmann::ordered_json call = {{"id", "call" + std::to_string(100000 + i).substr(1)}, {"type", "function"},
-                                     {"function", {{"name", "get_weather"}, {"arguments", {{"city", "Paris"}, {"days", {i % 5, 2.5}}}}}}};
+      nlohmann::ordered_json call = {
+          {"id", "call" + std::to_string(100000 + i).substr(1)},
+          {"type", "function"},
+          {"function",
+           {{"name", "get_weather"}, {"arguments", {{"city", "Paris"}, {"days", {i % 5, 2.5}}}}}}};
       messages.push_back({{"role", "assistant"}, {"content", ""}, {"tool_calls", {call}}});
-      messages.push_back({{"role", "tool"}, {"tool_call_id", call["id"]}, {"content", std::to_string(i % 30) + " degrees"}});
+      messages.push_back({{"role", "tool"},
+                          {"tool_call_id", call["id"]},
+                          {"content", std::to_string(i % 30) + " degrees"}});
     }
-    messages.push_back({{"role", "assistant"}, {"content", "Answer " + std::to_string(i)}, {"reasoning_content", "step " + std::to_string(i)}});
+    messages.push_back({{"role", "assistant"},
+                        {"content", "Answer " + std::to_string(i)},
+                        {"reasoning_content", "step " + std::to_string(i)}});
   }
   messages.push_back({{"role", "user"}, {"content", "Thanks, bye."}});
-  const auto tools = nlohmann::ordered_json::parse(R"([{"type": "function", "function": {"name": "get_weather",
+  const auto tools =
+      nlohmann::ordered_json::parse(R"([{"type": "function", "function": {"name": "get_weather",
       "description": "Weather", "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}])");
 
   nlohmann::ordered_json cases = nlohmann::ordered_json::array();
   const auto templates = template_files();
   for (const auto& path : templates) {
-    cases.push_back({{"template", path.string()}, {"messages", messages}, {"tools", tools},
-                     {"add_generation_prompt", true}, {"kwargs", {{"enable_thinking", true}}},
-                     {"bos_token", "<s>"}, {"eos_token", "</s>"}});
+    cases.push_back({{"template", path.string()},
+                     {"messages", messages},
+                     {"tools", tools},
+                     {"add_generation_prompt", true},
+                     {"kwargs", {{"enable_thinking", true}}},
+                     {"bos_token", "<s>"},
+                     {"eos_token", "</s>"}});
   }
   const auto want = render_with_jinja2(cases);
   ASSERT_EQ(want.size(), cases.size());

@@ -16,7 +16,8 @@ namespace strata::text {
 namespace {
 
 Tokenizer load(const std::string& name) {
-  return Tokenizer::from_dir(std::string(STRATA_SOURCE_DIR) + "/tests/fixtures/tokenizers_handmade/" + name);
+  return Tokenizer::from_dir(std::string(STRATA_SOURCE_DIR) +
+                             "/tests/fixtures/tokenizers_handmade/" + name);
 }
 
 struct StreamResult {
@@ -41,8 +42,8 @@ StreamResult stream(const Tokenizer& tok, const std::vector<int32_t>& ids, bool 
 
 // Ids with a bias toward the byte tokens of the tokenizer ([byte_lo, byte_hi)) and its
 // specials, plus ids that name no token.
-std::vector<int32_t> random_ids(std::mt19937& rng, const Tokenizer& tok, int32_t byte_lo, int32_t byte_hi,
-                                size_t len) {
+std::vector<int32_t> random_ids(std::mt19937& rng, const Tokenizer& tok, int32_t byte_lo,
+                                int32_t byte_hi, size_t len) {
   std::vector<int32_t> ids;
   for (size_t i = 0; i < len; ++i) {
     const unsigned r = rng() % 10;
@@ -63,8 +64,9 @@ struct Subject {
 };
 
 TEST(Detokenizer, RandomStreamsEqualFullDecode) {
-  const Subject subjects[] = {{"gpt2_mini", 0, 256},     {"nemotron_mini", 14, 270}, {"llama_fallback", 3, 243},
-                              {"added_flags", 0, 256},   {"metaspace_first", 0, 6},  {"word_suffix", 0, 13},
+  const Subject subjects[] = {{"gpt2_mini", 0, 256},      {"nemotron_mini", 14, 270},
+                              {"llama_fallback", 3, 243}, {"added_flags", 0, 256},
+                              {"metaspace_first", 0, 6},  {"word_suffix", 0, 13},
                               {"subword_prefix", 0, 11}};
   std::mt19937 rng(20240611);
   size_t streams = 0, chunks = 0;
@@ -74,7 +76,8 @@ TEST(Detokenizer, RandomStreamsEqualFullDecode) {
       const auto ids = random_ids(rng, tok, s.byte_lo, s.byte_hi, 1 + rng() % 24);
       for (bool skip : {false, true}) {
         const StreamResult r = stream(tok, ids, skip);
-        ASSERT_EQ(r.text, tok.decode(ids, skip)) << s.name << " trial " << trial << " skip " << skip;
+        ASSERT_EQ(r.text, tok.decode(ids, skip))
+            << s.name << " trial " << trial << " skip " << skip;
         chunks += r.chunks_checked;
         ++streams;
       }
@@ -107,11 +110,11 @@ TEST(Detokenizer, ByteFallbackRunWaitsForItsEnd) {
   // group is one U+FFFD per byte), so it is held until a non-byte token ends it.
   const Tokenizer tok = load("llama_fallback");
   IncrementalDetokenizer d(tok, true);
-  EXPECT_EQ(d.push(1), "");          // <s>, skipped
-  EXPECT_EQ(d.push(250), "hi");      // "▁hi": the leading space is stripped at the start
-  EXPECT_EQ(d.push(243), " ");       // "▁"
-  EXPECT_EQ(d.push(3 + 0xC3), "");   // half of é
-  EXPECT_EQ(d.push(3 + 0xA9), "");   // é complete, but the run may go on
+  EXPECT_EQ(d.push(1), "");         // <s>, skipped
+  EXPECT_EQ(d.push(250), "hi");     // "▁hi": the leading space is stripped at the start
+  EXPECT_EQ(d.push(243), " ");      // "▁"
+  EXPECT_EQ(d.push(3 + 0xC3), "");  // half of é
+  EXPECT_EQ(d.push(3 + 0xA9), "");  // é complete, but the run may go on
   EXPECT_EQ(d.push(250), "\xC3\xA9 hi");
   EXPECT_EQ(d.finish(), "");
 }
@@ -121,7 +124,8 @@ TEST(Detokenizer, MetaspaceFirstTokenAndSkippedSpecials) {
   // <s>=1 is skipped; the first real token "▁a" (6) loses its ▁, "▁b" (7) keeps it as a space.
   IncrementalDetokenizer d(tok, true);
   std::string out;
-  for (int32_t id : {1, 6, 7, 1, 2}) out += d.push(id);
+  for (int32_t id : {1, 6, 7, 1, 2})
+    out += d.push(id);
   out += d.finish();
   EXPECT_EQ(out, tok.decode(std::vector<int32_t>{1, 6, 7, 1, 2}, true));
   EXPECT_EQ(out, "a b ");

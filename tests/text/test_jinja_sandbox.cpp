@@ -32,7 +32,8 @@ TEST(JinjaSandbox, EndlessLoopStopsAtStepLimit) {
   limits.max_steps = 200000;
   const auto start = Clock::now();
   const TemplateError e = render_error(
-      "{% for i in range(100000) %}{% for j in range(100000) %}{{ i }}{% endfor %}{% endfor %}", limits);
+      "{% for i in range(100000) %}{% for j in range(100000) %}{{ i }}{% endfor %}{% endfor %}",
+      limits);
   EXPECT_EQ(e.kind(), TemplateError::Kind::Limit) << e.what();
   EXPECT_NE(std::string(e.what()).find("steps"), std::string::npos) << e.what();
   EXPECT_LT(std::chrono::duration<double>(Clock::now() - start).count(), 10.0);
@@ -41,8 +42,8 @@ TEST(JinjaSandbox, EndlessLoopStopsAtStepLimit) {
 TEST(JinjaSandbox, DefaultStepLimitEndsAQuadraticLoop) {
   // 10^5 x 10^5 iterations would take hours; the default budget ends it.
   const auto start = Clock::now();
-  const TemplateError e =
-      render_error("{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}");
+  const TemplateError e = render_error(
+      "{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}");
   EXPECT_EQ(e.kind(), TemplateError::Kind::Limit) << e.what();
   EXPECT_LT(std::chrono::duration<double>(Clock::now() - start).count(), 30.0);
 }
@@ -58,8 +59,10 @@ TEST(JinjaSandbox, WorkOnLargeValuesCostsSteps) {
        {"{% set r = range(100000) %}{% for i in range(100000) %}{{ r|select|first }}{% endfor %}",
         "{% set r = range(100000) %}{% for i in range(100000) %}{{ 5 in r }}{% endfor %}",
         "{% set s = 'ab' * 500000 %}{% for i in range(100000) %}{{ s.count('x') }}{% endfor %}",
-        "{% set r = range(100000)|list %}{% for i in range(100000) %}{{ 99999 is in r }}{% endfor %}",
-        "{% set r = range(100000)|list %}{% for i in range(100000) %}{{ r|join(',')|length }}{% endfor %}"}) {
+        "{% set r = range(100000)|list %}{% for i in range(100000) %}{{ 99999 is in r }}{% endfor "
+        "%}",
+        "{% set r = range(100000)|list %}{% for i in range(100000) %}{{ r|join(',')|length }}{% "
+        "endfor %}"}) {
     const TemplateError e = render_error(src, limits);
     EXPECT_EQ(e.kind(), TemplateError::Kind::Limit) << src << ": " << e.what();
   }
@@ -69,7 +72,8 @@ TEST(JinjaSandbox, WorkOnLargeValuesCostsSteps) {
 TEST(JinjaSandbox, OutputSizeIsBounded) {
   Limits limits;
   limits.max_output_bytes = 1 << 20;
-  const TemplateError e = render_error("{% for i in range(100000) %}{{ 'x' * 1000 }}{% endfor %}", limits);
+  const TemplateError e =
+      render_error("{% for i in range(100000) %}{{ 'x' * 1000 }}{% endfor %}", limits);
   EXPECT_EQ(e.kind(), TemplateError::Kind::Limit) << e.what();
   EXPECT_NE(std::string(e.what()).find("bytes"), std::string::npos) << e.what();
 }
@@ -84,14 +88,16 @@ TEST(JinjaSandbox, HugeValuesAreRefusedBeforeAllocation) {
 
 TEST(JinjaSandbox, DoublingAStringHitsTheLimit) {
   const TemplateError e = render_error(
-      "{% set ns = namespace(s='x') %}{% for i in range(60) %}{% set ns.s = ns.s ~ ns.s %}{% endfor %}{{ ns.s|length }}");
+      "{% set ns = namespace(s='x') %}{% for i in range(60) %}{% set ns.s = ns.s ~ ns.s %}{% "
+      "endfor %}{{ ns.s|length }}");
   EXPECT_EQ(e.kind(), TemplateError::Kind::Limit) << e.what();
 }
 
 TEST(JinjaSandbox, EndlessRecursionStopsAtCallDepth) {
-  for (const char* src : {"{% macro m(n) %}{{ m(n + 1) }}{% endmacro %}{{ m(0) }}",
-                          "{% macro a() %}{{ b() }}{% endmacro %}{% macro b() %}{{ a() }}{% endmacro %}{{ a() }}",
-                          "{% for x in [1] recursive %}{{ loop([1]) }}{% endfor %}"}) {
+  for (const char* src :
+       {"{% macro m(n) %}{{ m(n + 1) }}{% endmacro %}{{ m(0) }}",
+        "{% macro a() %}{{ b() }}{% endmacro %}{% macro b() %}{{ a() }}{% endmacro %}{{ a() }}",
+        "{% for x in [1] recursive %}{{ loop([1]) }}{% endfor %}"}) {
     const TemplateError e = render_error(src);
     EXPECT_EQ(e.kind(), TemplateError::Kind::Limit) << src << ": " << e.what();
     EXPECT_NE(std::string(e.what()).find("nest deeper"), std::string::npos) << e.what();
@@ -102,7 +108,8 @@ TEST(JinjaSandbox, DeepEvaluationStopsAtEvalDepth) {
   // Each macro level evaluates a 240-link chain before recursing: the evaluation depth, not the
   // call depth, runs out first; the stack stays bounded (about 600 bytes per level).
   std::string chain;
-  for (int i = 0; i < 240; ++i) chain += " + 1";
+  for (int i = 0; i < 240; ++i)
+    chain += " + 1";
   const TemplateError e =
       render_error("{% macro m(n) %}{{ (m(n + 1)|length)" + chain + " }}{% endmacro %}{{ m(0) }}");
   EXPECT_EQ(e.kind(), TemplateError::Kind::Limit) << e.what();
@@ -114,14 +121,18 @@ TEST(JinjaSandbox, AbsurdNestingInTheSourceIsRefused) {
   const std::string lists = std::string(100000, '[') + std::string(100000, ']');
   const std::string nots = [] {
     std::string s;
-    for (int i = 0; i < 100000; ++i) s += "not ";
+    for (int i = 0; i < 100000; ++i)
+      s += "not ";
     return s + "x";
   }();
   std::string ifs;
-  for (int i = 0; i < 50000; ++i) ifs += "{% if true %}";
-  for (int i = 0; i < 50000; ++i) ifs += "{% endif %}";
-  for (const std::string& src : {"{{ " + parens + " }}", "{{ " + lists + " }}", "{{ " + nots + " }}",
-                                 "{{ " + std::string(100000, '-') + "1 }}", ifs}) {
+  for (int i = 0; i < 50000; ++i)
+    ifs += "{% if true %}";
+  for (int i = 0; i < 50000; ++i)
+    ifs += "{% endif %}";
+  for (const std::string& src :
+       {"{{ " + parens + " }}", "{{ " + lists + " }}", "{{ " + nots + " }}",
+        "{{ " + std::string(100000, '-') + "1 }}", ifs}) {
     try {
       const Template t(src);
       ADD_FAILURE() << "parsed a template nested 50000+ deep";
@@ -173,8 +184,9 @@ TEST(JinjaSandbox, MutatingMethodsAreRefused) {
 
 TEST(JinjaSandbox, IntegersBeyond64BitsRaiseInsteadOfWrapping) {
   // Python would switch to a big integer; strata refuses rather than give a wrong number.
-  for (const char* src : {"{{ 9223372036854775807 + 1 }}", "{{ -9223372036854775807 - 2 }}",
-                          "{{ 3037000500 * 3037000500 }}", "{{ 2 ** 63 }}", "{{ -(-9223372036854775807 - 1) }}"}) {
+  for (const char* src :
+       {"{{ 9223372036854775807 + 1 }}", "{{ -9223372036854775807 - 2 }}",
+        "{{ 3037000500 * 3037000500 }}", "{{ 2 ** 63 }}", "{{ -(-9223372036854775807 - 1) }}"}) {
     const TemplateError e = render_error(src);
     EXPECT_NE(std::string(e.what()).find("64 bits"), std::string::npos) << src << ": " << e.what();
   }
@@ -182,10 +194,12 @@ TEST(JinjaSandbox, IntegersBeyond64BitsRaiseInsteadOfWrapping) {
 
 TEST(JinjaSandbox, DeeplyNestedJsonInputIsRefused) {
   nlohmann::ordered_json j = 1;
-  for (int i = 0; i < 2000; ++i) j = nlohmann::ordered_json::array({std::move(j)});
+  for (int i = 0; i < 2000; ++i)
+    j = nlohmann::ordered_json::array({std::move(j)});
   EXPECT_THROW(from_json(j), TemplateError);
   nlohmann::ordered_json ok = 1;
-  for (int i = 0; i < 100; ++i) ok = nlohmann::ordered_json::array({std::move(ok)});
+  for (int i = 0; i < 100; ++i)
+    ok = nlohmann::ordered_json::array({std::move(ok)});
   Dict vars;
   vars.set(Value::string("x"), from_json(ok));
   EXPECT_EQ(Template("{{ x|tojson|length }}").render(vars).size(), 3u);  // "201"
@@ -205,7 +219,8 @@ TEST(JinjaSandbox, InvalidUtf8TemplateIsASyntaxError) {
 // The erroring construct is placed on line n by n - 1 lines of text before it.
 std::string at_line(int n, const std::string& code) {
   std::string s;
-  for (int i = 1; i < n; ++i) s += "text line " + std::to_string(i) + "\n";
+  for (int i = 1; i < n; ++i)
+    s += "text line " + std::to_string(i) + "\n";
   return s + code;
 }
 
@@ -225,7 +240,8 @@ TEST(JinjaErrors, RuntimeErrorsCarryTheirLine) {
       const TemplateError e = render_error(at_line(line, code));
       EXPECT_EQ(e.kind(), TemplateError::Kind::Runtime) << code;
       EXPECT_EQ(e.line(), line) << code << ": " << e.what();
-      EXPECT_NE(std::string(e.what()).find("line " + std::to_string(line)), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("line " + std::to_string(line)), std::string::npos)
+          << e.what();
       ++checked;
     }
   }
@@ -233,18 +249,19 @@ TEST(JinjaErrors, RuntimeErrorsCarryTheirLine) {
 }
 
 TEST(JinjaErrors, ErrorInsideAMacroPointsIntoTheMacro) {
-  const std::string src = "{% macro m(x) %}\nok\n{{ x.missing.deeper }}\n{% endmacro %}\n\n{{ m({}) }}";
+  const std::string src =
+      "{% macro m(x) %}\nok\n{{ x.missing.deeper }}\n{% endmacro %}\n\n{{ m({}) }}";
   const TemplateError e = render_error(src);
   EXPECT_EQ(e.line(), 3) << e.what();
 }
 
 TEST(JinjaErrors, SyntaxErrorsCarryTheirLine) {
   const char* broken[] = {
-      "{% if true %}",          // unclosed block: reported at the end
-      "{{ 1 + }}",              // missing operand
-      "{% nosuchtag %}",        // unknown tag
-      "{{ x | nosuchfilter }}", // unknown filter outside an if
-      "{{ 'unterminated }}",    // string never closed
+      "{% if true %}",           // unclosed block: reported at the end
+      "{{ 1 + }}",               // missing operand
+      "{% nosuchtag %}",         // unknown tag
+      "{{ x | nosuchfilter }}",  // unknown filter outside an if
+      "{{ 'unterminated }}",     // string never closed
       "{% for x in %}{% endfor %}",
       "{# never closed",
   };
@@ -265,7 +282,8 @@ TEST(JinjaErrors, SyntaxErrorsCarryTheirLine) {
 }
 
 TEST(JinjaErrors, RaiseExceptionKeepsTheMessage) {
-  const std::string message = "Conversation roles must alternate user/assistant/user/assistant/... ü";
+  const std::string message =
+      "Conversation roles must alternate user/assistant/user/assistant/... ü";
   const TemplateError e = render_error(at_line(5, "{{ raise_exception('" + message + "') }}"));
   EXPECT_EQ(e.kind(), TemplateError::Kind::Raised);
   EXPECT_EQ(e.detail(), message);

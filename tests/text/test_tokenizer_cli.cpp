@@ -30,8 +30,9 @@ CliResult run_strata(const std::string& args, const std::string& stdin_text) {
   const fs::path dir = fs::temp_directory_path() / ("strata_tokcli_" + std::to_string(::getpid()));
   fs::create_directories(dir);
   std::ofstream(dir / "in", std::ios::binary) << stdin_text;
-  const std::string cmd = std::string("'") + STRATA_BINARY + "' " + args + " <'" + (dir / "in").string() + "' >'" +
-                          (dir / "out").string() + "' 2>'" + (dir / "err").string() + "'";
+  const std::string cmd = std::string("'") + STRATA_BINARY + "' " + args + " <'" +
+                          (dir / "in").string() + "' >'" + (dir / "out").string() + "' 2>'" +
+                          (dir / "err").string() + "'";
   const int status = std::system(cmd.c_str());
   CliResult r;
   r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
@@ -60,7 +61,8 @@ TEST(TokenizerCli, TokenizePrintsOneJsonArray) {
 }
 
 TEST(TokenizerCli, TokenizeJsonl) {
-  CliResult r = run_strata("tokenize --jsonl --model '" + kDir + "nemotron_mini'", "\"the cat\"\n\"\"\n\" the\"\n");
+  CliResult r = run_strata("tokenize --jsonl --model '" + kDir + "nemotron_mini'",
+                           "\"the cat\"\n\"\"\n\" the\"\n");
   EXPECT_EQ(r.rc, 0) << r.err;
   EXPECT_EQ(r.out, "[1,271,46,113,111,130]\n[1]\n[1,272]\n");
   r = run_strata("tokenize --jsonl --model '" + kDir + "nemotron_mini'", "\"ok\"\nnot json\n");
@@ -69,10 +71,13 @@ TEST(TokenizerCli, TokenizeJsonl) {
 }
 
 TEST(TokenizerCli, DetokenizeRoundTrips) {
-  CliResult r = run_strata("detokenize --model '" + kDir + "nemotron_mini' --ids 1,271,46,113,111,130", "");
+  CliResult r =
+      run_strata("detokenize --model '" + kDir + "nemotron_mini' --ids 1,271,46,113,111,130", "");
   EXPECT_EQ(r.rc, 0) << r.err;
   EXPECT_EQ(r.out, "<s>the cat");  // exactly the text: no newline added
-  r = run_strata("detokenize --skip-special-tokens --model '" + kDir + "nemotron_mini' --ids 1,271,46,113,111,130", "");
+  r = run_strata("detokenize --skip-special-tokens --model '" + kDir +
+                     "nemotron_mini' --ids 1,271,46,113,111,130",
+                 "");
   EXPECT_EQ(r.out, "the cat");
   // Ids from stdin as a JSON array.
   r = run_strata("detokenize --model '" + kDir + "gpt2_mini'", "[259, 264]");

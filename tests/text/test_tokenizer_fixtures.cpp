@@ -28,14 +28,16 @@ namespace fs = std::filesystem;
 
 std::string from_hex(const std::string& hex) {
   std::string out;
-  for (size_t i = 0; i + 1 < hex.size(); i += 2) out.push_back(static_cast<char>(std::stoi(hex.substr(i, 2), nullptr, 16)));
+  for (size_t i = 0; i + 1 < hex.size(); i += 2)
+    out.push_back(static_cast<char>(std::stoi(hex.substr(i, 2), nullptr, 16)));
   return out;
 }
 
 std::string streamed(const Tokenizer& tok, const std::vector<int32_t>& ids, bool skip) {
   IncrementalDetokenizer d(tok, skip);
   std::string out;
-  for (int32_t id : ids) out += d.push(id);
+  for (int32_t id : ids)
+    out += d.push(id);
   return out + d.finish();
 }
 
@@ -57,7 +59,8 @@ Counts run_fixture(const fs::path& dir) {
     const auto ids_ns = j["ids_no_special"].get<std::vector<int32_t>>();
     const auto decoded = j["decoded"].get<std::string>();
     const auto decoded_skip = j["decoded_skip"].get<std::string>();
-    const std::string where = dir.filename().string() + " case " + std::to_string(c.cases) + ": " + line.substr(0, 160);
+    const std::string where =
+        dir.filename().string() + " case " + std::to_string(c.cases) + ": " + line.substr(0, 160);
     ++c.cases;
 
     const auto got = tok.encode(text, true);
@@ -89,16 +92,18 @@ TEST(TokenizerFixtures, EveryFixtureMatchesHF) {
   std::vector<fs::path> dirs;
   if (fs::exists(root)) {
     for (const auto& e : fs::directory_iterator(root))
-      if (fs::exists(e.path() / "tokenizer.json") && fs::exists(e.path() / "cases.jsonl")) dirs.push_back(e.path());
+      if (fs::exists(e.path() / "tokenizer.json") && fs::exists(e.path() / "cases.jsonl"))
+        dirs.push_back(e.path());
   }
   std::sort(dirs.begin(), dirs.end());
   ASSERT_FALSE(dirs.empty()) << "no tokenizer fixtures under " << root;
   size_t total = 0;
   for (const fs::path& d : dirs) {
     const Counts c = run_fixture(d);
-    std::printf("%-16s %6zu cases: ids %zu/%zu, decode %zu/%zu, incremental %zu/%zu, round trips %zu\n",
-                d.filename().c_str(), c.cases, c.ids_equal, c.cases, c.decode_equal, c.cases, c.stream_equal, c.cases,
-                c.round_trips);
+    std::printf(
+        "%-16s %6zu cases: ids %zu/%zu, decode %zu/%zu, incremental %zu/%zu, round trips %zu\n",
+        d.filename().c_str(), c.cases, c.ids_equal, c.cases, c.decode_equal, c.cases,
+        c.stream_equal, c.cases, c.round_trips);
     EXPECT_GT(c.cases, 0u) << d;
     EXPECT_EQ(c.ids_equal, c.cases) << d;
     EXPECT_EQ(c.decode_equal, c.cases) << d;

@@ -19,7 +19,8 @@ namespace fs = std::filesystem;
 class TempDir {
  public:
   explicit TempDir(const std::string& name)
-      : path_(fs::temp_directory_path() / ("strata_gencfg_" + name + "_" + std::to_string(::getpid()))) {
+      : path_(fs::temp_directory_path() /
+              ("strata_gencfg_" + name + "_" + std::to_string(::getpid()))) {
     fs::remove_all(path_);
     fs::create_directories(path_);
   }
@@ -33,7 +34,8 @@ class TempDir {
   fs::path path_;
 };
 
-const std::string kHandmade = std::string(STRATA_SOURCE_DIR) + "/tests/fixtures/tokenizers_handmade/";
+const std::string kHandmade =
+    std::string(STRATA_SOURCE_DIR) + "/tests/fixtures/tokenizers_handmade/";
 
 TEST(GenerationConfig, ReadsIdsAndSamplingDefaults) {
   TempDir d("read");
@@ -66,7 +68,8 @@ TEST(GenerationConfig, MissingFileIsEmptyAndBadFilesNameTheField) {
     }
     return std::string("no error");
   };
-  EXPECT_NE(message(R"({"eos_token_id": "2"})").find("generation_config.json: eos_token_id"), std::string::npos);
+  EXPECT_NE(message(R"({"eos_token_id": "2"})").find("generation_config.json: eos_token_id"),
+            std::string::npos);
   EXPECT_NE(message(R"({"eos_token_id": [2, -1]})").find("eos_token_id[1]"), std::string::npos);
   EXPECT_NE(message(R"({"top_p": 1.5})").find("top_p"), std::string::npos);
   EXPECT_NE(message("{").find("not valid JSON"), std::string::npos);

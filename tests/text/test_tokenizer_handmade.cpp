@@ -17,7 +17,8 @@ namespace strata::text {
 namespace {
 
 Tokenizer load(const std::string& name) {
-  return Tokenizer::from_dir(std::string(STRATA_SOURCE_DIR) + "/tests/fixtures/tokenizers_handmade/" + name);
+  return Tokenizer::from_dir(std::string(STRATA_SOURCE_DIR) +
+                             "/tests/fixtures/tokenizers_handmade/" + name);
 }
 
 struct Case {
@@ -65,7 +66,10 @@ TEST(TokenizerHandmade, Gpt2ByteLevel) {
       // Invalid byte FF becomes U+FFFD (EF BF BD) before tokenizing.
       {"\xFF", {239, 191, 189}, {239, 191, 189}},
       // Truncated E4 BD is one maximal subpart: one U+FFFD, then "a" in its own piece.
-      {"\xE4\xBD" "a", {239, 191, 189, 97}, {239, 191, 189, 97}},
+      {"\xE4\xBD"
+       "a",
+       {239, 191, 189, 97},
+       {239, 191, 189, 97}},
       {"", {}, {}},
   };
   EXPECT_EQ(check_cases(tok, cases), cases.size());
@@ -108,11 +112,13 @@ TEST(TokenizerHandmade, NemotronLayoutSplitRegexByteLevel) {
       {"this is", {1, 270, 275, 46, 275}, {270, 275, 46, 275}},
       // Upper case: "Hello" (alt 1: Lu* Ll+) | " WORLD" (alt 2: Lu+ Ll*).
       // H=86 e=115 l=122 l=122 o=125 | Ġ=46 W=101 O=93 R=96 L=90 D=82.
-      {"Hello WORLD", {1, 86, 115, 122, 122, 125, 46, 101, 93, 96, 90, 82},
+      {"Hello WORLD",
+       {1, 86, 115, 122, 122, 125, 46, 101, 93, 96, 90, 82},
        {86, 115, 122, 122, 125, 46, 101, 93, 96, 90, 82}},
       // Chat markup: <|im_start|>=10, "user" u=131 s=129 e=115 r=128, "\n" (\s*[\r\n]+) = 14+10
       // = 24, "hi" h=118 i=119, <|im_end|>=11.
-      {"<|im_start|>user\nhi<|im_end|>", {1, 10, 131, 129, 115, 128, 24, 118, 119, 11},
+      {"<|im_start|>user\nhi<|im_end|>",
+       {1, 10, 131, 129, 115, 128, 24, 118, 119, 11},
        {10, 131, 129, 115, 128, 24, 118, 119, 11}},
       // Emoji F0 9F 98 80 after "a": 111 | 254 173 166 142.
       {"a\xF0\x9F\x98\x80", {1, 111, 254, 173, 166, 142}, {111, 254, 173, 166, 142}},
@@ -125,13 +131,15 @@ TEST(TokenizerHandmade, NemotronLayoutSplitRegexByteLevel) {
   EXPECT_EQ(tok.decode(std::vector<int32_t>{1, 271, 46, 113, 111, 130}, true), "the cat");
   EXPECT_EQ(tok.decode(std::vector<int32_t>{10, 131, 129, 115, 128, 24, 118, 119, 11}, false),
             "<|im_start|>user\nhi<|im_end|>");
-  EXPECT_EQ(tok.decode(std::vector<int32_t>{10, 131, 129, 115, 128, 24, 118, 119, 11}, true), "user\nhi");
+  EXPECT_EQ(tok.decode(std::vector<int32_t>{10, 131, 129, 115, 128, 24, 118, 119, 11}, true),
+            "user\nhi");
   // tokenizer_config.json: bos <s>, eos </s>, pad <unk>.
   EXPECT_EQ(tok.bos_token_id(), 1);
   EXPECT_EQ(tok.eos_token_id(), 2);
   EXPECT_EQ(tok.pad_token_id(), 0);
   EXPECT_EQ(tok.token_to_id("<|im_end|>"), 11);
-  for (int32_t id = 0; id < 14; ++id) EXPECT_TRUE(tok.is_special(id)) << id;
+  for (int32_t id = 0; id < 14; ++id)
+    EXPECT_TRUE(tok.is_special(id)) << id;
   EXPECT_FALSE(tok.is_special(14));
 }
 
@@ -286,25 +294,32 @@ TEST(TokenizerHandmade, LoadErrorsNameTheFileAndField) {
     return std::string("no error");
   };
   EXPECT_NE(message_of("{").find("bad.json: not valid JSON"), std::string::npos);
-  EXPECT_NE(message_of(R"({"model": {"type": "WordPiece", "vocab": {}}})").find("model type 'WordPiece'"),
-            std::string::npos);
+  EXPECT_NE(
+      message_of(R"({"model": {"type": "WordPiece", "vocab": {}}})").find("model type 'WordPiece'"),
+      std::string::npos);
   EXPECT_NE(message_of(R"({"model": {"type": "BPE", "vocab": {"a": 0}, "merges": ["a b"]}})")
                 .find("merges[0]: token \"b\" is not in the vocabulary"),
             std::string::npos);
-  EXPECT_NE(message_of(R"({"model": {"type": "BPE", "vocab": {"a": 0, "b": 1}, "merges": ["a b"]}})")
-                .find("merged token \"ab\""),
-            std::string::npos);
+  EXPECT_NE(
+      message_of(R"({"model": {"type": "BPE", "vocab": {"a": 0, "b": 1}, "merges": ["a b"]}})")
+          .find("merged token \"ab\""),
+      std::string::npos);
   EXPECT_NE(message_of(R"({"normalizer": {"type": "NFKC"}, "model": {"vocab": {}, "merges": []}})")
                 .find("normalizer type 'NFKC' is not supported"),
             std::string::npos);
-  EXPECT_NE(message_of(R"({"pre_tokenizer": {"type": "Split", "pattern": {"Regex": "("}, "behavior": "Isolated"},
+  EXPECT_NE(
+      message_of(
+          R"({"pre_tokenizer": {"type": "Split", "pattern": {"Regex": "("}, "behavior": "Isolated"},
                            "model": {"vocab": {}, "merges": []}})")
-                .find("pre_tokenizer.pattern: regex /(/ does not compile"),
+          .find("pre_tokenizer.pattern: regex /(/ does not compile"),
+      std::string::npos);
+  EXPECT_NE(message_of(R"({"model": {"vocab": {"a": -1}, "merges": []}})").find("vocab[\"a\"]"),
             std::string::npos);
-  EXPECT_NE(message_of(R"({"model": {"vocab": {"a": -1}, "merges": []}})").find("vocab[\"a\"]"), std::string::npos);
-  EXPECT_NE(message_of(R"({"added_tokens": [{"id": 0, "content": "<x>"}], "model": {"vocab": {"a": 0}, "merges": []}})")
-                .find("id 0 of \"<x>\" is already the vocabulary token \"a\""),
-            std::string::npos);
+  EXPECT_NE(
+      message_of(
+          R"({"added_tokens": [{"id": 0, "content": "<x>"}], "model": {"vocab": {"a": 0}, "merges": []}})")
+          .find("id 0 of \"<x>\" is already the vocabulary token \"a\""),
+      std::string::npos);
   EXPECT_THROW(Tokenizer::from_dir("/nonexistent-strata-dir"), Error);
 }
 

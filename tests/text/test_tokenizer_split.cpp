@@ -15,7 +15,8 @@ namespace {
 
 std::vector<std::string> cut(const std::string& text, SplitBehavior b) {
   std::vector<std::string> out;
-  for (const auto& [s, e] : apply_split_behavior(char_spans(text, [](char32_t c) { return c == '-'; }), b)) {
+  for (const auto& [s, e] :
+       apply_split_behavior(char_spans(text, [](char32_t c) { return c == '-'; }), b)) {
     if (s != e) out.push_back(text.substr(s, e - s));
   }
   return out;
@@ -66,11 +67,11 @@ TEST(TokenizerSplit, EmptyMatchesFollowOnig) {
 
 TEST(TokenizerSplit, UnicodeClassesBehaveAsOniguruma) {
   const Regex letter(R"(\p{L})", "test"), number(R"(\p{N})", "test"), space(R"(\s)", "test");
-  EXPECT_TRUE(letter.full_match("\xC3\xA9"));         // é
-  EXPECT_TRUE(letter.full_match("\xE4\xBD\xA0"));     // 你 (Lo)
+  EXPECT_TRUE(letter.full_match("\xC3\xA9"));           // é
+  EXPECT_TRUE(letter.full_match("\xE4\xBD\xA0"));       // 你 (Lo)
   EXPECT_FALSE(letter.full_match("\xF0\x9F\x98\x80"));  // 😀 (So)
-  EXPECT_TRUE(number.full_match("\xD9\xA3"));         // ٣ ARABIC-INDIC DIGIT THREE (Nd)
-  EXPECT_TRUE(number.full_match("\xC2\xB2"));         // ² (No)
+  EXPECT_TRUE(number.full_match("\xD9\xA3"));           // ٣ ARABIC-INDIC DIGIT THREE (Nd)
+  EXPECT_TRUE(number.full_match("\xC2\xB2"));           // ² (No)
   // \s is Unicode White_Space: NEL and ideographic space yes, zero-width space and U+001C no.
   EXPECT_TRUE(space.full_match("\xC2\x85"));
   EXPECT_TRUE(space.full_match("\xE3\x80\x80"));

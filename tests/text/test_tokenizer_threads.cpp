@@ -46,14 +46,16 @@ TEST(TokenizerThreads, ConcurrentEncodeDecodeMatchesSequential) {
   for (int t = 0; t < 4; ++t) {
     threads.emplace_back([&, t] {
       for (size_t k = 0; k < texts.size(); ++k) {
-        const size_t i = (k * (2 * t + 1) + t * 977) % texts.size();  // a different order per thread
+        const size_t i =
+            (k * (2 * t + 1) + t * 977) % texts.size();  // a different order per thread
         const auto ids = shared.encode(texts[i], true);
         if (ids != expect_ids[i] || shared.decode(ids, true) != expect_text[i]) ++mismatched;
         ++compared;
       }
     });
   }
-  for (auto& th : threads) th.join();
+  for (auto& th : threads)
+    th.join();
   EXPECT_EQ(mismatched.load(), 0u);
   EXPECT_EQ(compared.load(), 4 * texts.size());
 }

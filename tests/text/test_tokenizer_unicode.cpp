@@ -43,7 +43,8 @@ struct PrefixTable {
       if (cp >= 0xD800 && cp <= 0xDFFF) continue;  // surrogates are not scalar values
       const std::string e = encode_ref(cp);
       complete.insert(e);
-      for (size_t k = 1; k <= e.size(); ++k) prefixes.insert(e.substr(0, k));
+      for (size_t k = 1; k <= e.size(); ++k)
+        prefixes.insert(e.substr(0, k));
     }
   }
 };
@@ -81,8 +82,9 @@ std::string replace_ref(const std::string& in) {
 TEST(TokenizerUnicode, ReplacementMatchesMaximalSubpartReference) {
   std::mt19937 rng(1234);
   // Bytes drawn to hit the interesting ranges: ASCII, continuation bytes, every lead class.
-  const std::vector<uint8_t> pool = {0x41, 0x7F, 0x80, 0x8F, 0x90, 0x9F, 0xA0, 0xBF, 0xC0, 0xC1, 0xC2, 0xDF,
-                                     0xE0, 0xE1, 0xEC, 0xED, 0xEE, 0xEF, 0xF0, 0xF1, 0xF3, 0xF4, 0xF5, 0xFF};
+  const std::vector<uint8_t> pool = {0x41, 0x7F, 0x80, 0x8F, 0x90, 0x9F, 0xA0, 0xBF,
+                                     0xC0, 0xC1, 0xC2, 0xDF, 0xE0, 0xE1, 0xEC, 0xED,
+                                     0xEE, 0xEF, 0xF0, 0xF1, 0xF3, 0xF4, 0xF5, 0xFF};
   size_t compared = 0, with_replacement = 0;
   for (int trial = 0; trial < 20000; ++trial) {
     std::string s;
@@ -103,13 +105,13 @@ TEST(TokenizerUnicode, ReplacementMatchesMaximalSubpartReference) {
 TEST(TokenizerUnicode, KnownPythonReplacements) {
   const std::string R = "\xEF\xBF\xBD";
   // Values of bytes.decode('utf-8', errors='replace') for classic cases.
-  EXPECT_EQ(utf8_replace_invalid("\xE4\xBD"), R);                     // truncated 3-byte
-  EXPECT_EQ(utf8_replace_invalid("\xED\xA0\x80"), R + R + R);         // surrogate: 3 subparts
-  EXPECT_EQ(utf8_replace_invalid("\xF0\x9F\x98"), R);                 // truncated 4-byte
-  EXPECT_EQ(utf8_replace_invalid("\xC0\xAF"), R + R);                 // overlong
-  EXPECT_EQ(utf8_replace_invalid("\xF4\x90\x80\x80"), R + R + R + R); // above U+10FFFF
+  EXPECT_EQ(utf8_replace_invalid("\xE4\xBD"), R);                      // truncated 3-byte
+  EXPECT_EQ(utf8_replace_invalid("\xED\xA0\x80"), R + R + R);          // surrogate: 3 subparts
+  EXPECT_EQ(utf8_replace_invalid("\xF0\x9F\x98"), R);                  // truncated 4-byte
+  EXPECT_EQ(utf8_replace_invalid("\xC0\xAF"), R + R);                  // overlong
+  EXPECT_EQ(utf8_replace_invalid("\xF4\x90\x80\x80"), R + R + R + R);  // above U+10FFFF
   EXPECT_EQ(utf8_replace_invalid("a\xE4\xBDz"), "a" + R + "z");
-  EXPECT_EQ(utf8_replace_invalid("\xE4\xBD\xA0"), "\xE4\xBD\xA0");    // complete
+  EXPECT_EQ(utf8_replace_invalid("\xE4\xBD\xA0"), "\xE4\xBD\xA0");  // complete
 }
 
 TEST(TokenizerUnicode, EndsIncomplete) {
@@ -117,9 +119,9 @@ TEST(TokenizerUnicode, EndsIncomplete) {
   EXPECT_TRUE(utf8_ends_incomplete("a\xE4\xBD"));
   EXPECT_TRUE(utf8_ends_incomplete("\xF0\x9F\x98"));
   EXPECT_FALSE(utf8_ends_incomplete("\xE4\xBD\xA0"));
-  EXPECT_FALSE(utf8_ends_incomplete("a\x80"));       // a lone continuation byte never completes
-  EXPECT_FALSE(utf8_ends_incomplete("\xED\xA0"));    // ED A0 can never be completed (surrogate)
-  EXPECT_FALSE(utf8_ends_incomplete("\xEF\xBF\xBD")); // a real U+FFFD is complete
+  EXPECT_FALSE(utf8_ends_incomplete("a\x80"));         // a lone continuation byte never completes
+  EXPECT_FALSE(utf8_ends_incomplete("\xED\xA0"));      // ED A0 can never be completed (surrogate)
+  EXPECT_FALSE(utf8_ends_incomplete("\xEF\xBF\xBD"));  // a real U+FFFD is complete
   EXPECT_FALSE(utf8_ends_incomplete(""));
 }
 
@@ -146,12 +148,14 @@ TEST(TokenizerUnicode, ByteLevelAlphabetIsGpt2s) {
 
 TEST(TokenizerUnicode, WhiteSpaceProperty) {
   // Unicode White_Space (PropList.txt): 25 code points.
-  const std::set<char32_t> ws = {0x09, 0x0A, 0x0B, 0x0C, 0x0D, 0x20, 0x85, 0xA0, 0x1680, 0x2000, 0x2001,
-                                 0x2002, 0x2003, 0x2004, 0x2005, 0x2006, 0x2007, 0x2008, 0x2009, 0x200A,
-                                 0x2028, 0x2029, 0x202F, 0x205F, 0x3000};
+  const std::set<char32_t> ws = {0x09,   0x0A,   0x0B,   0x0C,   0x0D,   0x20,   0x85,
+                                 0xA0,   0x1680, 0x2000, 0x2001, 0x2002, 0x2003, 0x2004,
+                                 0x2005, 0x2006, 0x2007, 0x2008, 0x2009, 0x200A, 0x2028,
+                                 0x2029, 0x202F, 0x205F, 0x3000};
   size_t count = 0;
   for (char32_t cp = 0; cp < 0x11000; ++cp) {
-    EXPECT_EQ(is_unicode_whitespace(cp), ws.count(cp) == 1) << std::hex << static_cast<uint32_t>(cp);
+    EXPECT_EQ(is_unicode_whitespace(cp), ws.count(cp) == 1)
+        << std::hex << static_cast<uint32_t>(cp);
     count += is_unicode_whitespace(cp);
   }
   EXPECT_EQ(count, 25u);

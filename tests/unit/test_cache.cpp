@@ -21,7 +21,8 @@ using model::ModelConfig;
 ModelConfig tiny_config() {
   ModelConfig c;
   c.source = "tiny";
-  for (char ch : std::string("M*M-*E")) c.layers.push_back(model::layer_kind_from_char(ch, "tiny", 0));
+  for (char ch : std::string("M*M-*E"))
+    c.layers.push_back(model::layer_kind_from_char(ch, "tiny", 0));
   c.hidden_size = 32;
   c.vocab_size = 64;
   c.mamba_num_heads = 4;
@@ -44,7 +45,8 @@ ModelConfig tiny_config() {
 // Fills every byte of a host tensor with random non-zero bytes.
 void scribble(const Tensor& t, std::mt19937& rng) {
   auto* p = static_cast<unsigned char*>(t.raw());
-  for (size_t i = 0; i < t.nbytes(); ++i) p[i] = static_cast<unsigned char>(1 + rng() % 255);
+  for (size_t i = 0; i < t.nbytes(); ++i)
+    p[i] = static_cast<unsigned char>(1 + rng() % 255);
 }
 
 bool all_zero(const Tensor& t) {
@@ -85,8 +87,9 @@ TEST(Cache, MambaSlotsAreZeroedAndAccounted) {
   scribble(pool.ssm_states(0).select(victim), rng);
   scribble(pool.conv_states(1).select(victim), rng);
   const Tensor other = pool.ssm_states(0).select(2);
-  std::vector<unsigned char> before(static_cast<const unsigned char*>(other.raw()),
-                                    static_cast<const unsigned char*>(other.raw()) + other.nbytes());
+  std::vector<unsigned char> before(
+      static_cast<const unsigned char*>(other.raw()),
+      static_cast<const unsigned char*>(other.raw()) + other.nbytes());
   scribble(other, rng);
   std::memcpy(before.data(), other.raw(), other.nbytes());
   pool.free(victim);
@@ -149,12 +152,14 @@ TEST(Cache, KvBlocksRandomAllocateFree) {
         ++refused;
         EXPECT_EQ(seqs[id].blocks().size(), before);  // all-or-nothing
         EXPECT_EQ(pool.num_free(), free_before);
-        EXPECT_LT(pool.num_free(), (want + block_size - 1) / block_size - static_cast<int64_t>(before));
+        EXPECT_LT(pool.num_free(),
+                  (want + block_size - 1) / block_size - static_cast<int64_t>(before));
       }
     } else {  // finish a sequence
       auto it = seqs.begin();
       std::advance(it, rng() % seqs.size());
-      for (int32_t b : it->second.blocks()) owner.erase(b);
+      for (int32_t b : it->second.blocks())
+        owner.erase(b);
       it->second.release(pool);
       EXPECT_TRUE(it->second.blocks().empty());
       lengths.erase(it->first);

@@ -60,7 +60,8 @@ void expect_error(const json& j, const std::string& fragment) {
   } catch (const Error& e) {
     const std::string msg = e.what();
     EXPECT_NE(msg.find("cfg.json"), std::string::npos) << msg;
-    EXPECT_NE(msg.find(fragment), std::string::npos) << "message: " << msg << "\nwanted: " << fragment;
+    EXPECT_NE(msg.find(fragment), std::string::npos)
+        << "message: " << msg << "\nwanted: " << fragment;
   }
 }
 
@@ -175,7 +176,8 @@ TEST(Config, RandomPatternsRoundTripThroughJson) {
   for (int trial = 0; trial < 50; ++trial) {
     std::string p;
     const int n = 1 + static_cast<int>(rng() % 12);
-    for (int i = 0; i < n; ++i) p.push_back(kinds[rng() % 4]);
+    for (int i = 0; i < n; ++i)
+      p.push_back(kinds[rng() % 4]);
     json j = base_config();
     j["hybrid_override_pattern"] = p;
     j["num_hidden_layers"] = n;
@@ -219,29 +221,34 @@ TEST(Config, ValidationErrors) {
   expect_error(with("layers_block_type", {"mamba", "mamba", "mlp", "mamba", "moe", "mlp"}),
                "describe different layers");
   expect_error(with("mamba_num_heads", 7), "mamba_num_heads (7) must be divisible by n_groups (3)");
-  expect_error(with("num_key_value_heads", 3), "num_attention_heads (4) must be divisible by num_key_value_heads (3)");
+  expect_error(with("num_key_value_heads", 3),
+               "num_attention_heads (4) must be divisible by num_key_value_heads (3)");
   expect_error(with("hidden_size", "64"), "field hidden_size must be an integer");
   expect_error(with("hidden_size", 64.5), "field hidden_size must be an integer");
   expect_error(with("hidden_size", -64), "hidden_size must be a positive integer");
   expect_error(with("conv_kernel", 1), "conv_kernel must be >= 2");
   expect_error(with("torch_dtype", "int8"), "unknown dtype \"int8\"");
   expect_error(with("torch_dtype", "float16"), "model dtype float16 is not supported");
-  expect_error(with("num_experts_per_tok", 9), "num_experts_per_tok (9) exceeds n_routed_experts (8)");
+  expect_error(with("num_experts_per_tok", 9),
+               "num_experts_per_tok (9) exceeds n_routed_experts (8)");
   expect_error(with("num_experts_per_tok", 5), "exceeds the experts in the 1 kept groups");
   expect_error(with("n_group", 3), "n_routed_experts (8) must be divisible by n_group (3)");
   expect_error(with("topk_group", 3), "topk_group (3) exceeds n_group (2)");
-  expect_error(with("intermediate_size", {96}), "intermediate_size gives 1 widths for 2 MLP layers");
+  expect_error(with("intermediate_size", {96}),
+               "intermediate_size gives 1 widths for 2 MLP layers");
   expect_error(with("eos_token_id", 300), "eos_token_id 300 is outside the vocabulary");
   expect_error(with("mlp_hidden_act", "gelu"), "mlp_hidden_act \"gelu\" is not supported");
   expect_error(with("use_bias", true), "use_bias / mamba_proj_bias = true");
   expect_error(with("attention_bias", true), "attention_bias = true is not supported");
   expect_error(with("moe_latent_size", 1024), "moe_latent_size = 1024");
   expect_error(with("sliding_window", 4096), "sliding_window = 4096 is not supported");
-  expect_error(without("hybrid_override_pattern"), "neither hybrid_override_pattern nor layers_block_type");
+  expect_error(without("hybrid_override_pattern"),
+               "neither hybrid_override_pattern nor layers_block_type");
   // Every field a present layer kind needs is reported by name when missing.
-  for (const char* f : {"hidden_size", "vocab_size", "mamba_num_heads", "mamba_head_dim", "ssm_state_size",
-                        "num_attention_heads", "num_key_value_heads", "n_routed_experts",
-                        "num_experts_per_tok", "moe_intermediate_size", "moe_shared_expert_intermediate_size"})
+  for (const char* f :
+       {"hidden_size", "vocab_size", "mamba_num_heads", "mamba_head_dim", "ssm_state_size",
+        "num_attention_heads", "num_key_value_heads", "n_routed_experts", "num_experts_per_tok",
+        "moe_intermediate_size", "moe_shared_expert_intermediate_size"})
     expect_error(without(f), std::string("missing field ") + f);
   expect_error(without("head_dim"), "missing field head_dim / attention_head_dim");
   expect_error(without("n_groups"), "missing field n_groups / mamba_n_groups");
@@ -250,7 +257,8 @@ TEST(Config, ValidationErrors) {
   // Fields of absent layer kinds are not required.
   json dense = base_config();
   dense["hybrid_override_pattern"] = "M-M-M-";
-  for (const char* f : {"n_routed_experts", "num_experts_per_tok", "num_attention_heads", "head_dim"})
+  for (const char* f :
+       {"n_routed_experts", "num_experts_per_tok", "num_attention_heads", "head_dim"})
     dense.erase(f);
   EXPECT_EQ(ModelConfig::from_json(dense, "cfg.json").num_moe, 0);
   // Not JSON / not an object.
@@ -260,7 +268,8 @@ TEST(Config, ValidationErrors) {
 
 TEST(Config, LoadDirMergesGenerationConfigEos) {
   namespace fs = std::filesystem;
-  const fs::path dir = fs::temp_directory_path() / ("strata_test_config_" + std::to_string(::getpid()));
+  const fs::path dir =
+      fs::temp_directory_path() / ("strata_test_config_" + std::to_string(::getpid()));
   fs::create_directories(dir);
   json j = base_config();
   j["eos_token_id"] = 2;
@@ -275,7 +284,9 @@ TEST(Config, LoadDirMergesGenerationConfigEos) {
     ModelConfig::load_dir(dir.string());
     ADD_FAILURE() << "accepted broken generation_config.json";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("generation_config.json: not valid JSON"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("generation_config.json: not valid JSON"),
+              std::string::npos)
+        << e.what();
   }
   fs::remove_all(dir);
   EXPECT_THROW(ModelConfig::load_dir(dir.string()), Error);  // missing dir

@@ -32,14 +32,14 @@ TEST(BF16, RoundsToNearestEven) {
 TEST(F16, RoundTripAndEdges) {
   EXPECT_EQ(f16_from_f32(1.0f), 0x3c00);
   EXPECT_EQ(f16_from_f32(65504.0f), 0x7bff);
-  EXPECT_EQ(f16_from_f32(65519.0f), 0x7bff);  // below the midpoint to inf
-  EXPECT_EQ(f16_from_f32(65520.0f), 0x7c00);  // midpoint: ties to even -> inf
+  EXPECT_EQ(f16_from_f32(65519.0f), 0x7bff);               // below the midpoint to inf
+  EXPECT_EQ(f16_from_f32(65520.0f), 0x7c00);               // midpoint: ties to even -> inf
   EXPECT_EQ(f16_from_f32(std::ldexp(1.0f, -24)), 0x0001);  // smallest subnormal
   EXPECT_EQ(f16_from_f32(std::ldexp(1.0f, -25)), 0x0000);  // half of it: tie -> 0 (even)
   EXPECT_EQ(f16_from_f32(std::ldexp(3.0f, -25)), 0x0002);  // 1.5 ulp: tie -> 2 (even)
   EXPECT_EQ(f16_from_f32(-0.0f), 0x8000);
-  EXPECT_EQ(f16_from_f32(1.0f + std::ldexp(1.0f, -11)), 0x3c00);       // tie -> even
-  EXPECT_EQ(f16_from_f32(1.0f + 3 * std::ldexp(1.0f, -11)), 0x3c02);   // tie -> even
+  EXPECT_EQ(f16_from_f32(1.0f + std::ldexp(1.0f, -11)), 0x3c00);      // tie -> even
+  EXPECT_EQ(f16_from_f32(1.0f + 3 * std::ldexp(1.0f, -11)), 0x3c02);  // tie -> even
   EXPECT_TRUE(std::isnan(f16_to_f32(f16_from_f32(std::nanf("")))));
   EXPECT_EQ(f16_to_f32(0x0001), std::ldexp(1.0f, -24));
   EXPECT_EQ(f16_to_f32(0x7c00), std::numeric_limits<float>::infinity());
@@ -52,9 +52,9 @@ TEST(F16, RoundTripAndEdges) {
 
 TEST(Fp8E4M3, DecodeTable) {
   EXPECT_EQ(fp8e4m3_to_f32(0x00), 0.0f);
-  EXPECT_EQ(fp8e4m3_to_f32(0x01), std::ldexp(1.0f, -9));   // smallest subnormal
+  EXPECT_EQ(fp8e4m3_to_f32(0x01), std::ldexp(1.0f, -9));  // smallest subnormal
   EXPECT_EQ(fp8e4m3_to_f32(0x07), 7 * std::ldexp(1.0f, -9));
-  EXPECT_EQ(fp8e4m3_to_f32(0x08), std::ldexp(1.0f, -6));   // smallest normal
+  EXPECT_EQ(fp8e4m3_to_f32(0x08), std::ldexp(1.0f, -6));  // smallest normal
   EXPECT_EQ(fp8e4m3_to_f32(0x38), 1.0f);
   EXPECT_EQ(fp8e4m3_to_f32(0x7e), 448.0f);
   EXPECT_EQ(fp8e4m3_to_f32(0xfe), -448.0f);
@@ -73,9 +73,9 @@ TEST(Fp8E4M3, EncodeMatchesTorch) {
   EXPECT_EQ(fp8e4m3_from_f32(std::nanf("")), 0x7f);
   EXPECT_EQ(fp8e4m3_from_f32(1.0625f), 0x38);  // 1 + 1/16: tie between 1 and 1.125 -> 1
   EXPECT_EQ(fp8e4m3_from_f32(1.1875f), 0x3a);  // 1 + 3/16: tie between 1.125 (odd) and 1.25
-  EXPECT_EQ(fp8e4m3_from_f32(std::ldexp(1.0f, -10)), 0x00);  // half the smallest subnormal: -> 0
-  EXPECT_EQ(fp8e4m3_from_f32(std::ldexp(3.0f, -10)), 0x02);  // 1.5 subnormal ulps: tie -> 2
-  EXPECT_EQ(fp8e4m3_from_f32(std::ldexp(15.0f, -10)), 0x08); // rounds up into the normals
+  EXPECT_EQ(fp8e4m3_from_f32(std::ldexp(1.0f, -10)), 0x00);   // half the smallest subnormal: -> 0
+  EXPECT_EQ(fp8e4m3_from_f32(std::ldexp(3.0f, -10)), 0x02);   // 1.5 subnormal ulps: tie -> 2
+  EXPECT_EQ(fp8e4m3_from_f32(std::ldexp(15.0f, -10)), 0x08);  // rounds up into the normals
   EXPECT_EQ(fp8e4m3_from_f32(-0.0f), 0x80);
   EXPECT_EQ(fp8e4m3_from_f32_sat(1000.0f), 0x7e);
   EXPECT_EQ(fp8e4m3_from_f32_sat(-1e30f), 0xfe);
@@ -95,16 +95,16 @@ TEST(E2M1, RoundingTable) {
       EXPECT_EQ(e2m1_from_f32(v), c);  // -0 encodes as 8 too
     }
   }
-  EXPECT_EQ(e2m1_from_f32(0.25f), 0);   // tie -> 0
+  EXPECT_EQ(e2m1_from_f32(0.25f), 0);  // tie -> 0
   EXPECT_EQ(e2m1_from_f32(0.26f), 1);
-  EXPECT_EQ(e2m1_from_f32(0.75f), 2);   // tie -> 1.0
-  EXPECT_EQ(e2m1_from_f32(1.25f), 2);   // tie -> 1.0
-  EXPECT_EQ(e2m1_from_f32(1.75f), 4);   // tie -> 2.0
-  EXPECT_EQ(e2m1_from_f32(2.5f), 4);    // tie -> 2.0
-  EXPECT_EQ(e2m1_from_f32(3.5f), 6);    // tie -> 4.0
-  EXPECT_EQ(e2m1_from_f32(5.0f), 6);    // tie -> 4.0
+  EXPECT_EQ(e2m1_from_f32(0.75f), 2);  // tie -> 1.0
+  EXPECT_EQ(e2m1_from_f32(1.25f), 2);  // tie -> 1.0
+  EXPECT_EQ(e2m1_from_f32(1.75f), 4);  // tie -> 2.0
+  EXPECT_EQ(e2m1_from_f32(2.5f), 4);   // tie -> 2.0
+  EXPECT_EQ(e2m1_from_f32(3.5f), 6);   // tie -> 4.0
+  EXPECT_EQ(e2m1_from_f32(5.0f), 6);   // tie -> 4.0
   EXPECT_EQ(e2m1_from_f32(5.01f), 7);
-  EXPECT_EQ(e2m1_from_f32(100.f), 7);   // saturates
+  EXPECT_EQ(e2m1_from_f32(100.f), 7);  // saturates
   EXPECT_EQ(e2m1_from_f32(-100.f), 15);
 }
 

@@ -22,7 +22,9 @@ Tensor random_tensor(const Shape& shape, DType dtype, uint64_t seed) {
   return t;
 }
 
-std::vector<uint8_t> bytes_of(const std::string& s) { return {s.begin(), s.end()}; }
+std::vector<uint8_t> bytes_of(const std::string& s) {
+  return {s.begin(), s.end()};
+}
 
 void expect_error(const std::function<void()>& fn, const std::vector<std::string>& fragments) {
   try {
@@ -38,9 +40,10 @@ void expect_error(const std::function<void()>& fn, const std::vector<std::string
 TEST(Npy, RoundTripEveryDtypeBitExact) {
   ScratchDir dir;
   const std::vector<std::pair<Shape, DType>> cases = {
-      {{2, 3}, DType::F32}, {{7}, DType::F32},   {{}, DType::F32},     {{0, 5}, DType::F32},
-      {{4, 1, 3}, DType::I32}, {{3, 2}, DType::F64}, {{5}, DType::I64}, {{2, 2, 2}, DType::F16},
-      {{9}, DType::U8},     {{6}, DType::I8},    {{3, 3}, DType::Bool}, {{1, 2, 1, 2, 1, 2}, DType::F32},
+      {{2, 3}, DType::F32}, {{7}, DType::F32},       {{}, DType::F32},
+      {{0, 5}, DType::F32}, {{4, 1, 3}, DType::I32}, {{3, 2}, DType::F64},
+      {{5}, DType::I64},    {{2, 2, 2}, DType::F16}, {{9}, DType::U8},
+      {{6}, DType::I8},     {{3, 3}, DType::Bool},   {{1, 2, 1, 2, 1, 2}, DType::F32},
   };
   size_t compared = 0, expected = 0;
   for (size_t i = 0; i < cases.size(); ++i) {
@@ -98,7 +101,8 @@ TEST(Npy, WritesStridedTensorsRowMajor) {
   int compared = 0;
   for (int r = 0; r < 3; ++r)
     for (int c = 0; c < 2; ++c, ++compared)
-      EXPECT_EQ(f32_bits(back.data<float>()[r * 2 + c]), f32_bits(full.data<float>()[r * 4 + 2 + c]));
+      EXPECT_EQ(f32_bits(back.data<float>()[r * 2 + c]),
+                f32_bits(full.data<float>()[r * 4 + 2 + c]));
   EXPECT_EQ(compared, 6);
 }
 
@@ -107,7 +111,8 @@ std::vector<uint8_t> npy_file(int major, const std::string& dict, size_t data_by
   out += static_cast<char>(major);
   out += '\0';
   const size_t n = dict.size();
-  for (size_t i = 0; i < (major == 1 ? 2u : 4u); ++i) out += static_cast<char>((n >> (8 * i)) & 0xff);
+  for (size_t i = 0; i < (major == 1 ? 2u : 4u); ++i)
+    out += static_cast<char>((n >> (8 * i)) & 0xff);
   out += dict;
   auto bytes = bytes_of(out);
   const auto data = test::random_bytes(data_bytes, 3);
@@ -121,7 +126,8 @@ TEST(Npy, ReadsOtherValidSpellings) {
   const std::vector<std::pair<int, std::string>> cases = {
       {2, "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 2), }\n"},
       {1, "{\"shape\": (2,2), \"descr\": \"<f4\", \"fortran_order\": False}\n"},
-      {1, "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 2), }" + std::string(90, ' ') + "\n"},
+      {1,
+       "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 2), }" + std::string(90, ' ') + "\n"},
       {3, "{'descr':'<f4','fortran_order':False,'shape':(4,)}"},
       {1, "{'descr': '<f4', 'fortran_order': True, 'shape': (4,), }\n"},
   };
@@ -177,12 +183,15 @@ TEST(Npy, MalformedFilesAreRejected) {
        {"Fortran-ordered"}},
       {npy_file(1, ok, 7), {"shape [2] of <f4 needs 8 data bytes, the file has 7"}},
       {npy_file(1, ok, 9), {"needs 8 data bytes, the file has 9"}},
-      {npy_file(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (4294967296, 4294967296), }", 0),
+      {npy_file(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (4294967296, 4294967296), }",
+                0),
        {"overflows"}},
       // found by fuzz_npy: 0 bytes, but Tensor's row-major strides overflowed int64
-      {npy_file(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (0, 75156400000250, 67271), }", 0),
+      {npy_file(
+           1, "{'descr': '<f4', 'fortran_order': False, 'shape': (0, 75156400000250, 67271), }", 0),
        {"overflows"}},
-      {npy_file(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (99999999999999999999,), }", 0),
+      {npy_file(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (99999999999999999999,), }",
+                0),
        {"shape dimension too large"}},
       {npy_file(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (1,1,1,1,1,1,1), }", 4),
        {"more than 6 dimensions"}},
@@ -214,7 +223,8 @@ TEST(Npy, FileErrors) {
 
 // The npy fuzzer's seed corpus stays meaningful: valid_* parse, invalid_* do not.
 TEST(Npy, FuzzSeedCorpusIsClassifiedByName) {
-  const std::filesystem::path dir = std::filesystem::path(STRATA_SOURCE_DIR) / "tests/fuzz/corpus/npy";
+  const std::filesystem::path dir =
+      std::filesystem::path(STRATA_SOURCE_DIR) / "tests/fuzz/corpus/npy";
   size_t valid = 0, invalid = 0;
   for (const auto& e : std::filesystem::directory_iterator(dir)) {
     const std::string name = e.path().filename().string();

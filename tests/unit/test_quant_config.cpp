@@ -45,11 +45,13 @@ const std::set<int> kMambaLayers = {0,  2,  4,  7,  9,  11, 14, 16, 18, 21, 23, 
 std::string nvfp4_hf_quant_config() {
   nlohmann::json ex = nlohmann::json::array({"lm_head"});
   for (int l : kBf16Mamba)
-    for (const char* m : {"in_proj", "out_proj"}) ex.push_back(fmt::format("backbone.layers.{}.mixer.{}", l, m));
+    for (const char* m : {"in_proj", "out_proj"})
+      ex.push_back(fmt::format("backbone.layers.{}.mixer.{}", l, m));
   for (int l : kAttention)
     for (const char* m : {"q_proj", "k_proj", "v_proj", "o_proj"})
       ex.push_back(fmt::format("backbone.layers.{}.mixer.{}", l, m));
-  for (int l : kMambaLayers) ex.push_back(fmt::format("backbone.layers.{}.mixer.conv1d", l));
+  for (int l : kMambaLayers)
+    ex.push_back(fmt::format("backbone.layers.{}.mixer.conv1d", l));
   return nlohmann::json{{"producer", {{"name", "modelopt"}, {"version", "0.29.0"}}},
                         {"quantization",
                          {{"quant_algo", "NVFP4"},
@@ -59,9 +61,17 @@ std::string nvfp4_hf_quant_config() {
       .dump(2);
 }
 
-const std::vector<std::string> kModuleKinds = {
-    "in_proj", "out_proj", "q_proj", "k_proj", "v_proj", "o_proj", "conv1d",
-    "experts.0.up_proj", "experts.127.down_proj", "shared_experts.up_proj", "gate"};
+const std::vector<std::string> kModuleKinds = {"in_proj",
+                                               "out_proj",
+                                               "q_proj",
+                                               "k_proj",
+                                               "v_proj",
+                                               "o_proj",
+                                               "conv1d",
+                                               "experts.0.up_proj",
+                                               "experts.127.down_proj",
+                                               "shared_experts.up_proj",
+                                               "gate"};
 
 bool spec_excludes(int layer, const std::string& kind) {
   if (kind == "in_proj" || kind == "out_proj") return kBf16Mamba.count(layer) > 0;
@@ -155,7 +165,8 @@ TEST(QuantConfig, CompressedTensorsStyleConfigJson) {
   const QuantConfig q = parse_quantization_config(qc, "config.json");
   EXPECT_EQ(q.algo, QuantAlgo::NVFP4);
   EXPECT_EQ(q.kv_cache_algo, QuantAlgo::FP8);
-  EXPECT_EQ(q.exclude_modules, (std::vector<std::string>{"lm_head", "backbone.layers.*.mixer.conv1d"}));
+  EXPECT_EQ(q.exclude_modules,
+            (std::vector<std::string>{"lm_head", "backbone.layers.*.mixer.conv1d"}));
   EXPECT_EQ(q.producer, "modelopt 0.39.0");
   // the hf_quant_config.json layout nested in config.json
   const auto nested = nlohmann::json::parse(R"({"quant_method": "modelopt",
@@ -174,7 +185,8 @@ TEST(QuantConfig, UnsupportedAndMalformed) {
   const std::vector<std::pair<std::string, std::vector<std::string>>> hf_cases = {
       {hf(R"({"quant_algo": "FP8_PER_CHANNEL_PER_TOKEN"})"),
        {f, "quantization.quant_algo \"FP8_PER_CHANNEL_PER_TOKEN\" is not supported"}},
-      {hf(R"({"quant_algo": "W4A16_AWQ", "group_size": 128})"), {f, "\"W4A16_AWQ\" is not supported"}},
+      {hf(R"({"quant_algo": "W4A16_AWQ", "group_size": 128})"),
+       {f, "\"W4A16_AWQ\" is not supported"}},
       {hf(R"({"quant_algo": "MIXED_PRECISION"})"), {"\"MIXED_PRECISION\" is not supported"}},
       {hf(R"({"quant_algo": "W4A16_NVFP4"})"), {"\"W4A16_NVFP4\" is not supported"}},
       {hf(R"({"quant_algo": "NVFP4", "kv_cache_quant_algo": "NVFP4"})"),
@@ -248,7 +260,8 @@ TEST(QuantConfig, DirectoryPrecedence) {
   EXPECT_EQ(q.exclude_modules, std::vector<std::string>{"lm_head"});
   // they disagree: an error naming both files
   write_text(cfg, R"({"quantization_config": {"quant_method": "modelopt", "quant_algo": "FP8"}})");
-  expect_error([&] { load_quant_config(dir.path().string()); }, {cfg, hf, "disagree", "FP8 vs NVFP4"});
+  expect_error([&] { load_quant_config(dir.path().string()); },
+               {cfg, hf, "disagree", "FP8 vs NVFP4"});
   // marker only, no hf_quant_config.json
   std::filesystem::remove(hf);
   write_text(cfg, R"({"quantization_config": {"quant_method": "modelopt"}})");
@@ -257,7 +270,9 @@ TEST(QuantConfig, DirectoryPrecedence) {
 
 // Python fnmatch.translate's reading of a pattern, as a std::regex: an independent matcher.
 // Letters stand for themselves; anything else is escaped (\b would be a backspace in a class).
-std::string esc(char c) { return std::isalnum(static_cast<unsigned char>(c)) ? std::string(1, c) : std::string("\\") + c; }
+std::string esc(char c) {
+  return std::isalnum(static_cast<unsigned char>(c)) ? std::string(1, c) : std::string("\\") + c;
+}
 
 std::string glob_to_regex(const std::string& pat) {
   std::string re;
@@ -271,7 +286,8 @@ std::string glob_to_regex(const std::string& pat) {
       size_t j = i + 1;
       if (j < pat.size() && pat[j] == '!') ++j;
       if (j < pat.size() && pat[j] == ']') ++j;
-      while (j < pat.size() && pat[j] != ']') ++j;
+      while (j < pat.size() && pat[j] != ']')
+        ++j;
       if (j >= pat.size()) {
         re += "\\[";
         continue;
@@ -305,16 +321,19 @@ std::string glob_to_regex(const std::string& pat) {
 
 TEST(ModulePattern, AgreesWithRegexOnRandomPatterns) {
   std::mt19937_64 rng(2024);
-  const std::vector<std::string> tokens = {"a", "b", ".", "*", "?", "[ab]", "[!a]", "[a-b]",
-                                           "[b-a]", "[]a]", "[!]]", "[", "-", "]", "a*b"};
+  const std::vector<std::string> tokens = {"a",    "b",    ".",     "*",     "?",
+                                           "[ab]", "[!a]", "[a-b]", "[b-a]", "[]a]",
+                                           "[!]]", "[",    "-",     "]",     "a*b"};
   const std::string name_chars = "ab.]-[";
   int compared = 0, matched = 0;
   for (int i = 0; i < 3000; ++i) {
     std::string pat, name;
     const int np = static_cast<int>(rng() % 6);
-    for (int k = 0; k < np; ++k) pat += tokens[rng() % tokens.size()];
+    for (int k = 0; k < np; ++k)
+      pat += tokens[rng() % tokens.size()];
     const int nn = static_cast<int>(rng() % 8);
-    for (int k = 0; k < nn; ++k) name += name_chars[rng() % name_chars.size()];
+    for (int k = 0; k < nn; ++k)
+      name += name_chars[rng() % name_chars.size()];
     const bool want = std::regex_match(name, std::regex(glob_to_regex(pat)));
     ASSERT_EQ(glob_match(pat, name), want) << "pattern '" << pat << "' name '" << name << "'";
     ++compared;

@@ -31,12 +31,18 @@ struct Case {
 
 std::vector<Case> every_dtype_cases() {
   return {
-      {"f32.matrix", {7, 5}, DType::F32},        {"f64.vector", {9}, DType::F64},
-      {"f16.cube", {2, 3, 4}, DType::F16},       {"bf16.weight", {6, 10}, DType::BF16},
-      {"fp8.weight", {3, 17}, DType::F8E4M3},    {"u8.packed", {5, 3}, DType::U8},
-      {"i8.q", {11}, DType::I8},                 {"i32.ids", {4, 4}, DType::I32},
-      {"i64.pos", {3}, DType::I64},              {"bool.mask", {13}, DType::Bool},
-      {"f32.scalar", {}, DType::F32},            {"bf16.empty", {0, 4}, DType::BF16},
+      {"f32.matrix", {7, 5}, DType::F32},
+      {"f64.vector", {9}, DType::F64},
+      {"f16.cube", {2, 3, 4}, DType::F16},
+      {"bf16.weight", {6, 10}, DType::BF16},
+      {"fp8.weight", {3, 17}, DType::F8E4M3},
+      {"u8.packed", {5, 3}, DType::U8},
+      {"i8.q", {11}, DType::I8},
+      {"i32.ids", {4, 4}, DType::I32},
+      {"i64.pos", {3}, DType::I64},
+      {"bool.mask", {13}, DType::Bool},
+      {"f32.scalar", {}, DType::F32},
+      {"bf16.empty", {0, 4}, DType::BF16},
       {"f32.rank6", {1, 2, 1, 3, 1, 2}, DType::F32},
   };
 }
@@ -78,7 +84,7 @@ TEST(Safetensors, RoundTripEveryDtypeBitExact) {
   }
   EXPECT_EQ(compared_bytes, expected_bytes);
   EXPECT_EQ(compared_bytes, size_t{7 * 5 * 4 + 9 * 8 + 24 * 2 + 60 * 2 + 51 + 15 + 11 + 16 * 4 +
-                                    3 * 8 + 13 + 4 + 0 + 12 * 4});
+                                   3 * 8 + 13 + 4 + 0 + 12 * 4});
   EXPECT_EQ(std::memcmp(keep.raw(), tensors[0].second.raw(), keep.nbytes()), 0);
   EXPECT_EQ(f32_bits(keep.data<float>()[34]), f32_bits(tensors[0].second.data<float>()[34]));
 }
@@ -89,25 +95,30 @@ TEST(Safetensors, WriterLayoutMatchesTheFormat) {
   ScratchDir dir;
   const std::string path = dir.file("w.safetensors");
   std::vector<std::pair<std::string, Tensor>> tensors = {
-      {"b.u8", random_tensor({3}, DType::U8, 1)},      {"a.bf16", random_tensor({5}, DType::BF16, 2)},
-      {"z.f32", random_tensor({2, 3}, DType::F32, 3)}, {"c.f64", random_tensor({1}, DType::F64, 4)},
+      {"b.u8", random_tensor({3}, DType::U8, 1)},
+      {"a.bf16", random_tensor({5}, DType::BF16, 2)},
+      {"z.f32", random_tensor({2, 3}, DType::F32, 3)},
+      {"c.f64", random_tensor({1}, DType::F64, 4)},
       {"a.f32", random_tensor({1}, DType::F32, 5)},
   };
   write_safetensors(path, tensors);
   const auto bytes = test::read_bytes(path);
   ASSERT_GE(bytes.size(), 8u);
   uint64_t n = 0;
-  for (int i = 7; i >= 0; --i) n = (n << 8) | bytes[static_cast<size_t>(i)];
+  for (int i = 7; i >= 0; --i)
+    n = (n << 8) | bytes[static_cast<size_t>(i)];
   EXPECT_EQ(n % 8, 0u);
   ASSERT_LE(8 + n, bytes.size());
-  const auto header = nlohmann::json::parse(bytes.begin() + 8, bytes.begin() + 8 + static_cast<long>(n));
+  const auto header =
+      nlohmann::json::parse(bytes.begin() + 8, bytes.begin() + 8 + static_cast<long>(n));
   EXPECT_FALSE(header.contains("__metadata__"));  // no metadata given, none written
   const std::vector<std::string> expected_order = {"c.f64", "a.f32", "z.f32", "a.bf16", "b.u8"};
   uint64_t offset = 0;
   size_t checked = 0;
   for (const auto& name : expected_order) {
     const auto& e = header.at(name);
-    const auto it = std::find_if(tensors.begin(), tensors.end(), [&](auto& p) { return p.first == name; });
+    const auto it =
+        std::find_if(tensors.begin(), tensors.end(), [&](auto& p) { return p.first == name; });
     const Tensor& src = it->second;
     EXPECT_EQ(e.at("dtype").get<std::string>(), dtype_to_safetensors(src.dtype()));
     EXPECT_EQ(e.at("shape").get<std::vector<int64_t>>(), src.shape().vec());
@@ -228,13 +239,24 @@ TEST(Safetensors, WriterRejectsBadInput) {
   ScratchDir dir;
   const std::string path = dir.file("bad.safetensors");
   const Tensor t = random_tensor({2}, DType::F32, 1);
-  expect_error([&] { write_safetensors(path, {{"a", t}, {"a", t}}); }, {path, "\"a\" is given twice"});
+  expect_error(
+      [&] {
+        write_safetensors(path, {{"a", t}, {"a", t}});
+      },
+      {path, "\"a\" is given twice"});
   expect_error([&] { write_safetensors(path, {{"", t}}); }, {"empty name"});
   expect_error([&] { write_safetensors(path, {{"__metadata__", t}}); }, {"reserved"});
   expect_error([&] { write_safetensors(path, {{"u", Tensor()}}); }, {"\"u\" is undefined"});
-  expect_error([&] { write_safetensors(path, {{std::string("\xff\xfe"), t}}); }, {"not valid UTF-8"});
-  expect_error([&] { write_safetensors(dir.file("no/such/dir/x.safetensors"), {{"a", t}}); },
-               {"cannot create"});
+  expect_error(
+      [&] {
+        write_safetensors(path, {{std::string("\xff\xfe"), t}});
+      },
+      {"not valid UTF-8"});
+  expect_error(
+      [&] {
+        write_safetensors(dir.file("no/such/dir/x.safetensors"), {{"a", t}});
+      },
+      {"cannot create"});
   EXPECT_FALSE(std::filesystem::exists(path));  // failed writes leave nothing behind
   EXPECT_FALSE(std::filesystem::exists(path + ".tmp"));
 }

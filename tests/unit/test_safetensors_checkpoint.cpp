@@ -80,7 +80,8 @@ TEST(Checkpoint, ShardedIndexReadsEveryTensorBitExact) {
   EXPECT_EQ(ck.files().size(), 3u);
   ASSERT_EQ(ck.size(), s.all.size());
   std::vector<std::string> expected_names;
-  for (const auto& [name, _] : s.all) expected_names.push_back(name);
+  for (const auto& [name, _] : s.all)
+    expected_names.push_back(name);
   std::sort(expected_names.begin(), expected_names.end());
   EXPECT_EQ(ck.names(), expected_names);
   size_t compared = 0;
@@ -127,8 +128,9 @@ TEST(Checkpoint, IndexAssignsTensorToTheWrongShard) {
   Sharded s;
   write_text(s.dir.file("model.safetensors.index.json"),
              index_json({{"lm_head.weight", "model-00001-of-00003.safetensors"}}));
-  expect_error([&] { Checkpoint::open(s.dir.path().string()); },
-               {"tensor \"lm_head.weight\" is listed in shard \"model-00001-of-00003.safetensors\""});
+  expect_error(
+      [&] { Checkpoint::open(s.dir.path().string()); },
+      {"tensor \"lm_head.weight\" is listed in shard \"model-00001-of-00003.safetensors\""});
 }
 
 TEST(Checkpoint, UnlistedShardTensorsAreServed) {
@@ -145,9 +147,11 @@ TEST(Checkpoint, UnlistedShardTensorsAreServed) {
 TEST(Checkpoint, TensorInTwoShardsIsAnError) {
   ScratchDir dir;
   write_safetensors(dir.file("a.safetensors"), {{"x", random_f32({2}, 1)}});
-  write_safetensors(dir.file("b.safetensors"), {{"x", random_f32({2}, 2)}, {"y", random_f32({1}, 3)}});
-  expect_error([&] { Checkpoint::open(dir.path().string()); },
-               {"tensor \"x\" is in two files", dir.file("a.safetensors"), dir.file("b.safetensors")});
+  write_safetensors(dir.file("b.safetensors"),
+                    {{"x", random_f32({2}, 2)}, {"y", random_f32({1}, 3)}});
+  expect_error(
+      [&] { Checkpoint::open(dir.path().string()); },
+      {"tensor \"x\" is in two files", dir.file("a.safetensors"), dir.file("b.safetensors")});
   write_text(dir.file("model.safetensors.index.json"),
              index_json({{"x", "a.safetensors"}, {"y", "b.safetensors"}}));
   expect_error([&] { Checkpoint::open(dir.path().string()); }, {"tensor \"x\" is in two files"});

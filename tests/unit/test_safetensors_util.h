@@ -37,7 +37,8 @@ class ScratchDir {
 inline std::vector<uint8_t> random_bytes(size_t n, uint64_t seed) {
   std::mt19937_64 rng(seed);
   std::vector<uint8_t> out(n);
-  for (auto& b : out) b = static_cast<uint8_t>(rng());
+  for (auto& b : out)
+    b = static_cast<uint8_t>(rng());
   return out;
 }
 
@@ -46,7 +47,8 @@ inline std::vector<uint8_t> random_bytes(size_t n, uint64_t seed) {
 inline std::vector<uint8_t> safetensors_bytes_with_length(uint64_t n, const std::string& header,
                                                           size_t data_bytes, uint64_t seed = 7) {
   std::vector<uint8_t> out;
-  for (int i = 0; i < 8; ++i) out.push_back(static_cast<uint8_t>(n >> (8 * i)));
+  for (int i = 0; i < 8; ++i)
+    out.push_back(static_cast<uint8_t>(n >> (8 * i)));
   out.insert(out.end(), header.begin(), header.end());
   const auto data = random_bytes(data_bytes, seed);
   out.insert(out.end(), data.begin(), data.end());

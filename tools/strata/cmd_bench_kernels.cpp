@@ -40,12 +40,15 @@ Tensor random_device(const Shape& shape, DType dt, float scale) {
   Tensor h = Tensor::empty(shape, dt, Device::Host);
   if (dt == DType::F8E4M3) {
     auto* q = static_cast<uint8_t*>(h.raw());
-    for (int64_t i = 0; i < h.numel(); ++i) q[i] = fp8e4m3_from_f32_sat(next_uniform() * 300.f);
+    for (int64_t i = 0; i < h.numel(); ++i)
+      q[i] = fp8e4m3_from_f32_sat(next_uniform() * 300.f);
   } else if (dt == DType::BF16) {
     auto* q = static_cast<uint16_t*>(h.raw());
-    for (int64_t i = 0; i < h.numel(); ++i) q[i] = f32_to_bf16(next_uniform() * scale);
+    for (int64_t i = 0; i < h.numel(); ++i)
+      q[i] = f32_to_bf16(next_uniform() * scale);
   } else {
-    for (int64_t i = 0; i < h.numel(); ++i) store_from_f32(h.raw(), dt, static_cast<size_t>(i), next_uniform() * scale);
+    for (int64_t i = 0; i < h.numel(); ++i)
+      store_from_f32(h.raw(), dt, static_cast<size_t>(i), next_uniform() * scale);
   }
   return h.to(Device::Cuda);
 }
@@ -56,7 +59,9 @@ Tensor device_i32(const std::vector<int32_t>& v) {
   return h.to(Device::Cuda);
 }
 
-int sets_for(double bytes) { return static_cast<int>(std::clamp(std::ceil(kRotateBytes / bytes), 1.0, 64.0)); }
+int sets_for(double bytes) {
+  return static_cast<int>(std::clamp(std::ceil(kRotateBytes / bytes), 1.0, 64.0));
+}
 
 template <class Args>
 const Kernel<Args>& kernel_named(const char* name) {
@@ -67,13 +72,20 @@ const Kernel<Args>& kernel_named(const char* name) {
 
 // Median microseconds of one launch: `sets` launches (one per input set) captured in a graph.
 double time_launches(int sets, const std::function<void(int)>& launch) {
-  for (int i = 0; i < sets; ++i) launch(i);  // warm: plans, tables, arena blocks
+  for (int i = 0; i < sets; ++i)
+    launch(i);  // warm: plans, tables, arena blocks
   cuda::synchronize();
-  const double ms = cuda::time_graph_ms([&] { for (int i = 0; i < sets; ++i) launch(i); }, 3, 20);
+  const double ms = cuda::time_graph_ms(
+      [&] {
+        for (int i = 0; i < sets; ++i)
+          launch(i);
+      },
+      3, 20);
   return ms * 1000.0 / sets;
 }
 
-Row bench_linear(const char* kernel, const char* what, int64_t N, int64_t K, DType wt, bool w8a8, DType out_dt) {
+Row bench_linear(const char* kernel, const char* what, int64_t N, int64_t K, DType wt, bool w8a8,
+                 DType out_dt) {
   const double wbytes = static_cast<double>(N * K) * static_cast<double>(dtype_size(wt));
   const int sets = sets_for(wbytes);
   std::vector<LinearArgs> args(static_cast<size_t>(sets));
@@ -92,7 +104,8 @@ Row bench_linear(const char* kernel, const char* what, int64_t N, int64_t K, DTy
   std::string why;
   if (!k.supports(args[0], &why)) fail("bench linear {}: {}", kernel, why);
   Row r;
-  r.kernel = fmt::format("linear {} {}", kernel, wt == DType::F8E4M3 ? (w8a8 ? "fp8 W8A8" : "fp8 W8A16") : dtype_name(wt));
+  r.kernel = fmt::format("linear {} {}", kernel,
+                         wt == DType::F8E4M3 ? (w8a8 ? "fp8 W8A8" : "fp8 W8A16") : dtype_name(wt));
   r.shape = fmt::format("{} M=1 N={} K={}", what, N, K);
   r.bytes = wbytes + static_cast<double>(K * 2 + N * static_cast<int64_t>(dtype_size(out_dt)));
   r.us = time_launches(sets, [&](int i) { k.run(args[static_cast<size_t>(i)], ctx); });
@@ -119,7 +132,8 @@ Row bench_ssm_update(const char* what, int64_t Hm, int64_t P, int64_t G, int64_t
   a.state_size = N;
   a.out = Tensor::empty(Shape{1, Hm * P}, DType::BF16, Device::Cuda);
   std::vector<Tensor> slots;
-  for (int i = 0; i < sets; ++i) slots.push_back(device_i32({i}));
+  for (int i = 0; i < sets; ++i)
+    slots.push_back(device_i32({i}));
   OpContext ctx;
   cuda::bind(ctx);
   Row r;
@@ -144,7 +158,8 @@ Row bench_conv_update(const char* what, int64_t C) {
   a.conv_states = random_device(Shape{sets, K - 1, C}, DType::BF16, 1.f);
   a.out = Tensor::empty(Shape{1, C}, DType::BF16, Device::Cuda);
   std::vector<Tensor> slots;
-  for (int i = 0; i < sets; ++i) slots.push_back(device_i32({i}));
+  for (int i = 0; i < sets; ++i)
+    slots.push_back(device_i32({i}));
   OpContext ctx;
   cuda::bind(ctx);
   Row r;
@@ -177,7 +192,8 @@ Row bench_attention(const char* what, int64_t nh, int64_t nkv, int64_t ctx_len) 
   std::vector<Tensor> tables;
   for (int i = 0; i < sets; ++i) {
     std::vector<int32_t> t(static_cast<size_t>(nb));
-    for (int64_t j = 0; j < nb; ++j) t[static_cast<size_t>(j)] = static_cast<int32_t>(i * nb + j);
+    for (int64_t j = 0; j < nb; ++j)
+      t[static_cast<size_t>(j)] = static_cast<int32_t>(i * nb + j);
     tables.push_back(device_i32(t).reshape(Shape{1, nb}));
   }
   OpContext ctx;
@@ -218,13 +234,15 @@ Row bench_moe(const char* what, DType wt, bool w8a8) {
   std::vector<Tensor> ids;
   for (int i = 0; i < sets; ++i) {
     std::vector<int32_t> v;
-    for (int64_t j = 0; j < k; ++j) v.push_back(static_cast<int32_t>(i * k + j));
+    for (int64_t j = 0; j < k; ++j)
+      v.push_back(static_cast<int32_t>(i * k + j));
     ids.push_back(device_i32(v).reshape(Shape{1, k}));
   }
   OpContext ctx;
   cuda::bind(ctx);
   Row r;
-  r.kernel = fmt::format("moe_experts decode {}", wt == DType::F8E4M3 ? (w8a8 ? "fp8 W8A8" : "fp8 W8A16") : "bf16");
+  r.kernel = fmt::format("moe_experts decode {}",
+                         wt == DType::F8E4M3 ? (w8a8 ? "fp8 W8A8" : "fp8 W8A16") : "bf16");
   r.shape = fmt::format("{} T=1 top{} of {} H={} I={}", what, k, E, H, I);
   r.bytes = static_cast<double>(k * 2 * H * I) * static_cast<double>(dtype_size(wt));
   r.us = time_launches(sets, [&](int i) {
@@ -238,20 +256,73 @@ void run_bench(const std::string& out_path, const std::string& only) {
   cuda::init_backend(0);
   // (label for --only, the measurement)
   const std::vector<std::pair<std::string, std::function<Row()>>> items = {
-      {"linear cuda.small_m, nano3 in_proj, 10304, 2688, BF16, false, BF16", [] { return bench_linear("cuda.small_m", "nano3 in_proj", 10304, 2688, DType::BF16, false, DType::BF16); }},
-      {"linear cuda.cublaslt, nano3 in_proj, 10304, 2688, BF16, false, BF16", [] { return bench_linear("cuda.cublaslt", "nano3 in_proj", 10304, 2688, DType::BF16, false, DType::BF16); }},
-      {"linear cuda.small_m, nano3 out_proj, 2688, 4096, BF16, false, BF16", [] { return bench_linear("cuda.small_m", "nano3 out_proj", 2688, 4096, DType::BF16, false, DType::BF16); }},
-      {"linear cuda.small_m, nano3 lm_head, 131072, 2688, BF16, false, F32", [] { return bench_linear("cuda.small_m", "nano3 lm_head", 131072, 2688, DType::BF16, false, DType::F32); }},
-      {"linear cuda.small_m, nano3 in_proj, 10304, 2688, F8E4M3, true, BF16", [] { return bench_linear("cuda.small_m", "nano3 in_proj", 10304, 2688, DType::F8E4M3, true, DType::BF16); }},
-      {"linear cuda.cublaslt, nano3 in_proj, 10304, 2688, F8E4M3, true, BF16", [] { return bench_linear("cuda.cublaslt", "nano3 in_proj", 10304, 2688, DType::F8E4M3, true, DType::BF16); }},
-      {"linear cuda.small_m, nano3 in_proj, 10304, 2688, F8E4M3, false, BF16", [] { return bench_linear("cuda.small_m", "nano3 in_proj", 10304, 2688, DType::F8E4M3, false, DType::BF16); }},
-      {"linear cuda.small_m, nano3 shared up, 3712, 2688, F8E4M3, true, BF16", [] { return bench_linear("cuda.small_m", "nano3 shared up", 3712, 2688, DType::F8E4M3, true, DType::BF16); }},
-      {"linear cuda.small_m, 9b in_proj, 22656, 4480, BF16, false, BF16", [] { return bench_linear("cuda.small_m", "9b in_proj", 22656, 4480, DType::BF16, false, DType::BF16); }},
-      {"linear cuda.small_m, 9b mlp up, 15680, 4480, BF16, false, BF16", [] { return bench_linear("cuda.small_m", "9b mlp up", 15680, 4480, DType::BF16, false, DType::BF16); }},
-      {"linear cuda.small_m, 9b mlp down, 4480, 15680, BF16, false, BF16", [] { return bench_linear("cuda.small_m", "9b mlp down", 4480, 15680, DType::BF16, false, DType::BF16); }},
-      {"linear cuda.cublaslt, 9b mlp up, 15680, 4480, BF16, false, BF16", [] { return bench_linear("cuda.cublaslt", "9b mlp up", 15680, 4480, DType::BF16, false, DType::BF16); }},
-      {"linear cuda.small_m, 9b mlp up, 15680, 4480, F8E4M3, true, BF16", [] { return bench_linear("cuda.small_m", "9b mlp up", 15680, 4480, DType::F8E4M3, true, DType::BF16); }},
-      {"ssm_update nano3, 64, 64, 8, 128", [] { return bench_ssm_update("nano3", 64, 64, 8, 128); }},
+      {"linear cuda.small_m, nano3 in_proj, 10304, 2688, BF16, false, BF16",
+       [] {
+         return bench_linear("cuda.small_m", "nano3 in_proj", 10304, 2688, DType::BF16, false,
+                             DType::BF16);
+       }},
+      {"linear cuda.cublaslt, nano3 in_proj, 10304, 2688, BF16, false, BF16",
+       [] {
+         return bench_linear("cuda.cublaslt", "nano3 in_proj", 10304, 2688, DType::BF16, false,
+                             DType::BF16);
+       }},
+      {"linear cuda.small_m, nano3 out_proj, 2688, 4096, BF16, false, BF16",
+       [] {
+         return bench_linear("cuda.small_m", "nano3 out_proj", 2688, 4096, DType::BF16, false,
+                             DType::BF16);
+       }},
+      {"linear cuda.small_m, nano3 lm_head, 131072, 2688, BF16, false, F32",
+       [] {
+         return bench_linear("cuda.small_m", "nano3 lm_head", 131072, 2688, DType::BF16, false,
+                             DType::F32);
+       }},
+      {"linear cuda.small_m, nano3 in_proj, 10304, 2688, F8E4M3, true, BF16",
+       [] {
+         return bench_linear("cuda.small_m", "nano3 in_proj", 10304, 2688, DType::F8E4M3, true,
+                             DType::BF16);
+       }},
+      {"linear cuda.cublaslt, nano3 in_proj, 10304, 2688, F8E4M3, true, BF16",
+       [] {
+         return bench_linear("cuda.cublaslt", "nano3 in_proj", 10304, 2688, DType::F8E4M3, true,
+                             DType::BF16);
+       }},
+      {"linear cuda.small_m, nano3 in_proj, 10304, 2688, F8E4M3, false, BF16",
+       [] {
+         return bench_linear("cuda.small_m", "nano3 in_proj", 10304, 2688, DType::F8E4M3, false,
+                             DType::BF16);
+       }},
+      {"linear cuda.small_m, nano3 shared up, 3712, 2688, F8E4M3, true, BF16",
+       [] {
+         return bench_linear("cuda.small_m", "nano3 shared up", 3712, 2688, DType::F8E4M3, true,
+                             DType::BF16);
+       }},
+      {"linear cuda.small_m, 9b in_proj, 22656, 4480, BF16, false, BF16",
+       [] {
+         return bench_linear("cuda.small_m", "9b in_proj", 22656, 4480, DType::BF16, false,
+                             DType::BF16);
+       }},
+      {"linear cuda.small_m, 9b mlp up, 15680, 4480, BF16, false, BF16",
+       [] {
+         return bench_linear("cuda.small_m", "9b mlp up", 15680, 4480, DType::BF16, false,
+                             DType::BF16);
+       }},
+      {"linear cuda.small_m, 9b mlp down, 4480, 15680, BF16, false, BF16",
+       [] {
+         return bench_linear("cuda.small_m", "9b mlp down", 4480, 15680, DType::BF16, false,
+                             DType::BF16);
+       }},
+      {"linear cuda.cublaslt, 9b mlp up, 15680, 4480, BF16, false, BF16",
+       [] {
+         return bench_linear("cuda.cublaslt", "9b mlp up", 15680, 4480, DType::BF16, false,
+                             DType::BF16);
+       }},
+      {"linear cuda.small_m, 9b mlp up, 15680, 4480, F8E4M3, true, BF16",
+       [] {
+         return bench_linear("cuda.small_m", "9b mlp up", 15680, 4480, DType::F8E4M3, true,
+                             DType::BF16);
+       }},
+      {"ssm_update nano3, 64, 64, 8, 128",
+       [] { return bench_ssm_update("nano3", 64, 64, 8, 128); }},
       {"ssm_update 9b, 128, 80, 8, 128", [] { return bench_ssm_update("9b", 128, 80, 8, 128); }},
       {"conv_update nano3, 6144", [] { return bench_conv_update("nano3", 6144); }},
       {"conv_update 9b, 12288", [] { return bench_conv_update("9b", 12288); }},
@@ -266,8 +337,9 @@ void run_bench(const std::string& out_path, const std::string& only) {
   for (const auto& [label, measure] : items) {
     if (!only.empty() && label.find(only) == std::string::npos) continue;
     const Row r = measure();
-    std::printf("%-34s %-40s %9.3f MB %8.2f us %7.0f GB/s %5.1f%%\n", r.kernel.c_str(), r.shape.c_str(), r.bytes / 1e6,
-                r.us, r.bytes / r.us / 1e3, 100.0 * r.bytes / r.us / 1e3 / kCeilingGBs);
+    std::printf("%-34s %-40s %9.3f MB %8.2f us %7.0f GB/s %5.1f%%\n", r.kernel.c_str(),
+                r.shape.c_str(), r.bytes / 1e6, r.us, r.bytes / r.us / 1e3,
+                100.0 * r.bytes / r.us / 1e3 / kCeilingGBs);
     std::fflush(stdout);
     rows.push_back(r);
   }
@@ -275,19 +347,23 @@ void run_bench(const std::string& out_path, const std::string& only) {
     std::ofstream f(out_path);
     if (!f) fail("bench-kernels: cannot write {}", out_path);
     f << fmt::format("GPU: {}\n\n", cuda::device_description());
-    f << "| kernel | shape | bytes (MB) | time (us) | GB/s | of 4.57 TB/s |\n|---|---|---|---|---|---|\n";
+    f << "| kernel | shape | bytes (MB) | time (us) | GB/s | of 4.57 TB/s "
+         "|\n|---|---|---|---|---|---|\n";
     for (const Row& r : rows)
-      f << fmt::format("| {} | {} | {:.3f} | {:.2f} | {:.0f} | {:.1f}% |\n", r.kernel, r.shape, r.bytes / 1e6, r.us,
-                       r.bytes / r.us / 1e3, 100.0 * r.bytes / r.us / 1e3 / kCeilingGBs);
+      f << fmt::format("| {} | {} | {:.3f} | {:.2f} | {:.0f} | {:.1f}% |\n", r.kernel, r.shape,
+                       r.bytes / 1e6, r.us, r.bytes / r.us / 1e3,
+                       100.0 * r.bytes / r.us / 1e3 / kCeilingGBs);
   }
 }
 
 void setup(CLI::App& app) {
-  auto* cmd = app.add_subcommand("bench-kernels", "Time the decode-critical CUDA kernels on Nano-3 / Nano-9B-v2 shapes");
+  auto* cmd = app.add_subcommand(
+      "bench-kernels", "Time the decode-critical CUDA kernels on Nano-3 / Nano-9B-v2 shapes");
   auto out = std::make_shared<std::string>();
   auto only = std::make_shared<std::string>();
   cmd->add_option("--out", *out, "also write the table as markdown to this file");
-  cmd->add_option("--only", *only, "run the rows whose label (function and arguments) contains this text");
+  cmd->add_option("--only", *only,
+                  "run the rows whose label (function and arguments) contains this text");
   cmd->callback([out, only] { run_bench(*out, *only); });
 }
 

@@ -39,14 +39,15 @@ void run(const ChatTemplateArgs& args) {
   }
   if (!request.is_object()) strata::fail("stdin: the request must be a JSON object");
   if (!request.contains("messages")) strata::fail("stdin: the request has no \"messages\"");
-  const nlohmann::ordered_json messages = args.keep_argument_strings
-                                              ? request["messages"]
-                                              : strata::parse_tool_call_arguments(request["messages"]);
+  const nlohmann::ordered_json messages =
+      args.keep_argument_strings ? request["messages"]
+                                 : strata::parse_tool_call_arguments(request["messages"]);
   const nlohmann::ordered_json tools = request.value("tools", nlohmann::ordered_json());
   nlohmann::ordered_json kwargs = request.value("chat_template_kwargs", nlohmann::ordered_json());
   if (request.contains("documents") && !request["documents"].is_null()) {
     if (kwargs.is_null()) kwargs = nlohmann::ordered_json::object();
-    if (kwargs.is_object() && !kwargs.contains("documents")) kwargs["documents"] = request["documents"];
+    if (kwargs.is_object() && !kwargs.contains("documents"))
+      kwargs["documents"] = request["documents"];
   }
   bool add_generation_prompt = true;
   if (request.contains("add_generation_prompt")) {
@@ -55,8 +56,8 @@ void run(const ChatTemplateArgs& args) {
     add_generation_prompt = request["add_generation_prompt"].get<bool>();
   }
 
-  const auto templates =
-      strata::ModelChatTemplates::load(args.model, {}, /*require_template=*/args.template_file.empty());
+  const auto templates = strata::ModelChatTemplates::load(
+      args.model, {}, /*require_template=*/args.template_file.empty());
   std::string prompt;
   if (!args.template_file.empty()) {
     std::ifstream in(args.template_file, std::ios::binary);
@@ -75,7 +76,8 @@ void setup(CLI::App& app) {
   auto args = std::make_shared<ChatTemplateArgs>();
   auto* cmd = app.add_subcommand(
       "chat-template", "Render a chat request (JSON on stdin) with a model's chat template");
-  cmd->add_option("--model", args->model, "model directory (tokenizer_config.json, chat_template.jinja)")
+  cmd->add_option("--model", args->model,
+                  "model directory (tokenizer_config.json, chat_template.jinja)")
       ->required();
   cmd->add_option("--template", args->template_file, "use this Jinja template file instead");
   cmd->add_flag("--keep-argument-strings", args->keep_argument_strings,

@@ -30,7 +30,8 @@ std::vector<int32_t> parse_id_list(const std::string& s) {
     int32_t v = 0;
     const auto [end, ec] = std::from_chars(item.data(), item.data() + item.size(), v);
     if (item.empty() || ec != std::errc() || end != item.data() + item.size() || v < 0)
-      strata::fail("--ids: \"{}\" is not a non-negative token id (expected e.g. --ids 1,2,3)", item);
+      strata::fail("--ids: \"{}\" is not a non-negative token id (expected e.g. --ids 1,2,3)",
+                   item);
     ids.push_back(v);
     pos = comma + 1;
   }
@@ -38,7 +39,8 @@ std::vector<int32_t> parse_id_list(const std::string& s) {
 }
 
 std::vector<int32_t> read_ids_from_stdin() {
-  const std::string text((std::istreambuf_iterator<char>(std::cin)), std::istreambuf_iterator<char>());
+  const std::string text((std::istreambuf_iterator<char>(std::cin)),
+                         std::istreambuf_iterator<char>());
   nlohmann::json j;
   try {
     j = nlohmann::json::parse(text);
@@ -61,7 +63,8 @@ void run_detokenize(const DetokenizeOptions& o) {
   for (int32_t id : ids) {
     // HF skips unknown ids silently; on the command line that is more likely a mistake.
     if (!tok.token_string(id))
-      strata::fail("id {} is not a token of this tokenizer (ids run below {})", id, tok.vocab_size());
+      strata::fail("id {} is not a token of this tokenizer (ids run below {})", id,
+                   tok.vocab_size());
   }
   const std::string text = tok.decode(ids, o.skip_special_tokens);
   std::fwrite(text.data(), 1, text.size(), stdout);
@@ -70,9 +73,11 @@ void run_detokenize(const DetokenizeOptions& o) {
 void setup(CLI::App& app) {
   auto opts = std::make_shared<DetokenizeOptions>();
   CLI::App* cmd = app.add_subcommand("detokenize", "Print the text of a list of token ids");
-  cmd->add_option("--model", opts->model, "Model or tokenizer directory (holds tokenizer.json)")->required();
+  cmd->add_option("--model", opts->model, "Model or tokenizer directory (holds tokenizer.json)")
+      ->required();
   cmd->add_option("--ids", opts->ids, "Comma-separated ids (default: a JSON array on stdin)");
-  cmd->add_flag("--skip-special-tokens", opts->skip_special_tokens, "Leave out special tokens such as <s>");
+  cmd->add_flag("--skip-special-tokens", opts->skip_special_tokens,
+                "Leave out special tokens such as <s>");
   cmd->callback([opts] { run_detokenize(*opts); });
 }
 

@@ -20,13 +20,16 @@ struct TokenizeOptions {
   bool jsonl = false;
 };
 
-std::string ids_json(const std::vector<int32_t>& ids) { return nlohmann::json(ids).dump(); }
+std::string ids_json(const std::vector<int32_t>& ids) {
+  return nlohmann::json(ids).dump();
+}
 
 void run_tokenize(const TokenizeOptions& o) {
   const auto tok = strata::text::Tokenizer::from_dir(o.model);
   if (!o.jsonl) {
     // The whole of stdin, byte for byte (a trailing newline is part of the text, as in HF).
-    const std::string text((std::istreambuf_iterator<char>(std::cin)), std::istreambuf_iterator<char>());
+    const std::string text((std::istreambuf_iterator<char>(std::cin)),
+                           std::istreambuf_iterator<char>());
     std::printf("%s\n", ids_json(tok.encode(text, o.add_special_tokens)).c_str());
     return;
   }
@@ -38,7 +41,8 @@ void run_tokenize(const TokenizeOptions& o) {
     } catch (const nlohmann::json::parse_error& e) {
       strata::fail("stdin line {}: not valid JSON: {}", n, e.what());
     }
-    if (!j.is_string()) strata::fail("stdin line {}: expected a JSON string, found {}", n, j.type_name());
+    if (!j.is_string())
+      strata::fail("stdin line {}: expected a JSON string, found {}", n, j.type_name());
     std::printf("%s\n", ids_json(tok.encode(j.get<std::string>(), o.add_special_tokens)).c_str());
   }
 }
@@ -46,10 +50,12 @@ void run_tokenize(const TokenizeOptions& o) {
 void setup(CLI::App& app) {
   auto opts = std::make_shared<TokenizeOptions>();
   CLI::App* cmd = app.add_subcommand("tokenize", "Print the token ids of the text on stdin (JSON)");
-  cmd->add_option("--model", opts->model, "Model or tokenizer directory (holds tokenizer.json)")->required();
+  cmd->add_option("--model", opts->model, "Model or tokenizer directory (holds tokenizer.json)")
+      ->required();
   cmd->add_flag("--add-special-tokens,!--no-add-special-tokens", opts->add_special_tokens,
                 "Apply the post-processor's special tokens, e.g. BOS (default: on, as HF encode)");
-  cmd->add_flag("--jsonl", opts->jsonl, "Read one JSON string per line; print one JSON array per line");
+  cmd->add_flag("--jsonl", opts->jsonl,
+                "Read one JSON string per line; print one JSON array per line");
   cmd->callback([opts] { run_tokenize(*opts); });
 }
 

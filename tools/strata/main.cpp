@@ -19,7 +19,8 @@ int main(int argc, char** argv) {
   app.failure_message([](const CLI::App*, const CLI::Error& e) {
     return "strata: error: " + std::string(e.what()) + " (see --help)\n";
   });
-  for (auto& setup : strata::cli::command_setups()) setup(app);
+  for (auto& setup : strata::cli::command_setups())
+    setup(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -17,14 +17,17 @@ inline Tensor workspace(OpContext& ctx, const Shape& shape, DType dtype) {
 }
 
 void mamba_block(OpContext& ctx, const ModelConfig& c, const MambaWeights& w, const Tensor& a,
-                 const StepInput& step, cache::MambaStatePool& states, int64_t mamba_layer, Tensor& out);
+                 const StepInput& step, cache::MambaStatePool& states, int64_t mamba_layer,
+                 Tensor& out);
 
-void attention_block(OpContext& ctx, const ModelConfig& c, const AttentionWeights& w, const Tensor& a,
-                     const StepInput& step, cache::KvBlockPool& kv, int64_t attn_layer, Tensor& out);
+void attention_block(OpContext& ctx, const ModelConfig& c, const AttentionWeights& w,
+                     const Tensor& a, const StepInput& step, cache::KvBlockPool& kv,
+                     int64_t attn_layer, Tensor& out);
 
 // relu² MLP: out = down(relu(up(a))²). Also the MoE's shared expert.
 void mlp_block(OpContext& ctx, const MlpWeights& w, const Tensor& a, Tensor& out);
 
-void moe_block(OpContext& ctx, const ModelConfig& c, const MoeWeights& w, const Tensor& a, Tensor& out);
+void moe_block(OpContext& ctx, const ModelConfig& c, const MoeWeights& w, const Tensor& a,
+               Tensor& out);
 
 }  // namespace strata::model

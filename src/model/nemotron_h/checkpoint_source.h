@@ -13,7 +13,9 @@ namespace strata::model {
 class CheckpointSource : public TensorSource {
  public:
   explicit CheckpointSource(io::Checkpoint ckpt) : ckpt_(std::move(ckpt)) {}
-  static CheckpointSource open(const std::string& dir) { return CheckpointSource(io::Checkpoint::open(dir)); }
+  static CheckpointSource open(const std::string& dir) {
+    return CheckpointSource(io::Checkpoint::open(dir));
+  }
 
   std::string describe() const override { return ckpt_.dir(); }
   bool has(const std::string& name) const override { return ckpt_.has(name); }

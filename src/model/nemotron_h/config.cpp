@@ -11,22 +11,32 @@ namespace strata::model {
 
 LayerKind layer_kind_from_char(char c, std::string_view source, int64_t layer) {
   switch (c) {
-    case 'M': return LayerKind::Mamba;
-    case '*': return LayerKind::Attention;
-    case '-': return LayerKind::Mlp;
-    case 'E': return LayerKind::Moe;
+    case 'M':
+      return LayerKind::Mamba;
+    case '*':
+      return LayerKind::Attention;
+    case '-':
+      return LayerKind::Mlp;
+    case 'E':
+      return LayerKind::Moe;
     default:
-      fail("{}: hybrid_override_pattern: unknown layer char {:?} at layer {} (expected M, *, - or E)",
-           source, c, layer);
+      fail(
+          "{}: hybrid_override_pattern: unknown layer char {:?} at layer {} (expected M, *, - or "
+          "E)",
+          source, c, layer);
   }
 }
 
 std::string_view layer_kind_name(LayerKind k) {
   switch (k) {
-    case LayerKind::Mamba: return "mamba";
-    case LayerKind::Attention: return "attention";
-    case LayerKind::Mlp: return "mlp";
-    case LayerKind::Moe: return "moe";
+    case LayerKind::Mamba:
+      return "mamba";
+    case LayerKind::Attention:
+      return "attention";
+    case LayerKind::Mlp:
+      return "mlp";
+    case LayerKind::Moe:
+      return "moe";
   }
   return "?";
 }
@@ -41,30 +51,39 @@ DType dtype_from_torch_name(std::string_view name, std::string_view what) {
 
 std::string_view torch_dtype_name(DType t) {
   switch (t) {
-    case DType::F32: return "float32";
-    case DType::BF16: return "bfloat16";
-    case DType::F16: return "float16";
-    default: return dtype_name(t);
+    case DType::F32:
+      return "float32";
+    case DType::BF16:
+      return "bfloat16";
+    case DType::F16:
+      return "float16";
+    default:
+      return dtype_name(t);
   }
 }
 
 std::string ModelConfig::pattern() const {
   std::string s;
   s.reserve(layers.size());
-  for (LayerKind k : layers) s.push_back(static_cast<char>(k));
+  for (LayerKind k : layers)
+    s.push_back(static_cast<char>(k));
   return s;
 }
 
 int64_t ModelConfig::mlp_intermediate(int64_t layer) const {
-  STRATA_CHECK(layer >= 0 && layer < num_layers() && layers[static_cast<size_t>(layer)] == LayerKind::Mlp,
-               "layer {} is not an MLP layer", layer);
+  STRATA_CHECK(
+      layer >= 0 && layer < num_layers() && layers[static_cast<size_t>(layer)] == LayerKind::Mlp,
+      "layer {} is not an MLP layer", layer);
   return mlp_intermediate_sizes[static_cast<size_t>(kind_index[static_cast<size_t>(layer)])];
 }
 
-DType ModelConfig::act_dtype() const { return dtype.value_or(DType::BF16); }
+DType ModelConfig::act_dtype() const {
+  return dtype.value_or(DType::BF16);
+}
 
 namespace {
-void require_positive(int64_t v, std::string_view field, std::string_view source, std::string_view why) {
+void require_positive(int64_t v, std::string_view field, std::string_view source,
+                      std::string_view why) {
   if (v <= 0) fail("{}: {} must be a positive integer ({}), got {}", source, field, why, v);
 }
 }  // namespace
@@ -82,10 +101,18 @@ void ModelConfig::finalize() {
   for (size_t i = 0; i < layers.size(); ++i) {
     int64_t* counter = nullptr;
     switch (layers[i]) {
-      case LayerKind::Mamba: counter = &num_mamba; break;
-      case LayerKind::Attention: counter = &num_attention; break;
-      case LayerKind::Mlp: counter = &num_mlp; break;
-      case LayerKind::Moe: counter = &num_moe; break;
+      case LayerKind::Mamba:
+        counter = &num_mamba;
+        break;
+      case LayerKind::Attention:
+        counter = &num_attention;
+        break;
+      case LayerKind::Mlp:
+        counter = &num_mlp;
+        break;
+      case LayerKind::Moe:
+        counter = &num_moe;
+        break;
     }
     kind_index[i] = (*counter)++;
   }
@@ -99,7 +126,8 @@ void ModelConfig::finalize() {
     require_positive(chunk_size, "chunk_size", src, "SSD chunk length");
     if (conv_kernel < 2) fail("{}: conv_kernel must be >= 2, got {}", src, conv_kernel);
     if (mamba_num_heads % n_groups != 0)
-      fail("{}: mamba_num_heads ({}) must be divisible by n_groups ({})", src, mamba_num_heads, n_groups);
+      fail("{}: mamba_num_heads ({}) must be divisible by n_groups ({})", src, mamba_num_heads,
+           n_groups);
     if (!is_float(mamba_ssm_cache_dtype) || mamba_ssm_cache_dtype == DType::F8E4M3)
       fail("{}: mamba_ssm_cache_dtype must be float32, bfloat16 or float16", src);
     d_inner = mamba_num_heads * mamba_head_dim;
@@ -125,7 +153,8 @@ void ModelConfig::finalize() {
     if (static_cast<int64_t>(mlp_intermediate_sizes.size()) != num_mlp)
       fail("{}: intermediate_size gives {} widths for {} MLP layers", src,
            mlp_intermediate_sizes.size(), num_mlp);
-    for (int64_t w : mlp_intermediate_sizes) require_positive(w, "intermediate_size", src, "MLP width");
+    for (int64_t w : mlp_intermediate_sizes)
+      require_positive(w, "intermediate_size", src, "MLP width");
   }
 
   shared_intermediate = 0;
@@ -141,12 +170,14 @@ void ModelConfig::finalize() {
       fail("{}: num_experts_per_tok ({}) exceeds n_routed_experts ({})", src, num_experts_per_tok,
            n_routed_experts);
     if (n_routed_experts % n_group != 0)
-      fail("{}: n_routed_experts ({}) must be divisible by n_group ({})", src, n_routed_experts, n_group);
-    if (topk_group > n_group) fail("{}: topk_group ({}) exceeds n_group ({})", src, topk_group, n_group);
+      fail("{}: n_routed_experts ({}) must be divisible by n_group ({})", src, n_routed_experts,
+           n_group);
+    if (topk_group > n_group)
+      fail("{}: topk_group ({}) exceeds n_group ({})", src, topk_group, n_group);
     // Group scores are the sum of each group's top-2 scores (spec 3.5).
     if (n_group > 1 && n_routed_experts / n_group < 2)
-      fail("{}: group-limited routing needs at least 2 experts per group ({} experts, {} groups)", src,
-           n_routed_experts, n_group);
+      fail("{}: group-limited routing needs at least 2 experts per group ({} experts, {} groups)",
+           src, n_routed_experts, n_group);
     if (num_experts_per_tok > topk_group * (n_routed_experts / n_group))
       fail("{}: num_experts_per_tok ({}) exceeds the experts in the {} kept groups", src,
            num_experts_per_tok, topk_group);
@@ -157,9 +188,11 @@ void ModelConfig::finalize() {
   }
 
   if (dtype && *dtype != DType::F32 && *dtype != DType::BF16)
-    fail("{}: model dtype {} is not supported (float32 or bfloat16)", src, torch_dtype_name(*dtype));
+    fail("{}: model dtype {} is not supported (float32 or bfloat16)", src,
+         torch_dtype_name(*dtype));
   for (int32_t id : eos_token_ids)
-    if (id < 0 || id >= vocab_size) fail("{}: eos_token_id {} is outside the vocabulary [0, {})", src, id, vocab_size);
+    if (id < 0 || id >= vocab_size)
+      fail("{}: eos_token_id {} is outside the vocabulary [0, {})", src, id, vocab_size);
 }
 
 nlohmann::json ModelConfig::to_json() const {
@@ -194,9 +227,12 @@ nlohmann::json ModelConfig::to_json() const {
   }
   if (num_mlp > 0) {
     bool uniform = true;
-    for (int64_t w : mlp_intermediate_sizes) uniform = uniform && w == mlp_intermediate_sizes[0];
-    if (uniform) j["intermediate_size"] = mlp_intermediate_sizes[0];
-    else j["intermediate_size"] = mlp_intermediate_sizes;
+    for (int64_t w : mlp_intermediate_sizes)
+      uniform = uniform && w == mlp_intermediate_sizes[0];
+    if (uniform)
+      j["intermediate_size"] = mlp_intermediate_sizes[0];
+    else
+      j["intermediate_size"] = mlp_intermediate_sizes;
   }
   if (num_mlp > 0 || num_moe > 0) {
     j["mlp_hidden_act"] = "relu2";
@@ -215,8 +251,10 @@ nlohmann::json ModelConfig::to_json() const {
   }
   if (bos_token_id) j["bos_token_id"] = *bos_token_id;
   if (pad_token_id) j["pad_token_id"] = *pad_token_id;
-  if (eos_token_ids.size() == 1) j["eos_token_id"] = eos_token_ids[0];
-  else if (!eos_token_ids.empty()) j["eos_token_id"] = eos_token_ids;
+  if (eos_token_ids.size() == 1)
+    j["eos_token_id"] = eos_token_ids[0];
+  else if (!eos_token_ids.empty())
+    j["eos_token_id"] = eos_token_ids;
   return j;
 }
 

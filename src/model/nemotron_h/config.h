@@ -69,13 +69,13 @@ struct ModelConfig {
   std::vector<int32_t> eos_token_ids;
 
   // ---- Derived (spec 1.3), filled by finalize() ----
-  int64_t d_inner = 0;          // Hm * P
-  int64_t conv_dim = 0;         // d_inner + 2 G N  (x | B | C)
-  int64_t in_proj_rows = 0;     // d_inner + conv_dim + Hm  (z | xBC | dt)
-  int64_t heads_per_group = 0;  // Hm / G
-  int64_t norm_group_size = 0;  // d_inner / G (gated RMSNorm group width)
-  int64_t q_size = 0;           // n_heads * head_dim
-  int64_t kv_size = 0;          // n_kv_heads * head_dim
+  int64_t d_inner = 0;              // Hm * P
+  int64_t conv_dim = 0;             // d_inner + 2 G N  (x | B | C)
+  int64_t in_proj_rows = 0;         // d_inner + conv_dim + Hm  (z | xBC | dt)
+  int64_t heads_per_group = 0;      // Hm / G
+  int64_t norm_group_size = 0;      // d_inner / G (gated RMSNorm group width)
+  int64_t q_size = 0;               // n_heads * head_dim
+  int64_t kv_size = 0;              // n_kv_heads * head_dim
   int64_t shared_intermediate = 0;  // moe_shared_expert_intermediate_size * n_shared_experts
   int64_t num_mamba = 0, num_attention = 0, num_mlp = 0, num_moe = 0;
   // Per layer: its index among the layers of its own kind (which state slot array, which KV
@@ -83,9 +83,9 @@ struct ModelConfig {
   std::vector<int64_t> kind_index;
 
   int64_t num_layers() const { return static_cast<int64_t>(layers.size()); }
-  std::string pattern() const;  // "M-M*-..." one char per layer
+  std::string pattern() const;                    // "M-M*-..." one char per layer
   int64_t mlp_intermediate(int64_t layer) const;  // width of MLP layer `layer`
-  DType act_dtype() const;  // dtype, or bf16 when unknown
+  DType act_dtype() const;                        // dtype, or bf16 when unknown
 
   // Checks every field, computes the derived quantities. Throws strata::Error naming
   // `source` and the field. Called by the parsers and presets; call again after editing.

@@ -61,7 +61,8 @@ class Fields {
   bool bool_or(const char* field, bool def) const {
     const json* v = find({field});
     if (!v) return def;
-    if (!v->is_boolean()) fail("{}: field {} must be true or false, got {}", src_, field, v->dump());
+    if (!v->is_boolean())
+      fail("{}: field {} must be true or false, got {}", src_, field, v->dump());
     return v->get<bool>();
   }
 
@@ -83,7 +84,8 @@ class Fields {
  private:
   static std::string spelled(std::initializer_list<const char*> aliases) {
     std::string s;
-    for (const char* a : aliases) s += (s.empty() ? "" : " / ") + std::string(a);
+    for (const char* a : aliases)
+      s += (s.empty() ? "" : " / ") + std::string(a);
     return s;
   }
   const json& j_;
@@ -96,31 +98,38 @@ LayerKind kind_from_block_type(std::string_view s, std::string_view src, int64_t
   if (s == "attention" || s == "full_attention") return LayerKind::Attention;
   if (s == "mlp") return LayerKind::Mlp;
   if (s == "moe") return LayerKind::Moe;
-  fail("{}: layers_block_type[{}] = {:?} is not a known block type (mamba / linear_attention, "
-       "attention / full_attention, mlp, moe)", src, layer, s);
+  fail(
+      "{}: layers_block_type[{}] = {:?} is not a known block type (mamba / linear_attention, "
+      "attention / full_attention, mlp, moe)",
+      src, layer, s);
 }
 
 std::vector<LayerKind> parse_pattern(const Fields& f) {
   const std::string_view src = f.source();
   std::optional<std::vector<LayerKind>> from_string, from_list;
   if (const json* p = f.find({"hybrid_override_pattern"})) {
-    if (!p->is_string()) fail("{}: hybrid_override_pattern must be a string, got {}", src, p->dump());
+    if (!p->is_string())
+      fail("{}: hybrid_override_pattern must be a string, got {}", src, p->dump());
     const std::string s = p->get<std::string>();
     from_string.emplace();
     for (size_t i = 0; i < s.size(); ++i)
       from_string->push_back(layer_kind_from_char(s[i], src, static_cast<int64_t>(i)));
   }
   if (const json* p = f.find({"layers_block_type"})) {
-    if (!p->is_array()) fail("{}: layers_block_type must be a list of strings, got {}", src, p->dump());
+    if (!p->is_array())
+      fail("{}: layers_block_type must be a list of strings, got {}", src, p->dump());
     from_list.emplace();
     for (size_t i = 0; i < p->size(); ++i) {
       const json& e = (*p)[i];
-      if (!e.is_string()) fail("{}: layers_block_type[{}] must be a string, got {}", src, i, e.dump());
-      from_list->push_back(kind_from_block_type(e.get<std::string>(), src, static_cast<int64_t>(i)));
+      if (!e.is_string())
+        fail("{}: layers_block_type[{}] must be a string, got {}", src, i, e.dump());
+      from_list->push_back(
+          kind_from_block_type(e.get<std::string>(), src, static_cast<int64_t>(i)));
     }
   }
   if (!from_string && !from_list)
-    fail("{}: missing the layer pattern (neither hybrid_override_pattern nor layers_block_type)", src);
+    fail("{}: missing the layer pattern (neither hybrid_override_pattern nor layers_block_type)",
+         src);
   if (from_string && from_list && *from_string != *from_list)
     fail("{}: hybrid_override_pattern and layers_block_type describe different layers", src);
   std::vector<LayerKind> layers = from_string ? *from_string : *from_list;
@@ -138,7 +147,8 @@ std::vector<int32_t> parse_token_ids(const json& v, std::string_view src, std::s
     ids.push_back(static_cast<int32_t>(id));
   };
   if (v.is_array()) {
-    for (const json& e : v) one(e);
+    for (const json& e : v)
+      one(e);
   } else {
     one(v);
   }
@@ -199,7 +209,8 @@ ModelConfig ModelConfig::from_json(const json& j, std::string_view source) {
     c.chunk_size = f.int_or({"chunk_size", "mamba_chunk_size"}, 128);
     c.use_conv_bias = f.bool_or("use_conv_bias", true);
     if (auto d = f.opt_string({"mamba_ssm_cache_dtype"}); d && *d != "auto")
-      c.mamba_ssm_cache_dtype = dtype_from_torch_name(*d, fmt::format("{}: mamba_ssm_cache_dtype", source));
+      c.mamba_ssm_cache_dtype =
+          dtype_from_torch_name(*d, fmt::format("{}: mamba_ssm_cache_dtype", source));
     reject_if(f.bool_or("use_bias", false) || f.bool_or("mamba_proj_bias", false), source,
               "a bias on in_proj/out_proj (use_bias / mamba_proj_bias = true)");
     if (auto act = f.opt_string({"mamba_hidden_act"}); act && *act != "silu")
@@ -214,7 +225,8 @@ ModelConfig ModelConfig::from_json(const json& j, std::string_view source) {
     c.head_dim = f.req_int({"head_dim", "attention_head_dim"}, why);
     reject_if(f.bool_or("attention_bias", false), source, "attention_bias = true");
     if (auto sw = f.opt_int({"sliding_window"}))
-      fail("{}: sliding_window = {} is not supported (Nemotron-H attention is global)", source, *sw);
+      fail("{}: sliding_window = {} is not supported (Nemotron-H attention is global)", source,
+           *sw);
   }
 
   if (has(LayerKind::Mlp) || has(LayerKind::Moe)) {
@@ -229,7 +241,8 @@ ModelConfig ModelConfig::from_json(const json& j, std::string_view source) {
     if (!v) fail("{}: missing field intermediate_size (needed by MLP layers)", source);
     const int64_t n_mlp = std::count(c.layers.begin(), c.layers.end(), LayerKind::Mlp);
     if (v->is_array()) {
-      for (const json& e : *v) c.mlp_intermediate_sizes.push_back(f.as_int(e, name));
+      for (const json& e : *v)
+        c.mlp_intermediate_sizes.push_back(f.as_int(e, name));
     } else {
       c.mlp_intermediate_sizes.assign(static_cast<size_t>(n_mlp), f.as_int(*v, name));
     }
@@ -245,9 +258,11 @@ ModelConfig ModelConfig::from_json(const json& j, std::string_view source) {
     c.n_group = f.int_or({"n_group"}, 1);
     c.topk_group = f.int_or({"topk_group"}, 1);
     c.norm_topk_prob = f.bool_or("norm_topk_prob", true);
-    if (auto s = f.opt_number({"routed_scaling_factor"})) c.routed_scaling_factor = static_cast<float>(*s);
+    if (auto s = f.opt_number({"routed_scaling_factor"}))
+      c.routed_scaling_factor = static_cast<float>(*s);
     if (auto latent = f.opt_int({"moe_latent_size"}); latent && *latent > 0)
-      fail("{}: moe_latent_size = {} (latent MoE, Nemotron-3-Super) is not supported", source, *latent);
+      fail("{}: moe_latent_size = {} (latent MoE, Nemotron-3-Super) is not supported", source,
+           *latent);
   }
 
   if (auto v = f.opt_int({"bos_token_id"})) c.bos_token_id = static_cast<int32_t>(*v);

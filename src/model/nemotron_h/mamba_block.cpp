@@ -6,7 +6,8 @@
 namespace strata::model {
 
 void mamba_block(OpContext& ctx, const ModelConfig& c, const MambaWeights& w, const Tensor& a,
-                 const StepInput& step, cache::MambaStatePool& states, int64_t mamba_layer, Tensor& out) {
+                 const StepInput& step, cache::MambaStatePool& states, int64_t mamba_layer,
+                 Tensor& out) {
   const int64_t T = a.dim(0);
   const DType act = a.dtype();
   const int64_t gn = c.n_groups * c.ssm_state_size;
@@ -17,8 +18,8 @@ void mamba_block(OpContext& ctx, const ModelConfig& c, const MambaWeights& w, co
   in_proj.w = w.in_proj;
   in_proj.out = zxbcdt;
   ops::run(ctx, in_proj);
-  const Tensor z = zxbcdt.slice(1, 0, c.d_inner);                             // [T, d_inner]
-  const Tensor xbc_raw = zxbcdt.slice(1, c.d_inner, c.conv_dim);              // [T, conv_dim]
+  const Tensor z = zxbcdt.slice(1, 0, c.d_inner);                 // [T, d_inner]
+  const Tensor xbc_raw = zxbcdt.slice(1, c.d_inner, c.conv_dim);  // [T, conv_dim]
   const Tensor dt_raw = zxbcdt.slice(1, c.d_inner + c.conv_dim, c.mamba_num_heads);  // [T, Hm]
 
   Tensor xbc = workspace(ctx, Shape{T, c.conv_dim}, act);  // [T, conv_dim] after conv + SiLU
@@ -44,12 +45,12 @@ void mamba_block(OpContext& ctx, const ModelConfig& c, const MambaWeights& w, co
     conv.out = xbc;
     ops::run(ctx, conv);
   }
-  const Tensor x = xbc.slice(1, 0, c.d_inner);           // [T, Hm*P]
-  const Tensor B = xbc.slice(1, c.d_inner, gn);          // [T, G*N]
-  const Tensor C = xbc.slice(1, c.d_inner + gn, gn);     // [T, G*N]
+  const Tensor x = xbc.slice(1, 0, c.d_inner);        // [T, Hm*P]
+  const Tensor B = xbc.slice(1, c.d_inner, gn);       // [T, G*N]
+  const Tensor C = xbc.slice(1, c.d_inner + gn, gn);  // [T, G*N]
 
-  Tensor y = workspace(ctx, Shape{T, c.d_inner}, act);   // [T, Hm*P]
-  Tensor& ssm_states = states.ssm_states(mamba_layer);   // [S, Hm, P, N]
+  Tensor y = workspace(ctx, Shape{T, c.d_inner}, act);  // [T, Hm*P]
+  Tensor& ssm_states = states.ssm_states(mamba_layer);  // [S, Hm, P, N]
   if (step.decode_only()) {
     ops::SsmUpdateArgs ssm;
     ssm.x = x;

@@ -24,7 +24,8 @@ void mlp_block(OpContext& ctx, const MlpWeights& w, const Tensor& a, Tensor& out
   ops::run(ctx, down);
 }
 
-void moe_block(OpContext& ctx, const ModelConfig& c, const MoeWeights& w, const Tensor& a, Tensor& out) {
+void moe_block(OpContext& ctx, const ModelConfig& c, const MoeWeights& w, const Tensor& a,
+               Tensor& out) {
   const int64_t T = a.dim(0), E = c.n_routed_experts, K = c.num_experts_per_tok;
   Tensor logits = workspace(ctx, Shape{T, E}, DType::F32);  // [T, E] router logits, f32 out
   ops::LinearArgs gate;

@@ -29,18 +29,20 @@ constexpr PresetSpec kPresets[] = {
     {"nemotron-h-4b", kPattern8B, 3072, 32, 8, 128, 112, 64, 8, 128, 12288, 8192, false},
     {"nemotron-h-8b", kPattern8B, 4096, 32, 8, 128, 128, 64, 8, 128, 21504, 8192, false},
     {"nemotron-h-47b",
-     "M-M-M-M-M-M-M-M-M*-M-M-M-M-M-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M-M-M---MM---M-M*-M-M-M-M-M-",
+     "M-M-M-M-M-M-M-M-M*-M-M-M-M-M-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M-M-M---MM---M-M*-M-M-"
+     "M-M-M-",
      8192, 64, 8, 128, 256, 64, 8, 256, 30720, 8192, false},
     {"nemotron-h-56b",
-     "M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*"
+     "M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-"
+     "M-M*"
      "-M-M-M-M-M*-M-M-M-M-M-",
      8192, 64, 8, 128, 256, 64, 8, 256, 32768, 8192, false},
-    {"nemotron-nano-9b-v2", "M-M-M-MM-M-M-M*-M-M-M*-M-M-M-M*-M-M-M-M*-M-MM-M-M-M-M-M-", 4480, 40, 8, 128,
-     128, 80, 8, 128, 15680, 131072, false},
-    {"nemotron-nano-12b-v2", "M-M-M-M*-M-M-M-M*-M-M-M-M*-M-M-M-M*-M-M-M-M*-M-M-M-M*-M-M-M-M-", 5120, 40,
-     8, 128, 128, 80, 8, 128, 20480, 131072, false},
-    {"nemotron-3-nano-30b-a3b", "MEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEMEM*EMEMEMEME", 2688, 32, 2, 128,
-     64, 64, 8, 128, 0, 262144, true},
+    {"nemotron-nano-9b-v2", "M-M-M-MM-M-M-M*-M-M-M*-M-M-M-M*-M-M-M-M*-M-MM-M-M-M-M-M-", 4480, 40, 8,
+     128, 128, 80, 8, 128, 15680, 131072, false},
+    {"nemotron-nano-12b-v2", "M-M-M-M*-M-M-M-M*-M-M-M-M*-M-M-M-M*-M-M-M-M*-M-M-M-M*-M-M-M-M-", 5120,
+     40, 8, 128, 128, 80, 8, 128, 20480, 131072, false},
+    {"nemotron-3-nano-30b-a3b", "MEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEMEM*EMEMEMEME", 2688, 32, 2,
+     128, 64, 64, 8, 128, 0, 262144, true},
 };
 
 std::string lower(std::string_view s) {
@@ -53,7 +55,8 @@ std::string lower(std::string_view s) {
 
 std::vector<std::string> ModelConfig::preset_names() {
   std::vector<std::string> names;
-  for (const auto& p : kPresets) names.emplace_back(p.name);
+  for (const auto& p : kPresets)
+    names.emplace_back(p.name);
   return names;
 }
 
@@ -103,7 +106,8 @@ ModelConfig ModelConfig::preset(std::string_view name) {
     return c;
   }
   std::string known;
-  for (const auto& n : preset_names()) known += (known.empty() ? "" : ", ") + n;
+  for (const auto& n : preset_names())
+    known += (known.empty() ? "" : ", ") + n;
   fail("unknown preset \"{}\" (known: {})", name, known);
 }
 

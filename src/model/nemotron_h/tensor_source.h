@@ -37,7 +37,8 @@ class TensorMapSource : public TensorSource {
   }
   std::vector<std::string> names() const override {
     std::vector<std::string> n;
-    for (const auto& [k, v] : tensors_) n.push_back(k);
+    for (const auto& [k, v] : tensors_)
+      n.push_back(k);
     return n;
   }
   const std::map<std::string, Tensor>& tensors() const { return tensors_; }

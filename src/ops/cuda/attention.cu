@@ -35,19 +35,21 @@ int64_t queries_per_block(const AttentionLaunch& p) {
 
 size_t smem_bytes(const AttentionLaunch& p) {
   const int64_t rows = queries_per_block(p) * (p.n_heads / p.n_kv_heads);
-  return static_cast<size_t>(rows * p.head_dim + kKeyTile * (p.head_dim + 1) + kKeyTile * p.head_dim) * sizeof(float);
+  return static_cast<size_t>(rows * p.head_dim + kKeyTile * (p.head_dim + 1) +
+                             kKeyTile * p.head_dim) *
+         sizeof(float);
 }
 
 template <class T, int DPL>
-__global__ void __launch_bounds__(kWarps * 32) attention_kernel(AttentionLaunch p, int64_t bq, int64_t split_len,
-                                                                int* errors) {
+__global__ void __launch_bounds__(kWarps * 32)
+    attention_kernel(AttentionLaunch p, int64_t bq, int64_t split_len, int* errors) {
   constexpr int HD = DPL * 32;
   extern __shared__ float sh[];
   const int64_t group = p.n_heads / p.n_kv_heads;
   const int64_t rows = bq * group;
-  float* qs = sh;                                // [rows][HD], pre-scaled
-  float* ks = qs + rows * HD;                    // [kKeyTile][HD + 1] (padded: lanes read columns)
-  float* vs = ks + kKeyTile * (HD + 1);          // [kKeyTile][HD]
+  float* qs = sh;                        // [rows][HD], pre-scaled
+  float* ks = qs + rows * HD;            // [kKeyTile][HD + 1] (padded: lanes read columns)
+  float* vs = ks + kKeyTile * (HD + 1);  // [kKeyTile][HD]
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int64_t split = blockIdx.x % p.n_splits, qtile = blockIdx.x / p.n_splits;
   const int64_t kvh = blockIdx.y, b = blockIdx.z;
@@ -64,9 +66,13 @@ __global__ void __launch_bounds__(kWarps * 32) attention_kernel(AttentionLaunch 
   const int64_t q_rows = min(bq, min(q_len, p.max_q_len) - q0);
 
 #pragma unroll 8
-  for (int64_t e = threadIdx.x; e < rows * HD; e += blockDim.x) {  // unrolled: loads in flight together
+  for (int64_t e = threadIdx.x; e < rows * HD;
+       e += blockDim.x) {  // unrolled: loads in flight together
     const int64_t r = e / HD, d = e % HD, qi = r / group, h = kvh * group + r % group;
-    qs[e] = qi < q_rows ? to_f32(static_cast<const T*>(p.q.p)[(q_start + q0 + qi) * p.q.ld + h * HD + d]) * p.scale : 0.f;
+    qs[e] = qi < q_rows
+                ? to_f32(static_cast<const T*>(p.q.p)[(q_start + q0 + qi) * p.q.ld + h * HD + d]) *
+                      p.scale
+                : 0.f;
   }
 
   // Keys this block may need: up to the last query's position, within its split.
@@ -80,7 +86,8 @@ __global__ void __launch_bounds__(kWarps * 32) attention_kernel(AttentionLaunch 
     m[i] = -FLT_MAX;
     l[i] = 0.f;
 #pragma unroll
-    for (int d = 0; d < DPL; ++d) acc[i][d] = 0.f;
+    for (int d = 0; d < DPL; ++d)
+      acc[i][d] = 0.f;
   }
 
   const T* kc = static_cast<const T*>(p.k_cache);
@@ -106,12 +113,16 @@ __global__ void __launch_bounds__(kWarps * 32) attention_kernel(AttentionLaunch 
       }
       if (page >= 0) {
         const int64_t off =
-            ((static_cast<int64_t>(page) * p.block_size + key % p.block_size) * p.n_kv_heads + kvh) * HD + lane * DPL;
+            ((static_cast<int64_t>(page) * p.block_size + key % p.block_size) * p.n_kv_heads +
+             kvh) *
+                HD +
+            lane * DPL;
         kr[i] = *reinterpret_cast<const Slice<T, DPL>*>(kc + off);
         vr[i] = *reinterpret_cast<const Slice<T, DPL>*>(vc + off);
       } else {
 #pragma unroll
-        for (int d = 0; d < DPL; ++d) kr[i].v[d] = vr[i].v[d] = from_f32<T>(0.f);
+        for (int d = 0; d < DPL; ++d)
+          kr[i].v[d] = vr[i].v[d] = from_f32<T>(0.f);
       }
     }
   };
@@ -138,7 +149,8 @@ __global__ void __launch_bounds__(kWarps * 32) attention_kernel(AttentionLaunch 
       const float* qr = qs + r * HD;
       float s = 0.f;
 #pragma unroll 8
-      for (int d = 0; d < HD; ++d) s = fmaf(qr[d], ks[lane * (HD + 1) + d], s);
+      for (int d = 0; d < HD; ++d)
+        s = fmaf(qr[d], ks[lane * (HD + 1) + d], s);
       const bool valid = key < k_end && key <= pos;
       const float tile_max = warp_max(valid ? s : -FLT_MAX);
       if (tile_max == -FLT_MAX) continue;  // no visible key in this tile for this row
@@ -148,12 +160,14 @@ __global__ void __launch_bounds__(kWarps * 32) attention_kernel(AttentionLaunch 
       l[i] = l[i] * corr + warp_sum(pj);
       m[i] = m_new;
 #pragma unroll
-      for (int d = 0; d < DPL; ++d) acc[i][d] *= corr;
+      for (int d = 0; d < DPL; ++d)
+        acc[i][d] *= corr;
       for (int j = 0; j < kKeyTile; ++j) {
         const float pb = __shfl_sync(0xffffffffu, pj, j);
         const float* vr = vs + j * HD + lane * DPL;
 #pragma unroll
-        for (int d = 0; d < DPL; ++d) acc[i][d] = fmaf(pb, vr[d], acc[i][d]);
+        for (int d = 0; d < DPL; ++d)
+          acc[i][d] = fmaf(pb, vr[d], acc[i][d]);
       }
     }
   }
@@ -167,7 +181,8 @@ __global__ void __launch_bounds__(kWarps * 32) attention_kernel(AttentionLaunch 
       const float inv = l[i] > 0.f ? 1.f / l[i] : 0.f;
       T* o = static_cast<T*>(p.out.p) + t * p.out.ld + h * HD + lane * DPL;
 #pragma unroll
-      for (int d = 0; d < DPL; ++d) o[d] = from_f32<T>(acc[i][d] * inv);
+      for (int d = 0; d < DPL; ++d)
+        o[d] = from_f32<T>(acc[i][d] * inv);
     } else {
       // partials: [split][t][head] (max, sum) then [split][t][head][HD] outputs
       const int64_t T_ = p.q.rows, idx = (split * T_ + t) * p.n_heads + h;
@@ -178,7 +193,8 @@ __global__ void __launch_bounds__(kWarps * 32) attention_kernel(AttentionLaunch 
         ml[2 * idx + 1] = l[i];
       }
 #pragma unroll
-      for (int d = 0; d < DPL; ++d) po[idx * HD + lane * DPL + d] = acc[i][d];
+      for (int d = 0; d < DPL; ++d)
+        po[idx * HD + lane * DPL + d] = acc[i][d];
     }
   }
   // Rows of a split past the visible keys still leave a partial: (max -FLT_MAX, sum 0) above.
@@ -194,12 +210,14 @@ __global__ void attention_combine_kernel(AttentionLaunch p) {
   const float* po = p.partials + 2 * S * T_ * p.n_heads;
   float* red = wsh + S;
   float mx = -FLT_MAX;
-  for (int64_t s = threadIdx.x; s < S; s += blockDim.x) mx = fmaxf(mx, ml[2 * ((s * T_ + t) * p.n_heads + h)]);
+  for (int64_t s = threadIdx.x; s < S; s += blockDim.x)
+    mx = fmaxf(mx, ml[2 * ((s * T_ + t) * p.n_heads + h)]);
   mx = warp_max(mx);
   if ((threadIdx.x & 31) == 0) red[threadIdx.x >> 5] = mx;
   __syncthreads();
   mx = -FLT_MAX;
-  for (unsigned w = 0; w < (blockDim.x + 31) / 32; ++w) mx = fmaxf(mx, red[w]);
+  for (unsigned w = 0; w < (blockDim.x + 31) / 32; ++w)
+    mx = fmaxf(mx, red[w]);
   float lsum = 0.f;
   for (int64_t s = threadIdx.x; s < S; s += blockDim.x) {
     const int64_t idx = (s * T_ + t) * p.n_heads + h;
@@ -213,11 +231,14 @@ __global__ void attention_combine_kernel(AttentionLaunch p) {
   if ((threadIdx.x & 31) == 0) red[threadIdx.x >> 5] = lsum;
   __syncthreads();
   float sum = 0.f;
-  for (unsigned w = 0; w < (blockDim.x + 31) / 32; ++w) sum += red[w];
+  for (unsigned w = 0; w < (blockDim.x + 31) / 32; ++w)
+    sum += red[w];
   float o = 0.f;
 #pragma unroll 8
-  for (int64_t s = 0; s < S; ++s) o += wsh[s] * po[((s * T_ + t) * p.n_heads + h) * HD + threadIdx.x];
-  static_cast<T*>(p.out.p)[t * p.out.ld + h * HD + threadIdx.x] = from_f32<T>(sum > 0.f ? o / sum : 0.f);
+  for (int64_t s = 0; s < S; ++s)
+    o += wsh[s] * po[((s * T_ + t) * p.n_heads + h) * HD + threadIdx.x];
+  static_cast<T*>(p.out.p)[t * p.out.ld + h * HD + threadIdx.x] =
+      from_f32<T>(sum > 0.f ? o / sum : 0.f);
 }
 
 // Marks every partial as empty, so splits that exit early (past the context) merge as nothing.
@@ -231,14 +252,17 @@ __global__ void clear_partials_kernel(float* ml, int64_t n) {
 
 }  // namespace
 
-bool attention_head_dim_supported(int64_t head_dim) { return head_dim == 64 || head_dim == 128; }
+bool attention_head_dim_supported(int64_t head_dim) {
+  return head_dim == 64 || head_dim == 128;
+}
 
 int64_t attention_decode_splits(const AttentionLaunch& p, int sms) {
   const int64_t B = p.cu_seqlens_q.n - 1;
   const int64_t max_ctx = p.block_tables.cols * p.block_size;
   const int64_t blocks = B * p.n_kv_heads;
   int64_t splits = (2 * sms + blocks - 1) / blocks;
-  const int64_t most = (max_ctx + 2 * kKeyTile - 1) / (2 * kKeyTile);  // >= 2 key tiles per split: fetch overlaps scoring
+  const int64_t most = (max_ctx + 2 * kKeyTile - 1) /
+                       (2 * kKeyTile);  // >= 2 key tiles per split: fetch overlaps scoring
   if (splits > most) splits = most;
   return splits < 1 ? 1 : splits;
 }
@@ -259,20 +283,24 @@ void launch_attention(const AttentionLaunch& p, int* index_errors, void* stream)
   const size_t smem = smem_bytes(p);
   if (p.n_splits > 1) {
     const int64_t n = p.n_splits * p.q.rows * p.n_heads;
-    clear_partials_kernel<<<grid_1d(n, 256) < 1024 ? grid_1d(n, 256) : 1024, 256, 0, s>>>(p.partials, n);
+    clear_partials_kernel<<<grid_1d(n, 256) < 1024 ? grid_1d(n, 256) : 1024, 256, 0, s>>>(
+        p.partials, n);
     STRATA_CUDA_LAUNCH_CHECK();
   }
-  dim3 grid(static_cast<unsigned>(qtiles * p.n_splits), static_cast<unsigned>(p.n_kv_heads), static_cast<unsigned>(B));
+  dim3 grid(static_cast<unsigned>(qtiles * p.n_splits), static_cast<unsigned>(p.n_kv_heads),
+            static_cast<unsigned>(B));
   with_act(p.q.dt, [&](auto tag) {
     using T = decltype(tag);
     auto kernel = p.head_dim == 64 ? attention_kernel<T, 2> : attention_kernel<T, 4>;
     if (smem > 48 * 1024)
-      STRATA_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
+      STRATA_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                             static_cast<int>(smem)));
     kernel<<<grid, kWarps * 32, smem, s>>>(p, bq, split_len, index_errors);
     STRATA_CUDA_LAUNCH_CHECK();
     if (p.n_splits > 1) {
-      attention_combine_kernel<T><<<dim3(static_cast<unsigned>(p.q.rows), static_cast<unsigned>(p.n_heads)),
-                                    static_cast<unsigned>(p.head_dim), (p.n_splits + 32) * sizeof(float), s>>>(p);
+      attention_combine_kernel<T>
+          <<<dim3(static_cast<unsigned>(p.q.rows), static_cast<unsigned>(p.n_heads)),
+             static_cast<unsigned>(p.head_dim), (p.n_splits + 32) * sizeof(float), s>>>(p);
       STRATA_CUDA_LAUNCH_CHECK();
     }
   });

@@ -15,17 +15,24 @@ bool attention_supports(const AttentionArgs& a, std::string* why) {
   c.on_device(a.q, "q").on_device(a.k_cache, "k_cache").on_device(a.v_cache, "v_cache");
   c.on_device(a.block_tables, "block_tables").on_device(a.cu_seqlens_q, "cu_seqlens_q");
   c.on_device(a.context_lens, "context_lens").on_device(a.out, "out");
-  c.act(a.q, "q").same_dtype(a.q, a.k_cache, "q", "k_cache").same_dtype(a.q, a.v_cache, "q", "v_cache");
+  c.act(a.q, "q")
+      .same_dtype(a.q, a.k_cache, "q", "k_cache")
+      .same_dtype(a.q, a.v_cache, "q", "v_cache");
   c.same_dtype(a.q, a.out, "q", "out").dtype(a.block_tables, DType::I32, "block_tables");
-  c.dtype(a.cu_seqlens_q, DType::I32, "cu_seqlens_q").dtype(a.context_lens, DType::I32, "context_lens");
+  c.dtype(a.cu_seqlens_q, DType::I32, "cu_seqlens_q")
+      .dtype(a.context_lens, DType::I32, "context_lens");
   c.require(a.n_heads > 0 && a.n_kv_heads > 0 && a.n_heads % a.n_kv_heads == 0,
-            fmt::format("n_heads {} must be a positive multiple of n_kv_heads {}", a.n_heads, a.n_kv_heads));
+            fmt::format("n_heads {} must be a positive multiple of n_kv_heads {}", a.n_heads,
+                        a.n_kv_heads));
   if (!c) return false;
-  c.require(attention_head_dim_supported(a.head_dim), fmt::format("head_dim {} (kernels exist for 64 and 128)", a.head_dim));
-  c.require(a.n_heads / a.n_kv_heads <= 64, fmt::format("GQA group {} above 64 query heads per kv head", a.n_heads / a.n_kv_heads));
+  c.require(attention_head_dim_supported(a.head_dim),
+            fmt::format("head_dim {} (kernels exist for 64 and 128)", a.head_dim));
+  c.require(a.n_heads / a.n_kv_heads <= 64,
+            fmt::format("GQA group {} above 64 query heads per kv head", a.n_heads / a.n_kv_heads));
   c.require(a.max_q_len >= 1, fmt::format("max_q_len {} must be >= 1", a.max_q_len));
   c.rows(a.q, -1, a.n_heads * a.head_dim, "q");
-  c.require(a.k_cache.rank() == 4, fmt::format("k_cache {} must be [num_blocks, block_size, n_kv, hd]", a.k_cache.str()));
+  c.require(a.k_cache.rank() == 4,
+            fmt::format("k_cache {} must be [num_blocks, block_size, n_kv, hd]", a.k_cache.str()));
   if (!c) return false;
   const Shape cache{a.k_cache.dim(0), a.k_cache.dim(1), a.n_kv_heads, a.head_dim};
   c.contiguous(a.k_cache, cache, "k_cache").contiguous(a.v_cache, cache, "v_cache");
@@ -33,7 +40,8 @@ bool attention_supports(const AttentionArgs& a, std::string* why) {
   if (!c) return false;
   const int64_t B = a.block_tables.dim(0);
   c.require(B >= 1 && B <= 65535, fmt::format("{} sequences (1..65535)", B));
-  c.contiguous(a.cu_seqlens_q, Shape{B + 1}, "cu_seqlens_q").contiguous(a.context_lens, Shape{B}, "context_lens");
+  c.contiguous(a.cu_seqlens_q, Shape{B + 1}, "cu_seqlens_q")
+      .contiguous(a.context_lens, Shape{B}, "context_lens");
   c.rows(a.out, a.q.dim(0), a.n_heads * a.head_dim, "out");
   return c;
 }

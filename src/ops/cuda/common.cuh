@@ -17,21 +17,41 @@ namespace strata::cuda {
 
 using bf16 = __nv_bfloat16;
 
-__device__ __forceinline__ float to_f32(float v) { return v; }
-__device__ __forceinline__ float to_f32(bf16 v) { return __bfloat162float(v); }
-__device__ __forceinline__ float to_f32(__half v) { return __half2float(v); }
+__device__ __forceinline__ float to_f32(float v) {
+  return v;
+}
+__device__ __forceinline__ float to_f32(bf16 v) {
+  return __bfloat162float(v);
+}
+__device__ __forceinline__ float to_f32(__half v) {
+  return __half2float(v);
+}
 
-template <class T> __device__ __forceinline__ T from_f32(float v);
-template <> __device__ __forceinline__ float from_f32<float>(float v) { return v; }
-template <> __device__ __forceinline__ bf16 from_f32<bf16>(float v) { return __float2bfloat16_rn(v); }
-template <> __device__ __forceinline__ __half from_f32<__half>(float v) { return __float2half_rn(v); }
+template <class T>
+__device__ __forceinline__ T from_f32(float v);
+template <>
+__device__ __forceinline__ float from_f32<float>(float v) {
+  return v;
+}
+template <>
+__device__ __forceinline__ bf16 from_f32<bf16>(float v) {
+  return __float2bfloat16_rn(v);
+}
+template <>
+__device__ __forceinline__ __half from_f32<__half>(float v) {
+  return __float2half_rn(v);
+}
 
 // The "store in the activation dtype" rounding point, kept in f32.
-template <class T> __device__ __forceinline__ float round_to(float v) { return to_f32(from_f32<T>(v)); }
+template <class T>
+__device__ __forceinline__ float round_to(float v) {
+  return to_f32(from_f32<T>(v));
+}
 
 // A scalar parameter that may be stored f32 or bf16 (D, dt_bias).
 __device__ __forceinline__ float load_param(const void* p, bool is_bf16, int64_t i) {
-  return is_bf16 ? __bfloat162float(static_cast<const bf16*>(p)[i]) : static_cast<const float*>(p)[i];
+  return is_bf16 ? __bfloat162float(static_cast<const bf16*>(p)[i])
+                 : static_cast<const float*>(p)[i];
 }
 
 // e4m3 byte -> f32 (exact), through the hardware fp8x2 -> half2 conversion.
@@ -46,12 +66,14 @@ __device__ __forceinline__ uint8_t f32_to_fp8_sat(float v) {
 
 __device__ __forceinline__ float warp_sum(float v) {
 #pragma unroll
-  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  for (int o = 16; o > 0; o >>= 1)
+    v += __shfl_xor_sync(0xffffffffu, v, o);
   return v;
 }
 __device__ __forceinline__ float warp_max(float v) {
 #pragma unroll
-  for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+  for (int o = 16; o > 0; o >>= 1)
+    v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
   return v;
 }
 
@@ -69,9 +91,15 @@ __device__ __forceinline__ float block_sum(float v, float* scratch) {
 }
 
 // IEEE-exact forms (no fast-math intrinsics), the same formulas as the host reference.
-__device__ __forceinline__ float sigmoidf_(float v) { return 1.f / (1.f + expf(-v)); }
-__device__ __forceinline__ float siluf_(float v) { return v / (1.f + expf(-v)); }
-__device__ __forceinline__ float softplusf_(float v) { return v > 20.f ? v : log1pf(expf(v)); }
+__device__ __forceinline__ float sigmoidf_(float v) {
+  return 1.f / (1.f + expf(-v));
+}
+__device__ __forceinline__ float siluf_(float v) {
+  return v / (1.f + expf(-v));
+}
+__device__ __forceinline__ float softplusf_(float v) {
+  return v > 20.f ? v : log1pf(expf(v));
+}
 
 inline unsigned grid_1d(int64_t n, int threads) {
   return static_cast<unsigned>((n + threads - 1) / threads);
@@ -80,17 +108,24 @@ inline unsigned grid_1d(int64_t n, int threads) {
 // Calls f(T{}) with T the device type of an activation dtype (f32 or bf16).
 template <class F>
 void with_act(DType t, F&& f) {
-  if (t == DType::F32) f(float{});
-  else if (t == DType::BF16) f(bf16{});
-  else STRATA_CUDA_FAIL("cuda kernel called with a non-activation dtype (checked in supports)");
+  if (t == DType::F32)
+    f(float{});
+  else if (t == DType::BF16)
+    f(bf16{});
+  else
+    STRATA_CUDA_FAIL("cuda kernel called with a non-activation dtype (checked in supports)");
 }
 // Same for any float storage dtype a cast reads or writes (f32, bf16, f16).
 template <class F>
 void with_float(DType t, F&& f) {
-  if (t == DType::F32) f(float{});
-  else if (t == DType::BF16) f(bf16{});
-  else if (t == DType::F16) f(__half{});
-  else STRATA_CUDA_FAIL("cuda kernel called with a non-float dtype (checked in supports)");
+  if (t == DType::F32)
+    f(float{});
+  else if (t == DType::BF16)
+    f(bf16{});
+  else if (t == DType::F16)
+    f(__half{});
+  else
+    STRATA_CUDA_FAIL("cuda kernel called with a non-float dtype (checked in supports)");
 }
 
 }  // namespace strata::cuda

@@ -15,17 +15,19 @@ __device__ __forceinline__ int find_sequence(const int32_t* cu, int nseq, int64_
   int lo = 0, hi = nseq - 1;
   while (lo < hi) {
     const int mid = (lo + hi + 1) >> 1;
-    if (cu[mid] <= t) lo = mid;
-    else hi = mid - 1;
+    if (cu[mid] <= t)
+      lo = mid;
+    else
+      hi = mid - 1;
   }
   return lo;
 }
 
 template <class T>
-__global__ void conv1d_prefill_kernel(const T* x, int64_t ldx, const T* w, const T* bias, const T* states,
-                                      int64_t num_slots, int K, const int32_t* cu, const int32_t* slots,
-                                      const int32_t* has_init, int nseq, T* out, int64_t ldo, int64_t C,
-                                      int* errors) {
+__global__ void conv1d_prefill_kernel(const T* x, int64_t ldx, const T* w, const T* bias,
+                                      const T* states, int64_t num_slots, int K, const int32_t* cu,
+                                      const int32_t* slots, const int32_t* has_init, int nseq,
+                                      T* out, int64_t ldo, int64_t C, int* errors) {
   const int64_t c = static_cast<int64_t>(blockIdx.y) * blockDim.x + threadIdx.x;
   const int64_t t = blockIdx.x;
   if (c >= C) return;
@@ -39,10 +41,13 @@ __global__ void conv1d_prefill_kernel(const T* x, int64_t ldx, const T* w, const
   }
   float acc = to_f32(bias[c]);
   for (int k = 0; k < K; ++k) {
-    const int64_t pos = local - (K - 1) + k;  // position in the sequence; < 0 reaches into the state
+    const int64_t pos =
+        local - (K - 1) + k;  // position in the sequence; < 0 reaches into the state
     float v = 0.f;
-    if (pos >= 0) v = to_f32(x[(start + pos) * ldx + c]);
-    else if (from_state) v = to_f32(states[(static_cast<int64_t>(slot) * (K - 1) + (K - 1) + pos) * C + c]);
+    if (pos >= 0)
+      v = to_f32(x[(start + pos) * ldx + c]);
+    else if (from_state)
+      v = to_f32(states[(static_cast<int64_t>(slot) * (K - 1) + (K - 1) + pos) * C + c]);
     acc += to_f32(w[c * K + k]) * v;
   }
   out[t * ldo + c] = from_f32<T>(siluf_(acc));
@@ -50,9 +55,10 @@ __global__ void conv1d_prefill_kernel(const T* x, int64_t ldx, const T* w, const
 
 // After the prefill kernel (stream order): the last K-1 raw window rows become the new state.
 template <class T>
-__global__ void conv1d_writeback_kernel(const T* x, int64_t ldx, int64_t tokens, T* states, int64_t num_slots,
-                                        int K, const int32_t* cu, const int32_t* slots, const int32_t* has_init,
-                                        int64_t C, int* errors) {
+__global__ void conv1d_writeback_kernel(const T* x, int64_t ldx, int64_t tokens, T* states,
+                                        int64_t num_slots, int K, const int32_t* cu,
+                                        const int32_t* slots, const int32_t* has_init, int64_t C,
+                                        int* errors) {
   const int64_t c = static_cast<int64_t>(blockIdx.y) * blockDim.x + threadIdx.x;
   const int b = blockIdx.x;
   if (c >= C) return;
@@ -71,18 +77,22 @@ __global__ void conv1d_writeback_kernel(const T* x, int64_t ldx, int64_t tokens,
   for (int j = 0; j < K - 1; ++j) {
     const int64_t wi = len + j;  // index in window = state (K-1 rows) ++ x (len rows)
     float v = 0.f;
-    if (wi >= K - 1) v = to_f32(x[(start + wi - (K - 1)) * ldx + c]);
-    else if (has_init[b]) v = to_f32(st[wi * C]);
+    if (wi >= K - 1)
+      v = to_f32(x[(start + wi - (K - 1)) * ldx + c]);
+    else if (has_init[b])
+      v = to_f32(st[wi * C]);
     keep[j] = v;  // read everything before writing: the rows overlap
   }
-  for (int j = 0; j < K - 1; ++j) st[j * C] = from_f32<T>(keep[j]);
+  for (int j = 0; j < K - 1; ++j)
+    st[j * C] = from_f32<T>(keep[j]);
 }
 
-// KC > 0: the width known at compile time (4 in every Nemotron-H), so the window stays in registers.
+// KC > 0: the width known at compile time (4 in every Nemotron-H), so the window stays in
+// registers.
 template <class T, int KC>
 __global__ void conv1d_update_kernel(const T* x, int64_t ldx, const T* w, const T* bias, T* states,
-                                     int64_t num_slots, int K_rt, const int32_t* slots, T* out, int64_t ldo,
-                                     int64_t C, int* errors) {
+                                     int64_t num_slots, int K_rt, const int32_t* slots, T* out,
+                                     int64_t ldo, int64_t C, int* errors) {
   const int K = KC > 0 ? KC : K_rt;
   const int64_t c = static_cast<int64_t>(blockIdx.y) * blockDim.x + threadIdx.x;
   const int64_t b = blockIdx.x;
@@ -95,15 +105,18 @@ __global__ void conv1d_update_kernel(const T* x, int64_t ldx, const T* w, const 
   T* st = states + static_cast<int64_t>(slot) * (K - 1) * C + c;
   float win[KC > 0 ? KC : kMaxConvWidth];
 #pragma unroll
-  for (int j = 0; j < K - 1; ++j) win[j] = to_f32(st[j * C]);
+  for (int j = 0; j < K - 1; ++j)
+    win[j] = to_f32(st[j * C]);
   const T xin = x[b * ldx + c];
   win[K - 1] = to_f32(xin);
   float acc = to_f32(bias[c]);
 #pragma unroll
-  for (int k = 0; k < K; ++k) acc += to_f32(w[c * K + k]) * win[k];
+  for (int k = 0; k < K; ++k)
+    acc += to_f32(w[c * K + k]) * win[k];
   out[b * ldo + c] = from_f32<T>(siluf_(acc));
 #pragma unroll
-  for (int j = 0; j + 1 < K - 1; ++j) st[j * C] = from_f32<T>(win[j + 1]);
+  for (int j = 0; j + 1 < K - 1; ++j)
+    st[j * C] = from_f32<T>(win[j + 1]);
   st[(K - 2) * C] = xin;
 }
 
@@ -122,16 +135,16 @@ void launch_conv1d_prefill(const Conv1dLaunch& p, int* index_errors, void* strea
     if (T > 0) {
       dim3 grid(static_cast<unsigned>(T), grid_1d(C, kThreads));
       conv1d_prefill_kernel<Tt><<<grid, kThreads, 0, s>>>(
-          static_cast<const Tt*>(p.x.p), p.x.ld, static_cast<const Tt*>(p.weight), static_cast<const Tt*>(p.bias),
-          static_cast<const Tt*>(p.states), p.num_slots, K, cu, slots, hi, nseq, static_cast<Tt*>(p.out.p),
-          p.out.ld, C, index_errors);
+          static_cast<const Tt*>(p.x.p), p.x.ld, static_cast<const Tt*>(p.weight),
+          static_cast<const Tt*>(p.bias), static_cast<const Tt*>(p.states), p.num_slots, K, cu,
+          slots, hi, nseq, static_cast<Tt*>(p.out.p), p.out.ld, C, index_errors);
       STRATA_CUDA_LAUNCH_CHECK();
     }
     if (nseq > 0) {
       dim3 grid(static_cast<unsigned>(nseq), grid_1d(C, kThreads));
-      conv1d_writeback_kernel<Tt><<<grid, kThreads, 0, s>>>(static_cast<const Tt*>(p.x.p), p.x.ld, T,
-                                                            static_cast<Tt*>(p.states), p.num_slots, K, cu,
-                                                            slots, hi, C, index_errors);
+      conv1d_writeback_kernel<Tt><<<grid, kThreads, 0, s>>>(
+          static_cast<const Tt*>(p.x.p), p.x.ld, T, static_cast<Tt*>(p.states), p.num_slots, K, cu,
+          slots, hi, C, index_errors);
       STRATA_CUDA_LAUNCH_CHECK();
     }
   });
@@ -145,9 +158,10 @@ void launch_conv1d_update(const Conv1dLaunch& p, int* index_errors, void* stream
     dim3 grid(static_cast<unsigned>(B), grid_1d(C, kThreads));
     auto kernel = p.width == 4 ? conv1d_update_kernel<Tt, 4> : conv1d_update_kernel<Tt, 0>;
     kernel<<<grid, kThreads, 0, static_cast<cudaStream_t>(stream)>>>(
-        static_cast<const Tt*>(p.x.p), p.x.ld, static_cast<const Tt*>(p.weight), static_cast<const Tt*>(p.bias),
-        static_cast<Tt*>(p.states), p.num_slots, static_cast<int>(p.width),
-        static_cast<const int32_t*>(p.slots.p), static_cast<Tt*>(p.out.p), p.out.ld, C, index_errors);
+        static_cast<const Tt*>(p.x.p), p.x.ld, static_cast<const Tt*>(p.weight),
+        static_cast<const Tt*>(p.bias), static_cast<Tt*>(p.states), p.num_slots,
+        static_cast<int>(p.width), static_cast<const int32_t*>(p.slots.p),
+        static_cast<Tt*>(p.out.p), p.out.ld, C, index_errors);
     STRATA_CUDA_LAUNCH_CHECK();
   });
 }

@@ -9,13 +9,13 @@ namespace strata::cuda {
 constexpr int kMaxConvWidth = 16;
 
 struct Conv1dLaunch {
-  Mat x;                       // [T, C] act (raw xBC rows)
-  const void* weight = nullptr;  // [C, K] act
-  const void* bias = nullptr;    // [C] act
-  void* states = nullptr;        // [S, K-1, C] act
-  int64_t num_slots = 0, width = 0;  // S, K
+  Mat x;                               // [T, C] act (raw xBC rows)
+  const void* weight = nullptr;        // [C, K] act
+  const void* bias = nullptr;          // [C] act
+  void* states = nullptr;              // [S, K-1, C] act
+  int64_t num_slots = 0, width = 0;    // S, K
   Vec cu_seqlens, slots, has_initial;  // i32 ([B+1], [B], [B]); has_initial unused by update
-  Mat out;                     // [T, C] act
+  Mat out;                             // [T, C] act
 };
 
 void launch_conv1d_prefill(const Conv1dLaunch& p, int* index_errors, void* stream);

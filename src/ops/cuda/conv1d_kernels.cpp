@@ -14,21 +14,28 @@ using ops::Conv1dUpdateArgs;
 // Checks shared by both ops: weight [C, K], bias [C], states [S, K-1, C], all one act dtype.
 void check_conv_params(ArgCheck& c, const Tensor& x, const Tensor& weight, const Tensor& bias,
                        const Tensor& states, const Tensor& out) {
-  c.on_device(x, "x").on_device(weight, "weight").on_device(bias, "bias").on_device(states, "conv_states");
-  c.on_device(out, "out").act(x, "x").same_dtype(x, weight, "x", "weight").same_dtype(x, bias, "x", "bias");
+  c.on_device(x, "x")
+      .on_device(weight, "weight")
+      .on_device(bias, "bias")
+      .on_device(states, "conv_states");
+  c.on_device(out, "out")
+      .act(x, "x")
+      .same_dtype(x, weight, "x", "weight")
+      .same_dtype(x, bias, "x", "bias");
   c.same_dtype(x, states, "x", "conv_states").same_dtype(x, out, "x", "out").rows(x, -1, -1, "x");
   c.require(weight.rank() == 2, fmt::format("weight {} must be [C, K]", weight.str()));
   if (!c) return;
   const int64_t C = x.dim(1), K = weight.dim(1);
-  c.require(K >= 2 && K <= kMaxConvWidth, fmt::format("conv width {} outside 2..{}", K, kMaxConvWidth));
+  c.require(K >= 2 && K <= kMaxConvWidth,
+            fmt::format("conv width {} outside 2..{}", K, kMaxConvWidth));
   c.contiguous(weight, Shape{C, K}, "weight").contiguous(bias, Shape{C}, "bias");
   c.require(states.rank() == 3, fmt::format("conv_states {} must be [S, K-1, C]", states.str()));
   if (c) c.contiguous(states, Shape{states.dim(0), K - 1, C}, "conv_states");
   c.rows(out, x.dim(0), C, "out");
 }
 
-Conv1dLaunch launch_of(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& states,
-                       const Tensor& out) {
+Conv1dLaunch launch_of(const Tensor& x, const Tensor& weight, const Tensor& bias,
+                       const Tensor& states, const Tensor& out) {
   Conv1dLaunch p;
   p.x = mat_of(x);
   p.weight = weight.raw();
@@ -43,13 +50,16 @@ Conv1dLaunch launch_of(const Tensor& x, const Tensor& weight, const Tensor& bias
 bool prefill_supports(const Conv1dPrefillArgs& a, std::string* why) {
   ArgCheck c(why);
   check_conv_params(c, a.x, a.weight, a.bias, a.conv_states, a.out);
-  c.on_device(a.cu_seqlens, "cu_seqlens").on_device(a.slots, "slots").on_device(a.has_initial, "has_initial");
+  c.on_device(a.cu_seqlens, "cu_seqlens")
+      .on_device(a.slots, "slots")
+      .on_device(a.has_initial, "has_initial");
   c.dtype(a.cu_seqlens, DType::I32, "cu_seqlens").dtype(a.slots, DType::I32, "slots");
   c.dtype(a.has_initial, DType::I32, "has_initial");
   if (!c) return false;
   const int64_t B = a.slots.numel();
   c.require(B >= 1, "no sequences").contiguous(a.slots, Shape{B}, "slots");
-  c.contiguous(a.cu_seqlens, Shape{B + 1}, "cu_seqlens").contiguous(a.has_initial, Shape{B}, "has_initial");
+  c.contiguous(a.cu_seqlens, Shape{B + 1}, "cu_seqlens")
+      .contiguous(a.has_initial, Shape{B}, "has_initial");
   c.require(a.x.dim(1) <= 65535 * 128, "too many channels for one launch");
   return c;
 }

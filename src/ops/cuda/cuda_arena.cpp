@@ -9,7 +9,9 @@
 namespace strata::cuda {
 
 namespace {
-size_t round_up(size_t v, size_t a) { return (v + a - 1) / a * a; }
+size_t round_up(size_t v, size_t a) {
+  return (v + a - 1) / a * a;
+}
 }  // namespace
 
 Arena::~Arena() {
@@ -65,13 +67,17 @@ std::shared_ptr<Storage> Arena::allocate(size_t bytes) {
           (void)cudaGetLastError();
           size_t free_b = 0, total_b = 0;
           (void)cudaMemGetInfo(&free_b, &total_b);
-          fail("CUDA out of memory: allocating {} bytes (slab {} bytes); arena holds {} bytes in "
-               "{} slabs, {} in use; device free {} of {} bytes",
-               bytes, slab_bytes, [&] {
-                 size_t r = 0;
-                 for (auto& s : slabs_) r += s->bytes;
-                 return r;
-               }(), slabs_.size(), used_, free_b, total_b);
+          fail(
+              "CUDA out of memory: allocating {} bytes (slab {} bytes); arena holds {} bytes in "
+              "{} slabs, {} in use; device free {} of {} bytes",
+              bytes, slab_bytes,
+              [&] {
+                size_t r = 0;
+                for (auto& s : slabs_)
+                  r += s->bytes;
+                return r;
+              }(),
+              slabs_.size(), used_, free_b, total_b);
         }
       }
       STRATA_CUDA_CHECK(e);
@@ -151,7 +157,8 @@ void Arena::copy(void* dst, Device dst_dev, const void* src, Device src_dev, siz
     d2h_++;
     d2h_b_ += static_cast<int64_t>(bytes);
   } else if (dst_dev == Device::Cuda && src_dev == Device::Cuda) {
-    STRATA_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, s));  // stream-ordered
+    STRATA_CUDA_CHECK(
+        cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, s));  // stream-ordered
     d2d_++;
     d2d_b_ += static_cast<int64_t>(bytes);
   } else {
@@ -162,7 +169,8 @@ void Arena::copy(void* dst, Device dst_dev, const void* src, Device src_dev, siz
 ArenaStats Arena::stats() const {
   std::lock_guard<std::mutex> lock(mu_);
   ArenaStats st;
-  for (const auto& s : slabs_) st.reserved_bytes += s->bytes;
+  for (const auto& s : slabs_)
+    st.reserved_bytes += s->bytes;
   st.used_bytes = used_;
   st.peak_used_bytes = peak_;
   st.slabs = static_cast<int64_t>(slabs_.size());

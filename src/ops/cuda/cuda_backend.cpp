@@ -36,7 +36,9 @@ bool device_available(std::string* why) {
   const cudaError_t e = cudaGetDeviceCount(&n);
   if (e != cudaSuccess) {
     (void)cudaGetLastError();
-    if (why) *why = fmt::format("no usable CUDA driver/device: {} ({})", cudaGetErrorName(e), cudaGetErrorString(e));
+    if (why)
+      *why = fmt::format("no usable CUDA driver/device: {} ({})", cudaGetErrorName(e),
+                         cudaGetErrorString(e));
     return false;
   }
   if (n == 0) {
@@ -49,12 +51,14 @@ bool device_available(std::string* why) {
 void init_backend(int device) {
   std::lock_guard<std::mutex> lock(g_init_mu);
   if (g.device == device) return;
-  if (g.device >= 0) fail("the CUDA backend already runs on device {}; cannot switch to {}", g.device, device);
+  if (g.device >= 0)
+    fail("the CUDA backend already runs on device {}; cannot switch to {}", g.device, device);
   std::string why;
   if (!device_available(&why)) fail("--device cuda: {}", why);
   int n = 0;
   STRATA_CUDA_CHECK(cudaGetDeviceCount(&n));
-  if (device < 0 || device >= n) fail("--device cuda:{}: only {} CUDA device(s) present", device, n);
+  if (device < 0 || device >= n)
+    fail("--device cuda:{}: only {} CUDA device(s) present", device, n);
   STRATA_CUDA_CHECK(cudaSetDevice(device));
   STRATA_CUDA_CHECK(cudaGetDeviceProperties(&g.prop, device));
   STRATA_CUDA_CHECK(cudaStreamCreateWithFlags(&g.stream, cudaStreamNonBlocking));
@@ -66,26 +70,39 @@ void init_backend(int device) {
   log::info("cuda: {}", device_description());
 }
 
-bool backend_initialized() { return g.device >= 0; }
+bool backend_initialized() {
+  return g.device >= 0;
+}
 
-void* stream() { return ready().stream; }
+void* stream() {
+  return ready().stream;
+}
 
 void bind(OpContext& ctx) {
   ctx.device = Device::Cuda;
   ctx.stream = ready().stream;
 }
 
-void synchronize() { STRATA_CUDA_CHECK(cudaStreamSynchronize(ready().stream)); }
+void synchronize() {
+  STRATA_CUDA_CHECK(cudaStreamSynchronize(ready().stream));
+}
 
-CopyCounters copy_counters() { return ready().arena->copies(); }
-ArenaStats arena_stats() { return ready().arena->stats(); }
+CopyCounters copy_counters() {
+  return ready().arena->copies();
+}
+ArenaStats arena_stats() {
+  return ready().arena->stats();
+}
 
-int* index_error_counter() { return ready().index_errors; }
+int* index_error_counter() {
+  return ready().index_errors;
+}
 
 int64_t take_index_errors() {
   Backend& b = ready();
   int v = 0;
-  STRATA_CUDA_CHECK(cudaMemcpyAsync(&v, b.index_errors, sizeof(int), cudaMemcpyDeviceToHost, b.stream));
+  STRATA_CUDA_CHECK(
+      cudaMemcpyAsync(&v, b.index_errors, sizeof(int), cudaMemcpyDeviceToHost, b.stream));
   STRATA_CUDA_CHECK(cudaMemsetAsync(b.index_errors, 0, sizeof(int), b.stream));
   STRATA_CUDA_CHECK(cudaStreamSynchronize(b.stream));
   return v;
@@ -98,12 +115,15 @@ std::string device_description() {
                      static_cast<double>(b.prop.totalGlobalMem) / (1024.0 * 1024.0 * 1024.0));
 }
 
-int multiprocessor_count() { return ready().prop.multiProcessorCount; }
+int multiprocessor_count() {
+  return ready().prop.multiProcessorCount;
+}
 
 double time_ms(const std::function<void()>& fn, int warmup, int reps) {
   Backend& b = ready();
   STRATA_CHECK_GT(reps, 0);
-  for (int i = 0; i < warmup; ++i) fn();
+  for (int i = 0; i < warmup; ++i)
+    fn();
   cudaEvent_t start, stop;
   STRATA_CUDA_CHECK(cudaEventCreate(&start));
   STRATA_CUDA_CHECK(cudaEventCreate(&stop));
@@ -135,7 +155,8 @@ double time_graph_ms(const std::function<void()>& fn, int warmup, int reps) {
   }
   STRATA_CUDA_CHECK(cudaStreamEndCapture(b.stream, &graph));
   STRATA_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
-  const double ms = time_ms([&] { STRATA_CUDA_CHECK(cudaGraphLaunch(exec, b.stream)); }, warmup, reps);
+  const double ms =
+      time_ms([&] { STRATA_CUDA_CHECK(cudaGraphLaunch(exec, b.stream)); }, warmup, reps);
   STRATA_CUDA_CHECK(cudaGraphExecDestroy(exec));
   STRATA_CUDA_CHECK(cudaGraphDestroy(graph));
   return ms;
@@ -149,28 +170,56 @@ namespace strata::cuda {
 
 namespace {
 [[noreturn]] void no_cuda() {
-  fail("this strata build has no CUDA backend (nvcc was not found at configure time, or "
-       "STRATA_CUDA=OFF)");
+  fail(
+      "this strata build has no CUDA backend (nvcc was not found at configure time, or "
+      "STRATA_CUDA=OFF)");
 }
 }  // namespace
 
 bool device_available(std::string* why) {
-  if (why) *why = "this build has no CUDA backend (configured without nvcc or with STRATA_CUDA=OFF)";
+  if (why)
+    *why = "this build has no CUDA backend (configured without nvcc or with STRATA_CUDA=OFF)";
   return false;
 }
-void init_backend(int) { no_cuda(); }
-bool backend_initialized() { return false; }
-void* stream() { no_cuda(); }
-void bind(OpContext&) { no_cuda(); }
-void synchronize() { no_cuda(); }
-CopyCounters copy_counters() { no_cuda(); }
-ArenaStats arena_stats() { no_cuda(); }
-int* index_error_counter() { no_cuda(); }
-int64_t take_index_errors() { no_cuda(); }
-std::string device_description() { no_cuda(); }
-int multiprocessor_count() { no_cuda(); }
-double time_ms(const std::function<void()>&, int, int) { no_cuda(); }
-double time_graph_ms(const std::function<void()>&, int, int) { no_cuda(); }
+void init_backend(int) {
+  no_cuda();
+}
+bool backend_initialized() {
+  return false;
+}
+void* stream() {
+  no_cuda();
+}
+void bind(OpContext&) {
+  no_cuda();
+}
+void synchronize() {
+  no_cuda();
+}
+CopyCounters copy_counters() {
+  no_cuda();
+}
+ArenaStats arena_stats() {
+  no_cuda();
+}
+int* index_error_counter() {
+  no_cuda();
+}
+int64_t take_index_errors() {
+  no_cuda();
+}
+std::string device_description() {
+  no_cuda();
+}
+int multiprocessor_count() {
+  no_cuda();
+}
+double time_ms(const std::function<void()>&, int, int) {
+  no_cuda();
+}
+double time_graph_ms(const std::function<void()>&, int, int) {
+  no_cuda();
+}
 
 }  // namespace strata::cuda
 

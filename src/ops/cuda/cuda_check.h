@@ -14,17 +14,17 @@ namespace strata::cuda::detail {
 [[noreturn]] void fail_plain(const char* what, const char* file, int line);
 }  // namespace strata::cuda::detail
 
-#define STRATA_CUDA_CHECK(expr)                                                         \
-  do {                                                                                  \
-    const cudaError_t strata_cuda_e_ = (expr);                                          \
-    if (strata_cuda_e_ != cudaSuccess)                                                  \
-      ::strata::cuda::detail::cuda_failed(strata_cuda_e_, #expr, __FILE__, __LINE__);   \
+#define STRATA_CUDA_CHECK(expr)                                                       \
+  do {                                                                                \
+    const cudaError_t strata_cuda_e_ = (expr);                                        \
+    if (strata_cuda_e_ != cudaSuccess)                                                \
+      ::strata::cuda::detail::cuda_failed(strata_cuda_e_, #expr, __FILE__, __LINE__); \
   } while (0)
 
-#define STRATA_CUBLAS_CHECK(expr)                                                       \
-  do {                                                                                  \
-    const cublasStatus_t strata_cublas_s_ = (expr);                                     \
-    if (strata_cublas_s_ != CUBLAS_STATUS_SUCCESS)                                      \
+#define STRATA_CUBLAS_CHECK(expr)                                                         \
+  do {                                                                                    \
+    const cublasStatus_t strata_cublas_s_ = (expr);                                       \
+    if (strata_cublas_s_ != CUBLAS_STATUS_SUCCESS)                                        \
       ::strata::cuda::detail::cublas_failed(strata_cublas_s_, #expr, __FILE__, __LINE__); \
   } while (0)
 

@@ -14,7 +14,8 @@ dim3 grid_2d(const Mat& m) {
 }
 
 template <class T>
-__global__ void relu2_kernel(const T* x, int64_t ldx, T* out, int64_t ldo, int64_t rows, int64_t cols) {
+__global__ void relu2_kernel(const T* x, int64_t ldx, T* out, int64_t ldo, int64_t rows,
+                             int64_t cols) {
   const int64_t c = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (c >= cols) return;
   for (int64_t r = blockIdx.y; r < rows; r += gridDim.y) {
@@ -64,7 +65,8 @@ void launch_add(const Mat& a, const Mat& b, const Mat& out, void* stream) {
 
 void launch_cast(const Vec& x, const Vec& out, void* stream) {
   if (x.n == 0) return;
-  const unsigned blocks = static_cast<unsigned>(grid_1d(x.n, kThreads) < 65536 ? grid_1d(x.n, kThreads) : 65536);
+  const unsigned blocks =
+      static_cast<unsigned>(grid_1d(x.n, kThreads) < 65536 ? grid_1d(x.n, kThreads) : 65536);
   with_float(x.dt, [&](auto ti) {
     using TI = decltype(ti);
     with_float(out.dt, [&](auto to) {

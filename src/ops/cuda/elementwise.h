@@ -5,8 +5,8 @@
 
 namespace strata::cuda {
 
-void launch_relu2(const Mat& x, const Mat& out, void* stream);           // same dtype
+void launch_relu2(const Mat& x, const Mat& out, void* stream);              // same dtype
 void launch_add(const Mat& a, const Mat& b, const Mat& out, void* stream);  // same dtype
-void launch_cast(const Vec& x, const Vec& out, void* stream);            // float dtypes
+void launch_cast(const Vec& x, const Vec& out, void* stream);               // float dtypes
 
 }  // namespace strata::cuda

@@ -18,7 +18,9 @@ bool relu2_supports(const Relu2Args& a, std::string* why) {
   if (c) c.rows(a.out, a.x.dim(0), a.x.dim(1), "out");
   return c;
 }
-void relu2_run(const Relu2Args& a, OpContext& ctx) { launch_relu2(mat_of(a.x), mat_of(a.out), stream_of(ctx)); }
+void relu2_run(const Relu2Args& a, OpContext& ctx) {
+  launch_relu2(mat_of(a.x), mat_of(a.out), stream_of(ctx));
+}
 
 bool add_supports(const AddArgs& a, std::string* why) {
   ArgCheck c(why);
@@ -31,17 +33,22 @@ void add_run(const AddArgs& a, OpContext& ctx) {
   launch_add(mat_of(a.a), mat_of(a.b), mat_of(a.out), stream_of(ctx));
 }
 
-bool is_cast_float(DType t) { return t == DType::F32 || t == DType::BF16 || t == DType::F16; }
+bool is_cast_float(DType t) {
+  return t == DType::F32 || t == DType::BF16 || t == DType::F16;
+}
 
 bool cast_supports(const CastArgs& a, std::string* why) {
   ArgCheck c(why);
   c.on_device(a.x, "x").on_device(a.out, "out");
   c.require(is_cast_float(a.x.dtype()) && is_cast_float(a.out.dtype()),
-            fmt::format("cast {} -> {}: only f32, bf16 and f16", dtype_name(a.x.dtype()), dtype_name(a.out.dtype())));
+            fmt::format("cast {} -> {}: only f32, bf16 and f16", dtype_name(a.x.dtype()),
+                        dtype_name(a.out.dtype())));
   if (c) c.contiguous(a.x, a.x.shape(), "x").contiguous(a.out, a.x.shape(), "out");
   return c;
 }
-void cast_run(const CastArgs& a, OpContext& ctx) { launch_cast(vec_of(a.x), vec_of(a.out), stream_of(ctx)); }
+void cast_run(const CastArgs& a, OpContext& ctx) {
+  launch_cast(vec_of(a.x), vec_of(a.out), stream_of(ctx));
+}
 
 }  // namespace
 

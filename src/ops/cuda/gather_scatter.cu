@@ -8,21 +8,26 @@ namespace {
 
 // Copies `units` elements of type U per row (U = uint4 for 16-byte moves, else the element).
 template <class U>
-__global__ void embedding_kernel(const U* table, int64_t ld_table, int64_t vocab, const int32_t* ids,
-                                 U* out, int64_t ld_out, int64_t units, int* errors) {
+__global__ void embedding_kernel(const U* table, int64_t ld_table, int64_t vocab,
+                                 const int32_t* ids, U* out, int64_t ld_out, int64_t units,
+                                 int* errors) {
   const int64_t t = blockIdx.x;
   const int32_t id = ids[t];
   const bool bad = id < 0 || id >= vocab;
   if (bad && threadIdx.x == 0) atomicAdd(errors, 1);
   for (int64_t i = threadIdx.x; i < units; i += blockDim.x) {
     U v;
-    if (bad) memset(&v, 0, sizeof(U));
-    else v = table[id * ld_table + i];
+    if (bad)
+      memset(&v, 0, sizeof(U));
+    else
+      v = table[id * ld_table + i];
     out[t * ld_out + i] = v;
   }
 }
 
-bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
+bool aligned16(const void* p) {
+  return (reinterpret_cast<uintptr_t>(p) & 15u) == 0;
+}
 
 template <class U>
 __global__ void kv_write_kernel(const U* k, int64_t ldk, const U* v, int64_t ldv, U* kc, U* vc,
@@ -43,27 +48,30 @@ __global__ void kv_write_kernel(const U* k, int64_t ldk, const U* v, int64_t ldv
 
 }  // namespace
 
-void launch_embedding(const Mat& table, const Vec& ids, const Mat& out, int* index_errors, void* stream) {
+void launch_embedding(const Mat& table, const Vec& ids, const Mat& out, int* index_errors,
+                      void* stream) {
   if (out.rows == 0 || out.cols == 0) return;
   const size_t es = dtype_size(table.dt);
-  const bool vec = (out.cols * es) % 16 == 0 && (table.ld * es) % 16 == 0 && (out.ld * es) % 16 == 0 &&
-                   aligned16(table.p) && aligned16(out.p);
+  const bool vec = (out.cols * es) % 16 == 0 && (table.ld * es) % 16 == 0 &&
+                   (out.ld * es) % 16 == 0 && aligned16(table.p) && aligned16(out.p);
   auto s = static_cast<cudaStream_t>(stream);
   const unsigned rows = static_cast<unsigned>(out.rows);
   if (vec) {
     const int64_t per = 16 / static_cast<int64_t>(es);
     embedding_kernel<uint4><<<rows, 128, 0, s>>>(static_cast<const uint4*>(table.p), table.ld / per,
                                                  table.rows, static_cast<const int32_t*>(ids.p),
-                                                 static_cast<uint4*>(out.p), out.ld / per, out.cols / per,
-                                                 index_errors);
+                                                 static_cast<uint4*>(out.p), out.ld / per,
+                                                 out.cols / per, index_errors);
   } else if (es == 4) {
-    embedding_kernel<uint32_t><<<rows, 256, 0, s>>>(static_cast<const uint32_t*>(table.p), table.ld, table.rows,
-                                                    static_cast<const int32_t*>(ids.p),
-                                                    static_cast<uint32_t*>(out.p), out.ld, out.cols, index_errors);
+    embedding_kernel<uint32_t><<<rows, 256, 0, s>>>(static_cast<const uint32_t*>(table.p), table.ld,
+                                                    table.rows, static_cast<const int32_t*>(ids.p),
+                                                    static_cast<uint32_t*>(out.p), out.ld, out.cols,
+                                                    index_errors);
   } else {
-    embedding_kernel<uint16_t><<<rows, 256, 0, s>>>(static_cast<const uint16_t*>(table.p), table.ld, table.rows,
-                                                    static_cast<const int32_t*>(ids.p),
-                                                    static_cast<uint16_t*>(out.p), out.ld, out.cols, index_errors);
+    embedding_kernel<uint16_t><<<rows, 256, 0, s>>>(static_cast<const uint16_t*>(table.p), table.ld,
+                                                    table.rows, static_cast<const int32_t*>(ids.p),
+                                                    static_cast<uint16_t*>(out.p), out.ld, out.cols,
+                                                    index_errors);
   }
   STRATA_CUDA_LAUNCH_CHECK();
 }
@@ -74,7 +82,8 @@ void launch_kv_cache_write(const KvWriteLaunch& p, int* index_errors, void* stre
   const size_t es = dtype_size(p.k.dt);
   auto s = static_cast<cudaStream_t>(stream);
   const bool vec = (W * es) % 16 == 0 && (p.k.ld * es) % 16 == 0 && (p.v.ld * es) % 16 == 0 &&
-                   aligned16(p.k.p) && aligned16(p.v.p) && aligned16(p.k_cache) && aligned16(p.v_cache);
+                   aligned16(p.k.p) && aligned16(p.v.p) && aligned16(p.k_cache) &&
+                   aligned16(p.v_cache);
   const auto* slots = static_cast<const int32_t*>(p.slot_mapping.p);
   auto launch = [&](auto unit, int64_t per) {
     using U = decltype(unit);
@@ -86,9 +95,12 @@ void launch_kv_cache_write(const KvWriteLaunch& p, int* index_errors, void* stre
                                             p.num_blocks, p.block_size, units, slots, index_errors);
     STRATA_CUDA_LAUNCH_CHECK();
   };
-  if (vec) launch(uint4{}, 16 / static_cast<int64_t>(es));
-  else if (es == 4) launch(uint32_t{}, 1);
-  else launch(uint16_t{}, 1);
+  if (vec)
+    launch(uint4{}, 16 / static_cast<int64_t>(es));
+  else if (es == 4)
+    launch(uint32_t{}, 1);
+  else
+    launch(uint16_t{}, 1);
 }
 
 }  // namespace strata::cuda

@@ -6,16 +6,17 @@
 namespace strata::cuda {
 
 // out[t, :] = table[ids[t], :]; an id outside [0, V) writes a zero row and counts an index error.
-void launch_embedding(const Mat& table, const Vec& ids, const Mat& out, int* index_errors, void* stream);
+void launch_embedding(const Mat& table, const Vec& ids, const Mat& out, int* index_errors,
+                      void* stream);
 
 // Rows k[t], v[t] go to cache position slot_mapping[t] (block = slot / block_size); negative
 // slots are skipped; slots past the cache count an index error.
 struct KvWriteLaunch {
-  Mat k, v;                   // [T, W] act, W = n_kv * head_dim
-  void* k_cache = nullptr;    // [num_blocks, block_size, W] (n_kv and head_dim flattened)
+  Mat k, v;                 // [T, W] act, W = n_kv * head_dim
+  void* k_cache = nullptr;  // [num_blocks, block_size, W] (n_kv and head_dim flattened)
   void* v_cache = nullptr;
   int64_t num_blocks = 0, block_size = 0;
-  Vec slot_mapping;           // [T] i32
+  Vec slot_mapping;  // [T] i32
 };
 void launch_kv_cache_write(const KvWriteLaunch& p, int* index_errors, void* stream);
 

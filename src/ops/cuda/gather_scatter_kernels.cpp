@@ -14,27 +14,39 @@ using ops::KvCacheWriteArgs;
 bool embedding_supports(const EmbeddingArgs& a, std::string* why) {
   ArgCheck c(why);
   c.on_device(a.table, "table").on_device(a.ids, "ids").on_device(a.out, "out");
-  c.act(a.table, "table").same_dtype(a.table, a.out, "table", "out").dtype(a.ids, DType::I32, "ids");
+  c.act(a.table, "table")
+      .same_dtype(a.table, a.out, "table", "out")
+      .dtype(a.ids, DType::I32, "ids");
   c.rows(a.table, -1, -1, "table");
-  if (c) c.contiguous(a.ids, Shape{a.ids.numel()}, "ids").rows(a.out, a.ids.numel(), a.table.dim(1), "out");
+  if (c)
+    c.contiguous(a.ids, Shape{a.ids.numel()}, "ids")
+        .rows(a.out, a.ids.numel(), a.table.dim(1), "out");
   return c;
 }
 void embedding_run(const EmbeddingArgs& a, OpContext& ctx) {
-  launch_embedding(mat_of(a.table), vec_of(a.ids), mat_of(a.out), index_error_counter(), stream_of(ctx));
+  launch_embedding(mat_of(a.table), vec_of(a.ids), mat_of(a.out), index_error_counter(),
+                   stream_of(ctx));
 }
 
 bool kv_write_supports(const KvCacheWriteArgs& a, std::string* why) {
   ArgCheck c(why);
-  c.on_device(a.k, "k").on_device(a.v, "v").on_device(a.k_cache, "k_cache").on_device(a.v_cache, "v_cache");
+  c.on_device(a.k, "k")
+      .on_device(a.v, "v")
+      .on_device(a.k_cache, "k_cache")
+      .on_device(a.v_cache, "v_cache");
   c.on_device(a.slot_mapping, "slot_mapping").dtype(a.slot_mapping, DType::I32, "slot_mapping");
   c.act(a.k, "k").same_dtype(a.k, a.v, "k", "v").same_dtype(a.k, a.k_cache, "k", "k_cache");
   c.same_dtype(a.k, a.v_cache, "k", "v_cache");
-  c.require(a.k_cache.rank() == 4, fmt::format("k_cache {} must be [num_blocks, block_size, n_kv, head_dim]", a.k_cache.str()));
+  c.require(
+      a.k_cache.rank() == 4,
+      fmt::format("k_cache {} must be [num_blocks, block_size, n_kv, head_dim]", a.k_cache.str()));
   if (!c) return false;
   const int64_t W = a.k_cache.dim(2) * a.k_cache.dim(3);
-  c.contiguous(a.k_cache, a.k_cache.shape(), "k_cache").contiguous(a.v_cache, a.k_cache.shape(), "v_cache");
+  c.contiguous(a.k_cache, a.k_cache.shape(), "k_cache")
+      .contiguous(a.v_cache, a.k_cache.shape(), "v_cache");
   c.rows(a.k, -1, W, "k");
-  if (c) c.rows(a.v, a.k.dim(0), W, "v").contiguous(a.slot_mapping, Shape{a.k.dim(0)}, "slot_mapping");
+  if (c)
+    c.rows(a.v, a.k.dim(0), W, "v").contiguous(a.slot_mapping, Shape{a.k.dim(0)}, "slot_mapping");
   return c;
 }
 void kv_write_run(const KvCacheWriteArgs& a, OpContext& ctx) {

@@ -7,16 +7,23 @@
 
 namespace strata::cuda {
 
-__device__ __forceinline__ float elem_f32(float v) { return v; }
-__device__ __forceinline__ float elem_f32(bf16 v) { return __bfloat162float(v); }
-__device__ __forceinline__ float elem_f32(uint8_t v) { return fp8_to_f32(v); }
+__device__ __forceinline__ float elem_f32(float v) {
+  return v;
+}
+__device__ __forceinline__ float elem_f32(bf16 v) {
+  return __bfloat162float(v);
+}
+__device__ __forceinline__ float elem_f32(uint8_t v) {
+  return fp8_to_f32(v);
+}
 
 // Unpacks E consecutive values of type T held in `raw` (E * sizeof(T) bytes) to f32.
 template <class T, int E>
 __device__ __forceinline__ void unpack(const uint32_t* raw, float* out) {
   if constexpr (sizeof(T) == 4) {
 #pragma unroll
-    for (int e = 0; e < E; ++e) out[e] = __uint_as_float(raw[e]);
+    for (int e = 0; e < E; ++e)
+      out[e] = __uint_as_float(raw[e]);
   } else if constexpr (sizeof(T) == 2) {
 #pragma unroll
     for (int e = 0; e < E / 2; ++e) {
@@ -30,8 +37,10 @@ __device__ __forceinline__ void unpack(const uint32_t* raw, float* out) {
 #pragma unroll
     for (int e = 0; e < E / 4; ++e) {
       const uint32_t v = raw[e];
-      const __half2 lo(__nv_cvt_fp8x2_to_halfraw2(static_cast<__nv_fp8x2_storage_t>(v & 0xffffu), __NV_E4M3));
-      const __half2 hi(__nv_cvt_fp8x2_to_halfraw2(static_cast<__nv_fp8x2_storage_t>(v >> 16), __NV_E4M3));
+      const __half2 lo(
+          __nv_cvt_fp8x2_to_halfraw2(static_cast<__nv_fp8x2_storage_t>(v & 0xffffu), __NV_E4M3));
+      const __half2 hi(
+          __nv_cvt_fp8x2_to_halfraw2(static_cast<__nv_fp8x2_storage_t>(v >> 16), __NV_E4M3));
       const float2 a = __half22float2(lo), b = __half22float2(hi);
       out[4 * e] = a.x;
       out[4 * e + 1] = a.y;
@@ -74,9 +83,11 @@ constexpr int chunk_elems() {
 template <class TX, class TW>
 inline bool gemv_vectorizable(const void* x, int64_t ldx, const void* w, int64_t K) {
   constexpr int64_t E = chunk_elems<TW>();
-  const int64_t xb = E * static_cast<int64_t>(sizeof(TX)) < 16 ? E * static_cast<int64_t>(sizeof(TX)) : 16;
+  const int64_t xb =
+      E * static_cast<int64_t>(sizeof(TX)) < 16 ? E * static_cast<int64_t>(sizeof(TX)) : 16;
   return K % E == 0 && (reinterpret_cast<uintptr_t>(w) & 15u) == 0 &&
-         (K * static_cast<int64_t>(sizeof(TW))) % 16 == 0 && reinterpret_cast<uintptr_t>(x) % static_cast<uintptr_t>(xb) == 0 &&
+         (K * static_cast<int64_t>(sizeof(TW))) % 16 == 0 &&
+         reinterpret_cast<uintptr_t>(x) % static_cast<uintptr_t>(xb) == 0 &&
          (ldx * static_cast<int64_t>(sizeof(TX))) % xb == 0;
 }
 
@@ -98,14 +109,16 @@ constexpr int kGemvWarps = 8;  // blockDim.x = 256 for block_gemv
 // the result does not depend on timing). `red` holds kGemvWarps * MM * R floats of shared
 // memory. Ends with the block synchronized.
 template <class TX, class TW, int MM, int R, bool VEC>
-__device__ __forceinline__ void block_gemv(const TX* __restrict__ x, int64_t ldx, int M, const TW* __restrict__ w, int rows,
-                                           int64_t K, float* red, float* out_sm) {
+__device__ __forceinline__ void block_gemv(const TX* __restrict__ x, int64_t ldx, int M,
+                                           const TW* __restrict__ w, int rows, int64_t K,
+                                           float* red, float* out_sm) {
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   float acc[MM][R];
 #pragma unroll
   for (int m = 0; m < MM; ++m)
 #pragma unroll
-    for (int r = 0; r < R; ++r) acc[m][r] = 0.f;
+    for (int r = 0; r < R; ++r)
+      acc[m][r] = 0.f;
   if constexpr (VEC) {
     constexpr int E = chunk_elems<TW>();
     const int64_t chunks = K / E, per = (chunks + kGemvWarps - 1) / kGemvWarps;
@@ -117,7 +130,8 @@ __device__ __forceinline__ void block_gemv(const TX* __restrict__ x, int64_t ldx
 #pragma unroll
         for (int r = 0; r < R; ++r) {
           const int64_t cc = c + 32 * u;
-          wv[u][r] = (cc < c1 && r < rows) ? load_stream16(w + r * K + cc * E) : make_uint4(0u, 0u, 0u, 0u);
+          wv[u][r] = (cc < c1 && r < rows) ? load_stream16(w + r * K + cc * E)
+                                           : make_uint4(0u, 0u, 0u, 0u);
         }
 #pragma unroll
       for (int u = 0; u < 2; ++u) {
@@ -133,7 +147,8 @@ __device__ __forceinline__ void block_gemv(const TX* __restrict__ x, int64_t ldx
             float wf[E];
             unpack<TW, E>(reinterpret_cast<const uint32_t*>(&wv[u][r]), wf);
 #pragma unroll
-            for (int e = 0; e < E; ++e) acc[m][r] = fmaf(xf[e], wf[e], acc[m][r]);
+            for (int e = 0; e < E; ++e)
+              acc[m][r] = fmaf(xf[e], wf[e], acc[m][r]);
           }
         }
       }
@@ -162,11 +177,11 @@ __device__ __forceinline__ void block_gemv(const TX* __restrict__ x, int64_t ldx
   for (int i = threadIdx.x; i < M * R; i += blockDim.x) {
     float s = 0.f;
 #pragma unroll
-    for (int wp = 0; wp < kGemvWarps; ++wp) s += red[wp * (MM * R) + i];
+    for (int wp = 0; wp < kGemvWarps; ++wp)
+      s += red[wp * (MM * R) + i];
     out_sm[i] = s;
   }
   __syncthreads();
 }
-
 
 }  // namespace strata::cuda

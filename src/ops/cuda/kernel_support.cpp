@@ -13,7 +13,8 @@ ArgCheck& ArgCheck::bad(const std::string& msg) {
 ArgCheck& ArgCheck::on_device(const Tensor& t, const char* name) {
   if (!ok_) return *this;
   if (!t.defined()) return bad(fmt::format("{} is missing", name));
-  if (t.device() != Device::Cuda) return bad(fmt::format("{} {} is not on the CUDA device", name, t.str()));
+  if (t.device() != Device::Cuda)
+    return bad(fmt::format("{} {} is not on the CUDA device", name, t.str()));
   return *this;
 }
 
@@ -41,7 +42,8 @@ ArgCheck& ArgCheck::rows(const Tensor& t, int64_t r, int64_t c, const char* name
   if (!ok_) return *this;
   if (t.rank() != 2) return bad(fmt::format("{} {} must be 2-D", name, t.str()));
   if (r >= 0 && t.dim(0) != r) return bad(fmt::format("{} {} must have {} rows", name, t.str(), r));
-  if (c >= 0 && t.dim(1) != c) return bad(fmt::format("{} {} must have {} columns", name, t.str(), c));
+  if (c >= 0 && t.dim(1) != c)
+    return bad(fmt::format("{} {} must have {} columns", name, t.str(), c));
   if (t.dim(1) > 1 && t.stride(1) != 1)
     return bad(fmt::format("{} {}: innermost stride {} (must be 1)", name, t.str(), t.stride(1)));
   if (t.dim(0) > 1 && t.stride(0) < t.dim(1))
@@ -51,7 +53,8 @@ ArgCheck& ArgCheck::rows(const Tensor& t, int64_t r, int64_t c, const char* name
 
 ArgCheck& ArgCheck::contiguous(const Tensor& t, const Shape& shape, const char* name) {
   if (!ok_) return *this;
-  if (t.shape() != shape) return bad(fmt::format("{} {} must have shape {}", name, t.str(), shape.str()));
+  if (t.shape() != shape)
+    return bad(fmt::format("{} {} must have shape {}", name, t.str(), shape.str()));
   if (!t.is_contiguous()) return bad(fmt::format("{} {} must be contiguous", name, t.str()));
   return *this;
 }
@@ -80,6 +83,8 @@ Vec vec_of(const Tensor& t) {
   return v;
 }
 
-void* stream_of(const OpContext& ctx) { return ctx.stream ? ctx.stream : stream(); }
+void* stream_of(const OpContext& ctx) {
+  return ctx.stream ? ctx.stream : stream();
+}
 
 }  // namespace strata::cuda

@@ -21,23 +21,30 @@ constexpr size_t kWorkspaceBytes = size_t{32} << 20;
 
 cudaDataType_t cuda_type(DType t) {
   switch (t) {
-    case DType::F32: return CUDA_R_32F;
-    case DType::BF16: return CUDA_R_16BF;
-    case DType::F16: return CUDA_R_16F;
-    case DType::F8E4M3: return CUDA_R_8F_E4M3;
-    default: fail("cuBLASLt: no CUDA data type for {}", dtype_name(t));
+    case DType::F32:
+      return CUDA_R_32F;
+    case DType::BF16:
+      return CUDA_R_16BF;
+    case DType::F16:
+      return CUDA_R_16F;
+    case DType::F8E4M3:
+      return CUDA_R_8F_E4M3;
+    default:
+      fail("cuBLASLt: no CUDA data type for {}", dtype_name(t));
   }
 }
 
 // N, T, K, ldx, ldo, dtypes (x, W, out), pointer alignments (x, W, out)
-using PlanKey = std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, int, int, int, uint32_t, uint32_t, uint32_t>;
+using PlanKey = std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, int, int, int, uint32_t,
+                           uint32_t, uint32_t>;
 
 // The largest power of two (up to 256) dividing the address: the heuristic otherwise assumes
 // 256-byte aligned operands, and row views into wider tensors often are not.
 uint32_t alignment_of(const void* p) {
   const auto a = reinterpret_cast<uintptr_t>(p);
   uint32_t al = 256;
-  while (al > 1 && (a % al) != 0) al >>= 1;
+  while (al > 1 && (a % al) != 0)
+    al >>= 1;
   return al;
 }
 
@@ -59,32 +66,43 @@ Lt& lt() {
   return *l;
 }
 
-Plan make_plan(cublasLtHandle_t h, const LinearLaunch& p, uint32_t align_x, uint32_t align_w, uint32_t align_o) {
+Plan make_plan(cublasLtHandle_t h, const LinearLaunch& p, uint32_t align_x, uint32_t align_w,
+               uint32_t align_o) {
   Plan pl;
   const cudaDataType_t at = cuda_type(p.wt), bt = cuda_type(p.x.dt), dt = cuda_type(p.out.dt);
   STRATA_CUBLAS_CHECK(cublasLtMatmulDescCreate(&pl.op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
   const cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
-  STRATA_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(pl.op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof(ta)));
-  STRATA_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(pl.op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof(tb)));
-  const uint64_t N = static_cast<uint64_t>(p.n), T = static_cast<uint64_t>(p.x.rows), K = static_cast<uint64_t>(p.k);
+  STRATA_CUBLAS_CHECK(
+      cublasLtMatmulDescSetAttribute(pl.op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof(ta)));
+  STRATA_CUBLAS_CHECK(
+      cublasLtMatmulDescSetAttribute(pl.op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof(tb)));
+  const uint64_t N = static_cast<uint64_t>(p.n), T = static_cast<uint64_t>(p.x.rows),
+                 K = static_cast<uint64_t>(p.k);
   STRATA_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&pl.a, at, K, N, static_cast<int64_t>(K)));
-  STRATA_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&pl.b, bt, K, T, p.x.rows > 1 ? p.x.ld : static_cast<int64_t>(K)));
-  STRATA_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&pl.d, dt, N, T, p.out.rows > 1 ? p.out.ld : static_cast<int64_t>(N)));
+  STRATA_CUBLAS_CHECK(
+      cublasLtMatrixLayoutCreate(&pl.b, bt, K, T, p.x.rows > 1 ? p.x.ld : static_cast<int64_t>(K)));
+  STRATA_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(
+      &pl.d, dt, N, T, p.out.rows > 1 ? p.out.ld : static_cast<int64_t>(N)));
   cublasLtMatmulPreference_t pref;
   STRATA_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
-  STRATA_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
-                                                           &kWorkspaceBytes, sizeof(kWorkspaceBytes)));
-  STRATA_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &align_w, sizeof(align_w)));
-  STRATA_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &align_x, sizeof(align_x)));
-  STRATA_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &align_o, sizeof(align_o)));
-  STRATA_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &align_o, sizeof(align_o)));
+  STRATA_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
+      pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &kWorkspaceBytes, sizeof(kWorkspaceBytes)));
+  STRATA_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
+      pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &align_w, sizeof(align_w)));
+  STRATA_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
+      pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &align_x, sizeof(align_x)));
+  STRATA_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
+      pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &align_o, sizeof(align_o)));
+  STRATA_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
+      pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &align_o, sizeof(align_o)));
   cublasLtMatmulHeuristicResult_t result{};
   int found = 0;
-  STRATA_CUBLAS_CHECK(cublasLtMatmulAlgoGetHeuristic(h, pl.op, pl.a, pl.b, pl.d, pl.d, pref, 1, &result, &found));
+  STRATA_CUBLAS_CHECK(
+      cublasLtMatmulAlgoGetHeuristic(h, pl.op, pl.a, pl.b, pl.d, pl.d, pref, 1, &result, &found));
   STRATA_CUBLAS_CHECK(cublasLtMatmulPreferenceDestroy(pref));
   if (found == 0)
-    fail("cuBLASLt has no algorithm for linear x {}[{}, {}] (ld {}) W {}[{}, {}] -> {}", dtype_name(p.x.dt), T, K,
-         p.x.ld, dtype_name(p.wt), N, K, dtype_name(p.out.dt));
+    fail("cuBLASLt has no algorithm for linear x {}[{}, {}] (ld {}) W {}[{}, {}] -> {}",
+         dtype_name(p.x.dt), T, K, p.x.ld, dtype_name(p.wt), N, K, dtype_name(p.out.dt));
   pl.algo = result.algo;
   return pl;
 }
@@ -102,16 +120,25 @@ void linear_cublaslt(const LinearLaunch& p, void* stream) {
       STRATA_CUDA_CHECK(cudaMalloc(&l.workspace, kWorkspaceBytes));
     }
     const uint32_t ax = alignment_of(p.x.p), aw = alignment_of(p.w), ao = alignment_of(p.out.p);
-    const PlanKey key{p.n, p.x.rows, p.k, p.x.ld, p.out.ld, static_cast<int>(p.x.dt), static_cast<int>(p.wt),
-                      static_cast<int>(p.out.dt), ax, aw, ao};
+    const PlanKey key{p.n,
+                      p.x.rows,
+                      p.k,
+                      p.x.ld,
+                      p.out.ld,
+                      static_cast<int>(p.x.dt),
+                      static_cast<int>(p.wt),
+                      static_cast<int>(p.out.dt),
+                      ax,
+                      aw,
+                      ao};
     auto it = l.plans.find(key);
     if (it == l.plans.end()) it = l.plans.emplace(key, make_plan(l.handle, p, ax, aw, ao)).first;
     plan = &it->second;
   }
   const float alpha = p.scale, beta = 0.f;
-  STRATA_CUBLAS_CHECK(cublasLtMatmul(l.handle, plan->op, &alpha, p.w, plan->a, p.x.p, plan->b, &beta, p.out.p,
-                                     plan->d, p.out.p, plan->d, &plan->algo, l.workspace, kWorkspaceBytes,
-                                     static_cast<cudaStream_t>(stream)));
+  STRATA_CUBLAS_CHECK(cublasLtMatmul(
+      l.handle, plan->op, &alpha, p.w, plan->a, p.x.p, plan->b, &beta, p.out.p, plan->d, p.out.p,
+      plan->d, &plan->algo, l.workspace, kWorkspaceBytes, static_cast<cudaStream_t>(stream)));
 }
 
 }  // namespace strata::cuda

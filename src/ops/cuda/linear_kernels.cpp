@@ -16,21 +16,26 @@ void check_common(ArgCheck& c, const LinearArgs& a) {
   c.on_device(a.x, "x").on_device(w, "weight").on_device(a.out, "out").rows(a.x, -1, -1, "x");
   c.require(w.rank() == 2, fmt::format("weight {} must be [N, K]", w.str()));
   if (!c) return;
-  c.contiguous(w, w.shape(), "weight").rows(a.x, -1, w.dim(1), "x").rows(a.out, a.x.dim(0), w.dim(0), "out");
+  c.contiguous(w, w.shape(), "weight")
+      .rows(a.x, -1, w.dim(1), "x")
+      .rows(a.out, a.x.dim(0), w.dim(0), "out");
   c.require(a.out.dtype() == DType::F32 || a.out.dtype() == DType::BF16,
             fmt::format("out {} must be f32 or bf16", a.out.str()));
   const DType xt = a.x.dtype(), wt = w.dtype();
   const bool combo = (xt == DType::BF16 && (wt == DType::BF16 || wt == DType::F8E4M3)) ||
                      (xt == DType::BF16 && wt == DType::F32 && a.out.dtype() == DType::F32) ||
                      (xt == DType::F32 && wt == DType::F32 && a.out.dtype() == DType::F32);
-  c.require(combo, fmt::format("x {} with weight {} -> out {} is not a supported combination", dtype_name(xt),
-                               dtype_name(wt), dtype_name(a.out.dtype())));
+  c.require(combo, fmt::format("x {} with weight {} -> out {} is not a supported combination",
+                               dtype_name(xt), dtype_name(wt), dtype_name(a.out.dtype())));
   if (wt == DType::F8E4M3)
     c.require(a.w.input_scale >= 0.f && a.w.weight_scale > 0.f,
-              fmt::format("fp8 scales: weight_scale {} must be > 0, input_scale {} >= 0", a.w.weight_scale, a.w.input_scale));
+              fmt::format("fp8 scales: weight_scale {} must be > 0, input_scale {} >= 0",
+                          a.w.weight_scale, a.w.input_scale));
 }
 
-bool is_w8a8(const LinearArgs& a) { return a.w.weight.dtype() == DType::F8E4M3 && a.w.input_scale > 0.f; }
+bool is_w8a8(const LinearArgs& a) {
+  return a.w.weight.dtype() == DType::F8E4M3 && a.w.input_scale > 0.f;
+}
 
 LinearLaunch launch_of(const LinearArgs& a) {
   LinearLaunch p;
@@ -56,7 +61,9 @@ void quantize_input(const LinearArgs& a, LinearLaunch& p, Tensor& scratch, void*
 bool small_m_supports(const LinearArgs& a, std::string* why) {
   ArgCheck c(why);
   check_common(c, a);
-  if (c) c.require(a.x.dim(0) <= kSmallMMaxRows, fmt::format("T = {} above the small-M limit {}", a.x.dim(0), kSmallMMaxRows));
+  if (c)
+    c.require(a.x.dim(0) <= kSmallMMaxRows,
+              fmt::format("T = {} above the small-M limit {}", a.x.dim(0), kSmallMMaxRows));
   return c;
 }
 void small_m_run(const LinearArgs& a, OpContext& ctx) {
@@ -71,11 +78,15 @@ bool cublaslt_supports(const LinearArgs& a, std::string* why) {
   check_common(c, a);
   if (!c) return false;
   if (a.w.weight.dtype() == DType::F8E4M3) {
-    c.require(a.w.input_scale > 0.f,
-              fmt::format("fp8 weight without input_scale (W8A16) runs only in the small-M kernel (T <= {})", kSmallMMaxRows));
+    c.require(
+        a.w.input_scale > 0.f,
+        fmt::format(
+            "fp8 weight without input_scale (W8A16) runs only in the small-M kernel (T <= {})",
+            kSmallMMaxRows));
     c.require(a.x.dim(1) % 16 == 0, fmt::format("FP8 GEMM needs K % 16 == 0 (K = {})", a.x.dim(1)));
     c.require(a.out.dim(0) <= 1 || a.out.stride(0) % 8 == 0,
-              fmt::format("FP8 GEMM needs an output row stride multiple of 8 (stride {})", a.out.stride(0)));
+              fmt::format("FP8 GEMM needs an output row stride multiple of 8 (stride {})",
+                          a.out.stride(0)));
   }
   return c;
 }

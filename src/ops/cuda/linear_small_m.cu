@@ -14,8 +14,8 @@ constexpr int kMaxM = static_cast<int>(kSmallMMaxRows);
 
 template <class TX, class TW, class TO, int MM, int R, bool VEC>
 __global__ void __launch_bounds__(kGemvWarps * 32)
-    small_m_kernel(const TX* __restrict__ x, int64_t ldx, int M, const TW* __restrict__ w, int64_t N, int64_t K,
-                   float scale, TO* __restrict__ out, int64_t ldo) {
+    small_m_kernel(const TX* __restrict__ x, int64_t ldx, int M, const TW* __restrict__ w,
+                   int64_t N, int64_t K, float scale, TO* __restrict__ out, int64_t ldo) {
   __shared__ float red[kGemvWarps * MM * R];
   __shared__ float res[MM * R];
   const int64_t n0 = static_cast<int64_t>(blockIdx.x) * R;
@@ -31,51 +31,66 @@ template <class TX, class TW, class TO, int MM, int R, bool VEC>
 void launch_shape(const LinearLaunch& p, cudaStream_t s) {
   const unsigned blocks = static_cast<unsigned>((p.n + R - 1) / R);
   small_m_kernel<TX, TW, TO, MM, R, VEC><<<blocks, kGemvWarps * 32, 0, s>>>(
-      static_cast<const TX*>(p.x.p), p.x.ld, static_cast<int>(p.x.rows), static_cast<const TW*>(p.w), p.n, p.k,
-      p.scale, static_cast<TO*>(p.out.p), p.out.ld);
+      static_cast<const TX*>(p.x.p), p.x.ld, static_cast<int>(p.x.rows),
+      static_cast<const TW*>(p.w), p.n, p.k, p.scale, static_cast<TO*>(p.out.p), p.out.ld);
   STRATA_CUDA_LAUNCH_CHECK();
 }
 
 template <class TX, class TW, class TO>
 void launch_typed(const LinearLaunch& p, cudaStream_t s) {
-  if (!gemv_vectorizable<TX, TW>(p.x.p, p.x.ld, p.w, p.k)) return launch_shape<TX, TW, TO, kMaxM, 1, false>(p, s);
+  if (!gemv_vectorizable<TX, TW>(p.x.p, p.x.ld, p.w, p.k))
+    return launch_shape<TX, TW, TO, kMaxM, 1, false>(p, s);
   // Four features per block while that still leaves >= 8 blocks per multiprocessor.
   const bool wide = p.n >= 4 * 1056;
   if (p.x.rows == 1) {
-    if (wide) launch_shape<TX, TW, TO, 1, 4, true>(p, s);
-    else launch_shape<TX, TW, TO, 1, 1, true>(p, s);
+    if (wide)
+      launch_shape<TX, TW, TO, 1, 4, true>(p, s);
+    else
+      launch_shape<TX, TW, TO, 1, 1, true>(p, s);
   } else {
-    if (wide) launch_shape<TX, TW, TO, kMaxM, 4, true>(p, s);
-    else launch_shape<TX, TW, TO, kMaxM, 1, true>(p, s);
+    if (wide)
+      launch_shape<TX, TW, TO, kMaxM, 4, true>(p, s);
+    else
+      launch_shape<TX, TW, TO, kMaxM, 1, true>(p, s);
   }
 }
 
 template <class TX, class TW>
 void launch_out(const LinearLaunch& p, cudaStream_t s) {
-  if (p.out.dt == DType::F32) launch_typed<TX, TW, float>(p, s);
-  else if (p.out.dt == DType::BF16) launch_typed<TX, TW, bf16>(p, s);
-  else STRATA_CUDA_FAIL("small-M linear: out must be f32 or bf16 (checked in supports)");
+  if (p.out.dt == DType::F32)
+    launch_typed<TX, TW, float>(p, s);
+  else if (p.out.dt == DType::BF16)
+    launch_typed<TX, TW, bf16>(p, s);
+  else
+    STRATA_CUDA_FAIL("small-M linear: out must be f32 or bf16 (checked in supports)");
 }
 
 }  // namespace
 
 void launch_linear_small_m(const LinearLaunch& p, void* stream) {
   if (p.x.rows == 0 || p.n == 0) return;
-  if (p.x.rows > kSmallMMaxRows) STRATA_CUDA_FAIL("small-M linear: more than 8 rows (checked in supports)");
+  if (p.x.rows > kSmallMMaxRows)
+    STRATA_CUDA_FAIL("small-M linear: more than 8 rows (checked in supports)");
   auto s = static_cast<cudaStream_t>(stream);
   const DType xt = p.x.dt, wt = p.wt;
-  if (xt == DType::BF16 && wt == DType::BF16) launch_out<bf16, bf16>(p, s);
-  else if (xt == DType::BF16 && wt == DType::F8E4M3) launch_out<bf16, uint8_t>(p, s);
-  else if (xt == DType::F8E4M3 && wt == DType::F8E4M3) launch_out<uint8_t, uint8_t>(p, s);
-  else if (xt == DType::F32 && wt == DType::F32) launch_out<float, float>(p, s);
-  else if (xt == DType::BF16 && wt == DType::F32) launch_out<bf16, float>(p, s);
-  else STRATA_CUDA_FAIL("small-M linear: unsupported x/weight dtypes (checked in supports)");
+  if (xt == DType::BF16 && wt == DType::BF16)
+    launch_out<bf16, bf16>(p, s);
+  else if (xt == DType::BF16 && wt == DType::F8E4M3)
+    launch_out<bf16, uint8_t>(p, s);
+  else if (xt == DType::F8E4M3 && wt == DType::F8E4M3)
+    launch_out<uint8_t, uint8_t>(p, s);
+  else if (xt == DType::F32 && wt == DType::F32)
+    launch_out<float, float>(p, s);
+  else if (xt == DType::BF16 && wt == DType::F32)
+    launch_out<bf16, float>(p, s);
+  else
+    STRATA_CUDA_FAIL("small-M linear: unsupported x/weight dtypes (checked in supports)");
 }
 
 namespace {
 template <class T>
-__global__ void quantize_fp8_kernel(const T* x, int64_t ldx, int64_t rows, int64_t cols, float input_scale,
-                                    uint8_t* out) {
+__global__ void quantize_fp8_kernel(const T* x, int64_t ldx, int64_t rows, int64_t cols,
+                                    float input_scale, uint8_t* out) {
   const int64_t c = static_cast<int64_t>(blockIdx.y) * blockDim.x + threadIdx.x;
   const int64_t r = blockIdx.x;
   if (c >= cols) return;
@@ -95,8 +110,8 @@ void launch_rows_to_f32(const Mat& x, float* out, void* stream) {
   with_act(x.dt, [&](auto tag) {
     using T = decltype(tag);
     dim3 grid(static_cast<unsigned>(x.rows), grid_1d(x.cols, 256));
-    rows_to_f32_kernel<T><<<grid, 256, 0, static_cast<cudaStream_t>(stream)>>>(static_cast<const T*>(x.p), x.ld,
-                                                                                x.cols, out);
+    rows_to_f32_kernel<T><<<grid, 256, 0, static_cast<cudaStream_t>(stream)>>>(
+        static_cast<const T*>(x.p), x.ld, x.cols, out);
     STRATA_CUDA_LAUNCH_CHECK();
   });
 }

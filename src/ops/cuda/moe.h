@@ -7,12 +7,12 @@
 namespace strata::cuda {
 
 struct MoeRouteLaunch {
-  Mat logits;                    // [T, E] f32
-  const float* bias = nullptr;   // [E] f32
+  Mat logits;                   // [T, E] f32
+  const float* bias = nullptr;  // [E] f32
   int64_t top_k = 1, n_group = 1, topk_group = 1;
   bool norm_topk_prob = true;
   float routed_scaling_factor = 1.f;
-  Mat ids, weights;              // [T, top_k] i32, f32
+  Mat ids, weights;  // [T, top_k] i32, f32
 };
 void launch_moe_route(const MoeRouteLaunch& p, void* stream);
 
@@ -27,14 +27,14 @@ struct ExpertTables {
 };
 
 struct MoeExpertsLaunch {
-  Mat x;                 // [T, H] act
+  Mat x;                                                  // [T, H] act
   int64_t experts = 0, inter = 0, hidden = 0, top_k = 0;  // E, I, H, k
-  DType wt = DType::BF16;  // every expert's weight dtype
-  bool w8a8 = false;       // e4m3 weights with input scales: activations quantized per expert
+  DType wt = DType::BF16;                                 // every expert's weight dtype
+  bool w8a8 = false;  // e4m3 weights with input scales: activations quantized per expert
   bool vec_up = false, vec_down = false;  // every weight row 16-byte aligned (chunked loads)
   ExpertTables tables;
-  Mat ids, weights;      // [T, k] i32, f32
-  Mat out;               // [T, H] act
+  Mat ids, weights;  // [T, k] i32, f32
+  Mat out;           // [T, H] act
   // Scratch (sizes from moe_scratch_bytes): quantized inputs, hidden activations, per-pair
   // down outputs and the bucketing tables (grouped path).
   void* scratch = nullptr;

@@ -4,8 +4,8 @@
 // su, sd: weight_scale for e4m3 weights (times input_scale in W8A8, where x and h are first
 // quantized with the expert's input scales), 1 otherwise.
 // Decode path (few tokens): block matrix-vector products (gemv.cuh) per (token, expert) pair
-// for both projections, then the combine pass. Grouped path (any T): pairs bucketed by expert on the
-// device (count, scan, scatter), then tiled GEMMs that each read one expert's weight tile once
+// for both projections, then the combine pass. Grouped path (any T): pairs bucketed by expert on
+// the device (count, scan, scatter), then tiled GEMMs that each read one expert's weight tile once
 // for up to 64 of its tokens, and a combine pass.
 #include <type_traits>
 
@@ -16,13 +16,13 @@ namespace strata::cuda {
 
 namespace {
 
-constexpr int kTile = 64;   // grouped GEMM tile (pairs x features)
+constexpr int kTile = 64;  // grouped GEMM tile (pairs x features)
 constexpr int kTileK = 16;
 
 struct Scratch {
-  uint8_t* xq = nullptr;   // [pairs, H] e4m3 (W8A8)
-  void* h = nullptr;       // [pairs, I] act, or e4m3 bytes in W8A8
-  void* d = nullptr;       // [pairs, H] act (grouped)
+  uint8_t* xq = nullptr;       // [pairs, H] e4m3 (W8A8)
+  void* h = nullptr;           // [pairs, I] act, or e4m3 bytes in W8A8
+  void* d = nullptr;           // [pairs, H] act (grouped)
   int32_t* counts = nullptr;   // [E]
   int32_t* offsets = nullptr;  // [E]
   int32_t* cursor = nullptr;   // [E]
@@ -30,7 +30,9 @@ struct Scratch {
   int32_t* tiles = nullptr;    // [max_tiles, 2]: expert, first sorted row (-1: unused)
 };
 
-size_t align256(size_t v) { return (v + 255) / 256 * 256; }
+size_t align256(size_t v) {
+  return (v + 255) / 256 * 256;
+}
 
 Scratch carve(const MoeExpertsLaunch& p, bool grouped, size_t* total) {
   Scratch s;
@@ -61,16 +63,20 @@ __device__ __forceinline__ int expert_of(const MoeExpertsLaunch& p, int64_t pair
   const int64_t t = pair / p.top_k, j = pair % p.top_k;
   return static_cast<const int32_t*>(p.ids.p)[t * p.ids.ld + j];
 }
-__device__ __forceinline__ bool valid_expert(const MoeExpertsLaunch& p, int e) { return e >= 0 && e < p.experts; }
+__device__ __forceinline__ bool valid_expert(const MoeExpertsLaunch& p, int e) {
+  return e >= 0 && e < p.experts;
+}
 
 // The up projection's epilogue: h = act(relu(act(u))^2), stored as act or quantized for W8A8.
 template <class TA>
-__device__ __forceinline__ void store_hidden(const MoeExpertsLaunch& p, const Scratch& s, int e, int64_t pair,
-                                             int64_t i, float u) {
+__device__ __forceinline__ void store_hidden(const MoeExpertsLaunch& p, const Scratch& s, int e,
+                                             int64_t pair, int64_t i, float u) {
   const float ua = fmaxf(round_to<TA>(u), 0.f);
   const float h = round_to<TA>(ua * ua);
-  if (p.w8a8) static_cast<uint8_t*>(s.h)[pair * p.inter + i] = f32_to_fp8_sat(h / p.tables.down_in[e]);
-  else static_cast<TA*>(s.h)[pair * p.inter + i] = from_f32<TA>(h);
+  if (p.w8a8)
+    static_cast<uint8_t*>(s.h)[pair * p.inter + i] = f32_to_fp8_sat(h / p.tables.down_in[e]);
+  else
+    static_cast<TA*>(s.h)[pair * p.inter + i] = from_f32<TA>(h);
 }
 
 __device__ __forceinline__ float up_scale(const MoeExpertsLaunch& p, int e) {
@@ -97,7 +103,8 @@ constexpr int kRows = 4;  // output features per decode block
 
 // grid (ceil(I / 4), pairs): four hidden features of one (token, expert) pair per block.
 template <class TA, class TW, bool Q, bool VEC>
-__global__ void __launch_bounds__(kGemvWarps * 32) up_gemv_kernel(MoeExpertsLaunch p, Scratch s, int* errors) {
+__global__ void __launch_bounds__(kGemvWarps * 32)
+    up_gemv_kernel(MoeExpertsLaunch p, Scratch s, int* errors) {
   __shared__ float red[kGemvWarps * kRows];
   __shared__ float res[kRows];
   const int64_t pair = blockIdx.y, i0 = static_cast<int64_t>(blockIdx.x) * kRows;
@@ -109,11 +116,13 @@ __global__ void __launch_bounds__(kGemvWarps * 32) up_gemv_kernel(MoeExpertsLaun
   const int rows = static_cast<int>(min(static_cast<int64_t>(kRows), p.inter - i0));
   const TW* w = static_cast<const TW*>(p.tables.up[e]) + i0 * p.hidden;
   if constexpr (Q)
-    block_gemv<uint8_t, TW, 1, kRows, VEC>(s.xq + pair * p.hidden, p.hidden, 1, w, rows, p.hidden, red, res);
+    block_gemv<uint8_t, TW, 1, kRows, VEC>(s.xq + pair * p.hidden, p.hidden, 1, w, rows, p.hidden,
+                                           red, res);
   else
-    block_gemv<TA, TW, 1, kRows, VEC>(static_cast<const TA*>(p.x.p) + (pair / p.top_k) * p.x.ld, p.x.ld, 1, w, rows,
-                                       p.hidden, red, res);
-  if (threadIdx.x < rows) store_hidden<TA>(p, s, e, pair, i0 + threadIdx.x, res[threadIdx.x] * up_scale(p, e));
+    block_gemv<TA, TW, 1, kRows, VEC>(static_cast<const TA*>(p.x.p) + (pair / p.top_k) * p.x.ld,
+                                      p.x.ld, 1, w, rows, p.hidden, red, res);
+  if (threadIdx.x < rows)
+    store_hidden<TA>(p, s, e, pair, i0 + threadIdx.x, res[threadIdx.x] * up_scale(p, e));
 }
 
 // grid (ceil(H / 4), pairs): four output features of one pair's down projection, stored in
@@ -131,7 +140,8 @@ __global__ void __launch_bounds__(kGemvWarps * 32) down_gemv_kernel(MoeExpertsLa
   const TH* h = static_cast<const TH*>(s.h) + pair * p.inter;
   block_gemv<TH, TW, 1, kRows, VEC>(h, p.inter, 1, w, rows, p.inter, red, res);
   if (threadIdx.x < rows)
-    static_cast<TA*>(s.d)[pair * p.hidden + n0 + threadIdx.x] = from_f32<TA>(res[threadIdx.x] * down_scale(p, e));
+    static_cast<TA*>(s.d)[pair * p.hidden + n0 + threadIdx.x] =
+        from_f32<TA>(res[threadIdx.x] * down_scale(p, e));
 }
 
 // ---- grouped path ----
@@ -140,8 +150,10 @@ __global__ void count_kernel(MoeExpertsLaunch p, Scratch s, int64_t pairs, int* 
   const int64_t pair = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (pair >= pairs) return;
   const int e = expert_of(p, pair);
-  if (valid_expert(p, e)) atomicAdd(&s.counts[e], 1);
-  else atomicAdd(errors, 1);
+  if (valid_expert(p, e))
+    atomicAdd(&s.counts[e], 1);
+  else
+    atomicAdd(errors, 1);
 }
 
 // One thread: offsets of each expert's rows in the sorted list and the tile table.
@@ -158,7 +170,8 @@ __global__ void plan_kernel(MoeExpertsLaunch p, Scratch s, int64_t max_tiles) {
     }
     off += s.counts[e];
   }
-  for (; tile < max_tiles; ++tile) s.tiles[2 * tile] = -1;
+  for (; tile < max_tiles; ++tile)
+    s.tiles[2 * tile] = -1;
 }
 
 __global__ void scatter_kernel(MoeExpertsLaunch p, Scratch s, int64_t pairs) {
@@ -195,9 +208,13 @@ __global__ void __launch_bounds__(256) grouped_gemm_kernel(MoeExpertsLaunch p, S
     arow[m] = nullptr;
     if (r < rows) {
       const int64_t pair = s.sorted[row0 + r];
-      if (UP && !Q) arow[m] = reinterpret_cast<const TXe*>(static_cast<const TA*>(p.x.p) + (pair / p.top_k) * p.x.ld);
-      else if (UP) arow[m] = reinterpret_cast<const TXe*>(s.xq + pair * p.hidden);
-      else arow[m] = static_cast<const TXe*>(s.h) + pair * p.inter;
+      if (UP && !Q)
+        arow[m] =
+            reinterpret_cast<const TXe*>(static_cast<const TA*>(p.x.p) + (pair / p.top_k) * p.x.ld);
+      else if (UP)
+        arow[m] = reinterpret_cast<const TXe*>(s.xq + pair * p.hidden);
+      else
+        arow[m] = static_cast<const TXe*>(s.h) + pair * p.inter;
     }
   }
   float acc[4][4] = {};
@@ -215,7 +232,8 @@ __global__ void __launch_bounds__(256) grouped_gemm_kernel(MoeExpertsLaunch p, S
     for (int kk = 0; kk < kTileK; ++kk) {
       float a[4];
 #pragma unroll
-      for (int i = 0; i < 4; ++i) a[i] = as[kk][ty * 4 + i];
+      for (int i = 0; i < 4; ++i)
+        a[i] = as[kk][ty * 4 + i];
       const float4 b = *reinterpret_cast<const float4*>(&bs[kk][tx * 4]);
 #pragma unroll
       for (int i = 0; i < 4; ++i) {
@@ -237,8 +255,10 @@ __global__ void __launch_bounds__(256) grouped_gemm_kernel(MoeExpertsLaunch p, S
     for (int j = 0; j < 4; ++j) {
       const int64_t f = f0 + tx * 4 + j;
       if (f >= F) continue;
-      if (UP) store_hidden<TA>(p, s, e, pair, f, acc[i][j] * scale);
-      else static_cast<TA*>(s.d)[pair * p.hidden + f] = from_f32<TA>(acc[i][j] * scale);
+      if (UP)
+        store_hidden<TA>(p, s, e, pair, f, acc[i][j] * scale);
+      else
+        static_cast<TA*>(s.d)[pair * p.hidden + f] = from_f32<TA>(acc[i][j] * scale);
     }
   }
 }
@@ -261,16 +281,23 @@ __global__ void combine_kernel(MoeExpertsLaunch p, Scratch s) {
 // Calls f(TA{}, TW{}, Q) for the launch's dtypes (combinations checked by the registration).
 template <class F>
 void with_expert_types(const MoeExpertsLaunch& p, F&& f) {
-  if (p.x.dt == DType::F32 && p.wt == DType::F32) f(float{}, float{}, std::false_type{});
-  else if (p.x.dt == DType::BF16 && p.wt == DType::BF16) f(bf16{}, bf16{}, std::false_type{});
-  else if (p.x.dt == DType::BF16 && p.wt == DType::F8E4M3 && p.w8a8) f(bf16{}, uint8_t{}, std::true_type{});
-  else if (p.x.dt == DType::BF16 && p.wt == DType::F8E4M3) f(bf16{}, uint8_t{}, std::false_type{});
-  else STRATA_CUDA_FAIL("moe_experts: unsupported activation/weight dtypes (checked in supports)");
+  if (p.x.dt == DType::F32 && p.wt == DType::F32)
+    f(float{}, float{}, std::false_type{});
+  else if (p.x.dt == DType::BF16 && p.wt == DType::BF16)
+    f(bf16{}, bf16{}, std::false_type{});
+  else if (p.x.dt == DType::BF16 && p.wt == DType::F8E4M3 && p.w8a8)
+    f(bf16{}, uint8_t{}, std::true_type{});
+  else if (p.x.dt == DType::BF16 && p.wt == DType::F8E4M3)
+    f(bf16{}, uint8_t{}, std::false_type{});
+  else
+    STRATA_CUDA_FAIL("moe_experts: unsupported activation/weight dtypes (checked in supports)");
 }
 
 }  // namespace
 
-int64_t moe_max_tiles(int64_t pairs, int64_t experts) { return (pairs + experts * (kTile - 1)) / kTile; }
+int64_t moe_max_tiles(int64_t pairs, int64_t experts) {
+  return (pairs + experts * (kTile - 1)) / kTile;
+}
 
 size_t moe_scratch_bytes(const MoeExpertsLaunch& p, bool grouped) {
   size_t total = 0;
@@ -291,18 +318,25 @@ void launch_moe_gemv(const MoeExpertsLaunch& p, int* index_errors, void* stream)
     using TW = decltype(tw);
     constexpr bool Q = decltype(q)::value;
     if constexpr (Q) {
-      quantize_pairs_kernel<TA><<<dim3(static_cast<unsigned>(pairs), grid_1d(p.hidden, 256)), 256, 0, st>>>(p, s);
+      quantize_pairs_kernel<TA>
+          <<<dim3(static_cast<unsigned>(pairs), grid_1d(p.hidden, 256)), 256, 0, st>>>(p, s);
       STRATA_CUDA_LAUNCH_CHECK();
     }
     dim3 g_up(static_cast<unsigned>((p.inter + kRows - 1) / kRows), static_cast<unsigned>(pairs));
-    if (p.vec_up) up_gemv_kernel<TA, TW, Q, true><<<g_up, kGemvWarps * 32, 0, st>>>(p, s, index_errors);
-    else up_gemv_kernel<TA, TW, Q, false><<<g_up, kGemvWarps * 32, 0, st>>>(p, s, index_errors);
+    if (p.vec_up)
+      up_gemv_kernel<TA, TW, Q, true><<<g_up, kGemvWarps * 32, 0, st>>>(p, s, index_errors);
+    else
+      up_gemv_kernel<TA, TW, Q, false><<<g_up, kGemvWarps * 32, 0, st>>>(p, s, index_errors);
     STRATA_CUDA_LAUNCH_CHECK();
-    dim3 g_down(static_cast<unsigned>((p.hidden + kRows - 1) / kRows), static_cast<unsigned>(pairs));
-    if (p.vec_down) down_gemv_kernel<TA, TW, Q, true><<<g_down, kGemvWarps * 32, 0, st>>>(p, s);
-    else down_gemv_kernel<TA, TW, Q, false><<<g_down, kGemvWarps * 32, 0, st>>>(p, s);
+    dim3 g_down(static_cast<unsigned>((p.hidden + kRows - 1) / kRows),
+                static_cast<unsigned>(pairs));
+    if (p.vec_down)
+      down_gemv_kernel<TA, TW, Q, true><<<g_down, kGemvWarps * 32, 0, st>>>(p, s);
+    else
+      down_gemv_kernel<TA, TW, Q, false><<<g_down, kGemvWarps * 32, 0, st>>>(p, s);
     STRATA_CUDA_LAUNCH_CHECK();
-    combine_kernel<TA><<<dim3(static_cast<unsigned>(T), grid_1d(p.hidden, 256)), 256, 0, st>>>(p, s);
+    combine_kernel<TA>
+        <<<dim3(static_cast<unsigned>(T), grid_1d(p.hidden, 256)), 256, 0, st>>>(p, s);
     STRATA_CUDA_LAUNCH_CHECK();
   });
 }
@@ -326,7 +360,8 @@ void launch_moe_grouped(const MoeExpertsLaunch& p, int* index_errors, void* stre
     using TW = decltype(tw);
     constexpr bool Q = decltype(q)::value;
     if constexpr (Q) {
-      quantize_pairs_kernel<TA><<<dim3(static_cast<unsigned>(pairs), grid_1d(p.hidden, 256)), 256, 0, st>>>(p, s);
+      quantize_pairs_kernel<TA>
+          <<<dim3(static_cast<unsigned>(pairs), grid_1d(p.hidden, 256)), 256, 0, st>>>(p, s);
       STRATA_CUDA_LAUNCH_CHECK();
     }
     grouped_gemm_kernel<TA, TW, Q, true>
@@ -335,7 +370,8 @@ void launch_moe_grouped(const MoeExpertsLaunch& p, int* index_errors, void* stre
     grouped_gemm_kernel<TA, TW, Q, false>
         <<<dim3(static_cast<unsigned>(max_tiles), grid_1d(p.hidden, kTile)), 256, 0, st>>>(p, s);
     STRATA_CUDA_LAUNCH_CHECK();
-    combine_kernel<TA><<<dim3(static_cast<unsigned>(T), grid_1d(p.hidden, 256)), 256, 0, st>>>(p, s);
+    combine_kernel<TA>
+        <<<dim3(static_cast<unsigned>(T), grid_1d(p.hidden, 256)), 256, 0, st>>>(p, s);
     STRATA_CUDA_LAUNCH_CHECK();
   });
 }

@@ -20,7 +20,9 @@ constexpr int64_t kDecodeMaxTokens = 8;
 
 bool route_supports(const MoeRouteArgs& a, std::string* why) {
   ArgCheck c(why);
-  c.on_device(a.logits, "logits").on_device(a.correction_bias, "correction_bias").on_device(a.ids, "ids");
+  c.on_device(a.logits, "logits")
+      .on_device(a.correction_bias, "correction_bias")
+      .on_device(a.ids, "ids");
   c.on_device(a.weights, "weights").dtype(a.logits, DType::F32, "logits");
   c.dtype(a.correction_bias, DType::F32, "correction_bias").dtype(a.ids, DType::I32, "ids");
   c.dtype(a.weights, DType::F32, "weights").rows(a.logits, -1, -1, "logits");
@@ -29,9 +31,11 @@ bool route_supports(const MoeRouteArgs& a, std::string* why) {
   c.contiguous(a.correction_bias, Shape{E}, "correction_bias");
   c.rows(a.ids, T, a.top_k, "ids").rows(a.weights, T, a.top_k, "weights");
   c.require(a.n_group >= 1 && E % a.n_group == 0 && a.topk_group >= 1 && a.topk_group <= a.n_group,
-            fmt::format("n_group {} must divide {} experts and topk_group {} be in 1..n_group", a.n_group, E, a.topk_group));
+            fmt::format("n_group {} must divide {} experts and topk_group {} be in 1..n_group",
+                        a.n_group, E, a.topk_group));
   c.require(a.top_k >= 1 && a.top_k <= E / a.n_group * a.topk_group,
-            fmt::format("top_k {} must be in 1..{} (experts in the kept groups)", a.top_k, E / a.n_group * a.topk_group));
+            fmt::format("top_k {} must be in 1..{} (experts in the kept groups)", a.top_k,
+                        E / a.n_group * a.topk_group));
   c.require(E <= 4096, fmt::format("{} experts (at most 4096)", E));
   return c;
 }
@@ -58,8 +62,12 @@ bool experts_common(const MoeExpertsArgs& a, std::string* why) {
   const auto& up = *a.up;
   const auto& down = *a.down;
   c.require(!up.empty() && up.size() == down.size(),
-            fmt::format("{} up and {} down experts (need the same non-zero count)", up.size(), down.size()));
-  c.on_device(a.x, "x").on_device(a.ids, "ids").on_device(a.weights, "weights").on_device(a.out, "out");
+            fmt::format("{} up and {} down experts (need the same non-zero count)", up.size(),
+                        down.size()));
+  c.on_device(a.x, "x")
+      .on_device(a.ids, "ids")
+      .on_device(a.weights, "weights")
+      .on_device(a.out, "out");
   c.act(a.x, "x").same_dtype(a.x, a.out, "x", "out").dtype(a.ids, DType::I32, "ids");
   c.dtype(a.weights, DType::F32, "weights").rows(a.x, -1, -1, "x");
   if (!c) return false;
@@ -67,26 +75,34 @@ bool experts_common(const MoeExpertsArgs& a, std::string* why) {
   c.rows(a.ids, T, -1, "ids");
   if (!c) return false;
   c.rows(a.weights, T, a.ids.dim(1), "weights").rows(a.out, T, H, "out");
-  c.require(up[0].weight.rank() == 2, fmt::format("expert 0 up weight {} must be [I, H]", up[0].weight.str()));
+  c.require(up[0].weight.rank() == 2,
+            fmt::format("expert 0 up weight {} must be [I, H]", up[0].weight.str()));
   if (!c) return false;
   const int64_t I = up[0].weight.dim(0);
   const DType wt = up[0].weight.dtype();
   const bool w8a8 = wt == DType::F8E4M3 && up[0].input_scale > 0.f;
   for (size_t e = 0; e < up.size() && c; ++e) {
-    const std::string ue = fmt::format("expert {} up weight", e), de = fmt::format("expert {} down weight", e);
+    const std::string ue = fmt::format("expert {} up weight", e),
+                      de = fmt::format("expert {} down weight", e);
     c.on_device(up[e].weight, ue.c_str()).on_device(down[e].weight, de.c_str());
     c.dtype(up[e].weight, wt, ue.c_str()).dtype(down[e].weight, wt, de.c_str());
-    c.contiguous(up[e].weight, Shape{I, H}, ue.c_str()).contiguous(down[e].weight, Shape{H, I}, de.c_str());
+    c.contiguous(up[e].weight, Shape{I, H}, ue.c_str())
+        .contiguous(down[e].weight, Shape{H, I}, de.c_str());
     if (wt == DType::F8E4M3) {
       c.require(up[e].weight_scale > 0.f && down[e].weight_scale > 0.f,
                 fmt::format("expert {}: fp8 weight scales must be > 0", e));
-      c.require((up[e].input_scale > 0.f) == w8a8 && (down[e].input_scale > 0.f) == w8a8,
-                fmt::format("expert {}: input scales must be set for every expert (W8A8) or for none (W8A16)", e));
+      c.require(
+          (up[e].input_scale > 0.f) == w8a8 && (down[e].input_scale > 0.f) == w8a8,
+          fmt::format(
+              "expert {}: input scales must be set for every expert (W8A8) or for none (W8A16)",
+              e));
     }
   }
   const DType xt = a.x.dtype();
-  c.require((xt == DType::F32 && wt == DType::F32) || (xt == DType::BF16 && (wt == DType::BF16 || wt == DType::F8E4M3)),
-            fmt::format("x {} with expert weights {} is not a supported combination", dtype_name(xt), dtype_name(wt)));
+  c.require((xt == DType::F32 && wt == DType::F32) ||
+                (xt == DType::BF16 && (wt == DType::BF16 || wt == DType::F8E4M3)),
+            fmt::format("x {} with expert weights {} is not a supported combination",
+                        dtype_name(xt), dtype_name(wt)));
   c.require(a.x.dim(0) * a.ids.dim(1) < (int64_t{1} << 31), "too many (token, expert) pairs");
   return c;
 }
@@ -139,11 +155,14 @@ ExpertTables tables_for(const MoeExpertsArgs& a) {
   return t;
 }
 
-bool rows_vectorizable(const std::vector<ops::LinearWeight>& ws, int64_t K, size_t x_elem, int64_t ldx) {
+bool rows_vectorizable(const std::vector<ops::LinearWeight>& ws, int64_t K, size_t x_elem,
+                       int64_t ldx) {
   const size_t we = dtype_size(ws[0].weight.dtype());
   const int64_t E = 16 / static_cast<int64_t>(we);
   const int64_t xb = std::min<int64_t>(16, E * static_cast<int64_t>(x_elem));
-  if (K % E != 0 || (K * static_cast<int64_t>(we)) % 16 != 0 || (ldx * static_cast<int64_t>(x_elem)) % xb != 0) return false;
+  if (K % E != 0 || (K * static_cast<int64_t>(we)) % 16 != 0 ||
+      (ldx * static_cast<int64_t>(x_elem)) % xb != 0)
+    return false;
   for (const auto& w : ws)
     if (reinterpret_cast<uintptr_t>(w.weight.raw()) % 16 != 0) return false;
   return true;
@@ -160,30 +179,41 @@ void experts_run(const MoeExpertsArgs& a, OpContext& ctx, bool grouped) {
   p.w8a8 = p.wt == DType::F8E4M3 && (*a.up)[0].input_scale > 0.f;
   // Decode x rows come from x (or e4m3 copies); h rows from 256-aligned scratch of width I.
   const size_t act = dtype_size(a.x.dtype());
-  p.vec_up = p.w8a8 ? rows_vectorizable(*a.up, p.hidden, 1, p.hidden)
-                    : rows_vectorizable(*a.up, p.hidden, act, a.x.dim(0) > 1 ? a.x.stride(0) : p.hidden) &&
-                          reinterpret_cast<uintptr_t>(a.x.raw()) % 16 == 0;
+  p.vec_up =
+      p.w8a8 ? rows_vectorizable(*a.up, p.hidden, 1, p.hidden)
+             : rows_vectorizable(*a.up, p.hidden, act, a.x.dim(0) > 1 ? a.x.stride(0) : p.hidden) &&
+                   reinterpret_cast<uintptr_t>(a.x.raw()) % 16 == 0;
   p.vec_down = rows_vectorizable(*a.down, p.inter, p.w8a8 ? 1 : act, p.inter);
   p.tables = tables_for(a);
   p.ids = mat_of(a.ids);
   p.weights = mat_of(a.weights);
   p.out = mat_of(a.out);
-  Tensor scratch = Tensor::empty(Shape{static_cast<int64_t>(moe_scratch_bytes(p, grouped))}, DType::U8, Device::Cuda);
+  Tensor scratch = Tensor::empty(Shape{static_cast<int64_t>(moe_scratch_bytes(p, grouped))},
+                                 DType::U8, Device::Cuda);
   p.scratch = scratch.raw();
-  if (grouped) launch_moe_grouped(p, index_error_counter(), stream_of(ctx));
-  else launch_moe_gemv(p, index_error_counter(), stream_of(ctx));
+  if (grouped)
+    launch_moe_grouped(p, index_error_counter(), stream_of(ctx));
+  else
+    launch_moe_gemv(p, index_error_counter(), stream_of(ctx));
 }
 
 bool gemv_supports(const MoeExpertsArgs& a, std::string* why) {
   if (!experts_common(a, why)) return false;
   ArgCheck c(why);
-  c.require(a.x.dim(0) <= kDecodeMaxTokens, fmt::format("T = {} above the decode kernel's {}", a.x.dim(0), kDecodeMaxTokens));
+  c.require(a.x.dim(0) <= kDecodeMaxTokens,
+            fmt::format("T = {} above the decode kernel's {}", a.x.dim(0), kDecodeMaxTokens));
   return c;
 }
-void gemv_run(const MoeExpertsArgs& a, OpContext& ctx) { experts_run(a, ctx, false); }
+void gemv_run(const MoeExpertsArgs& a, OpContext& ctx) {
+  experts_run(a, ctx, false);
+}
 
-bool grouped_supports(const MoeExpertsArgs& a, std::string* why) { return experts_common(a, why); }
-void grouped_run(const MoeExpertsArgs& a, OpContext& ctx) { experts_run(a, ctx, true); }
+bool grouped_supports(const MoeExpertsArgs& a, std::string* why) {
+  return experts_common(a, why);
+}
+void grouped_run(const MoeExpertsArgs& a, OpContext& ctx) {
+  experts_run(a, ctx, true);
+}
 
 }  // namespace
 

@@ -22,7 +22,8 @@ __device__ __forceinline__ void arg_better(float& v, int& i, float w, int j) {
 __device__ int block_argmax(const float* vals, int n, float* sv, int* si) {
   float v = -INFINITY;
   int i = n;
-  for (int e = threadIdx.x; e < n; e += blockDim.x) arg_better(v, i, vals[e], e);
+  for (int e = threadIdx.x; e < n; e += blockDim.x)
+    arg_better(v, i, vals[e], e);
 #pragma unroll
   for (int o = 16; o > 0; o >>= 1) {
     const float w = __shfl_xor_sync(0xffffffffu, v, o);
@@ -51,13 +52,13 @@ __global__ void moe_route_kernel(MoeRouteLaunch p) {
   extern __shared__ float sh[];
   const int E = static_cast<int>(p.logits.cols), k = static_cast<int>(p.top_k);
   const int G = static_cast<int>(p.n_group);
-  float* s = sh;                 // [E] sigmoid scores
-  float* sel = s + E;            // [E] selection scores (masked as experts are taken)
-  float* gscore = sel + E;       // [G]
-  float* sv = gscore + G;        // [32]
-  int* si = reinterpret_cast<int*>(sv + 32);     // [32]
-  int* picked = si + 32;                         // [k]
-  int* gkeep = picked + k;                       // [G]
+  float* s = sh;                              // [E] sigmoid scores
+  float* sel = s + E;                         // [E] selection scores (masked as experts are taken)
+  float* gscore = sel + E;                    // [G]
+  float* sv = gscore + G;                     // [32]
+  int* si = reinterpret_cast<int*>(sv + 32);  // [32]
+  int* picked = si + 32;                      // [k]
+  int* gkeep = picked + k;                    // [G]
   const int64_t t = blockIdx.x;
   const float* lg = static_cast<const float*>(p.logits.p) + t * p.logits.ld;
   for (int e = threadIdx.x; e < E; e += blockDim.x) {
@@ -83,7 +84,8 @@ __global__ void moe_route_kernel(MoeRouteLaunch p) {
     __syncthreads();
     if (threadIdx.x == 0) {
       // Keep the topk_group best groups (ties: lower index).
-      for (int g = 0; g < G; ++g) gkeep[g] = 0;
+      for (int g = 0; g < G; ++g)
+        gkeep[g] = 0;
       for (int r = 0; r < p.topk_group && r < G; ++r) {
         int best = -1;
         for (int g = 0; g < G; ++g)
@@ -99,14 +101,16 @@ __global__ void moe_route_kernel(MoeRouteLaunch p) {
   for (int j = 0; j < k; ++j) {
     const int best = block_argmax(sel, E, sv, si);
     if (threadIdx.x == 0) {
-      picked[j] = best < E ? best : 0;  // fewer candidates than k: a config error caught on the host
+      picked[j] =
+          best < E ? best : 0;  // fewer candidates than k: a config error caught on the host
       if (best < E) sel[best] = -INFINITY;
     }
     __syncthreads();
   }
   if (threadIdx.x == 0) {
     float sum = 0.f;
-    for (int j = 0; j < k; ++j) sum += s[picked[j]];
+    for (int j = 0; j < k; ++j)
+      sum += s[picked[j]];
     int32_t* ids = static_cast<int32_t*>(p.ids.p) + t * p.ids.ld;
     float* w = static_cast<float*>(p.weights.p) + t * p.weights.ld;
     for (int j = 0; j < k; ++j) {
@@ -122,8 +126,10 @@ __global__ void moe_route_kernel(MoeRouteLaunch p) {
 
 void launch_moe_route(const MoeRouteLaunch& p, void* stream) {
   if (p.logits.rows == 0) return;
-  const size_t smem = (2 * p.logits.cols + p.n_group + 32) * sizeof(float) + (32 + p.top_k + p.n_group) * sizeof(int);
-  moe_route_kernel<<<static_cast<unsigned>(p.logits.rows), kThreads, smem, static_cast<cudaStream_t>(stream)>>>(p);
+  const size_t smem = (2 * p.logits.cols + p.n_group + 32) * sizeof(float) +
+                      (32 + p.top_k + p.n_group) * sizeof(int);
+  moe_route_kernel<<<static_cast<unsigned>(p.logits.rows), kThreads, smem,
+                     static_cast<cudaStream_t>(stream)>>>(p);
   STRATA_CUDA_LAUNCH_CHECK();
 }
 

@@ -56,16 +56,19 @@ __global__ void gated_rms_norm_kernel(const T* y, int64_t ldy, const T* z, int64
   }
 }
 
-int threads_for(int64_t width) { return width >= 2048 ? 512 : width >= 512 ? 256 : 128; }
+int threads_for(int64_t width) {
+  return width >= 2048 ? 512 : width >= 512 ? 256 : 128;
+}
 
 }  // namespace
 
-void launch_rms_norm(const Mat& x, const Mat& residual, const Vec& weight, float eps, const Mat& out,
-                     void* stream) {
+void launch_rms_norm(const Mat& x, const Mat& residual, const Vec& weight, float eps,
+                     const Mat& out, void* stream) {
   if (x.rows == 0) return;
   with_act(x.dt, [&](auto tag) {
     using T = decltype(tag);
-    rms_norm_kernel<T><<<static_cast<unsigned>(x.rows), threads_for(x.cols), 0, static_cast<cudaStream_t>(stream)>>>(
+    rms_norm_kernel<T><<<static_cast<unsigned>(x.rows), threads_for(x.cols), 0,
+                         static_cast<cudaStream_t>(stream)>>>(
         static_cast<const T*>(x.p), x.ld, static_cast<T*>(residual.p), residual.ld,
         static_cast<const T*>(weight.p), eps, static_cast<T*>(out.p), out.ld, x.cols);
     STRATA_CUDA_LAUNCH_CHECK();
@@ -80,8 +83,8 @@ void launch_gated_rms_norm(const Mat& y, const Mat& z, const Vec& weight, int64_
     using T = decltype(tag);
     dim3 grid(static_cast<unsigned>(y.rows), static_cast<unsigned>(groups));
     gated_rms_norm_kernel<T><<<grid, threads_for(gs), 0, static_cast<cudaStream_t>(stream)>>>(
-        static_cast<const T*>(y.p), y.ld, static_cast<const T*>(z.p), z.ld, static_cast<const T*>(weight.p),
-        gs, eps, static_cast<T*>(out.p), out.ld);
+        static_cast<const T*>(y.p), y.ld, static_cast<const T*>(z.p), z.ld,
+        static_cast<const T*>(weight.p), gs, eps, static_cast<T*>(out.p), out.ld);
     STRATA_CUDA_LAUNCH_CHECK();
   });
 }

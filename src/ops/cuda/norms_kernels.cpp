@@ -13,7 +13,9 @@ using ops::RmsNormArgs;
 bool rms_norm_supports(const RmsNormArgs& a, std::string* why) {
   ArgCheck c(why);
   c.on_device(a.x, "x").on_device(a.weight, "weight").on_device(a.out, "out").act(a.x, "x");
-  c.same_dtype(a.x, a.weight, "x", "weight").same_dtype(a.x, a.out, "x", "out").rows(a.x, -1, -1, "x");
+  c.same_dtype(a.x, a.weight, "x", "weight")
+      .same_dtype(a.x, a.out, "x", "out")
+      .rows(a.x, -1, -1, "x");
   if (!c) return false;
   c.contiguous(a.weight, Shape{a.x.dim(1)}, "weight").rows(a.out, a.x.dim(0), a.x.dim(1), "out");
   if (a.residual.defined()) {
@@ -38,7 +40,9 @@ bool gated_supports(const GatedRmsNormArgs& a, std::string* why) {
   const int64_t D = a.y.dim(1);
   c.require(a.groups >= 1 && D % a.groups == 0,
             fmt::format("groups {} must divide the width {} of y", a.groups, D));
-  c.rows(a.z, a.y.dim(0), D, "z").rows(a.out, a.y.dim(0), D, "out").contiguous(a.weight, Shape{D}, "weight");
+  c.rows(a.z, a.y.dim(0), D, "z")
+      .rows(a.out, a.y.dim(0), D, "out")
+      .contiguous(a.weight, Shape{D}, "weight");
   c.require(a.groups <= 65535, "at most 65535 groups");
   return c;
 }

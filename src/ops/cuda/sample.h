@@ -26,8 +26,8 @@ struct SampleRowsParam {
 };
 
 struct SampleLaunch {
-  Mat logits;            // [B, V] f32
-  int32_t* ids = nullptr;  // [B]
+  Mat logits;               // [B, V] f32
+  int32_t* ids = nullptr;   // [B]
   bool any_random = false;  // some row has temperature > 0: the sorted path runs
   // Sorted path scratch (sample_scratch_bytes): keys and token ids sorted by logit, offsets,
   // and CUB's temporary storage.

@@ -7,16 +7,16 @@
 namespace strata::cuda {
 
 struct SsmLaunch {
-  Mat x;       // [T, Hm*P] act
-  Mat dt_raw;  // [T, Hm] act
-  Mat B, C;    // [T, G*N] act
+  Mat x;                     // [T, Hm*P] act
+  Mat dt_raw;                // [T, Hm] act
+  Mat B, C;                  // [T, G*N] act
   const float* A = nullptr;  // [Hm]
   Vec D, dt_bias;            // [Hm] f32 or bf16
   float* states = nullptr;   // [S, Hm, P, N] f32
   int64_t num_slots = 0;
   Vec cu_seqlens, slots, has_initial;  // i32; cu_seqlens/has_initial unused by the update
   int64_t heads = 0, head_dim = 0, groups = 0, state_size = 0, chunk_size = 0;
-  Mat out;     // [T, Hm*P] act
+  Mat out;  // [T, Hm*P] act
   // Scan only: scratch the caller allocates with the sizes below (f32 and i32 elements).
   float* scratch_f32 = nullptr;
   int32_t* scratch_i32 = nullptr;

@@ -15,24 +15,36 @@ using ops::SsmUpdateArgs;
 template <class A>
 void check_ssm(ArgCheck& c, const A& a) {
   c.on_device(a.x, "x").on_device(a.dt_raw, "dt_raw").on_device(a.A, "A").on_device(a.B, "B");
-  c.on_device(a.C, "C").on_device(a.D, "D").on_device(a.dt_bias, "dt_bias").on_device(a.ssm_states, "ssm_states");
+  c.on_device(a.C, "C")
+      .on_device(a.D, "D")
+      .on_device(a.dt_bias, "dt_bias")
+      .on_device(a.ssm_states, "ssm_states");
   c.on_device(a.slots, "slots").on_device(a.out, "out");
   c.act(a.x, "x").same_dtype(a.x, a.dt_raw, "x", "dt_raw").same_dtype(a.x, a.B, "x", "B");
   c.same_dtype(a.x, a.C, "x", "C").same_dtype(a.x, a.out, "x", "out").dtype(a.A, DType::F32, "A");
   c.dtype(a.ssm_states, DType::F32, "ssm_states").dtype(a.slots, DType::I32, "slots");
-  c.require(a.D.dtype() == DType::F32 || a.D.dtype() == a.x.dtype(), fmt::format("D {} must be f32 or the act dtype", a.D.str()));
+  c.require(a.D.dtype() == DType::F32 || a.D.dtype() == a.x.dtype(),
+            fmt::format("D {} must be f32 or the act dtype", a.D.str()));
   c.require(a.dt_bias.dtype() == DType::F32 || a.dt_bias.dtype() == a.x.dtype(),
             fmt::format("dt_bias {} must be f32 or the act dtype", a.dt_bias.str()));
   const int64_t Hm = a.heads, P = a.head_dim, G = a.groups, N = a.state_size;
   c.require(Hm > 0 && P > 0 && G > 0 && N > 0 && Hm % G == 0,
-            fmt::format("heads {} / head_dim {} / groups {} / state_size {}: need positive sizes and groups dividing heads", Hm, P, G, N));
+            fmt::format("heads {} / head_dim {} / groups {} / state_size {}: need positive sizes "
+                        "and groups dividing heads",
+                        Hm, P, G, N));
   if (!c) return;
   const int64_t T = a.x.dim(0);
   c.rows(a.x, -1, Hm * P, "x");
   if (!c) return;
-  c.rows(a.dt_raw, T, Hm, "dt_raw").rows(a.B, T, G * N, "B").rows(a.C, T, G * N, "C").rows(a.out, T, Hm * P, "out");
-  c.contiguous(a.A, Shape{Hm}, "A").contiguous(a.D, Shape{Hm}, "D").contiguous(a.dt_bias, Shape{Hm}, "dt_bias");
-  c.require(a.ssm_states.rank() == 4, fmt::format("ssm_states {} must be [S, Hm, P, N]", a.ssm_states.str()));
+  c.rows(a.dt_raw, T, Hm, "dt_raw")
+      .rows(a.B, T, G * N, "B")
+      .rows(a.C, T, G * N, "C")
+      .rows(a.out, T, Hm * P, "out");
+  c.contiguous(a.A, Shape{Hm}, "A")
+      .contiguous(a.D, Shape{Hm}, "D")
+      .contiguous(a.dt_bias, Shape{Hm}, "dt_bias");
+  c.require(a.ssm_states.rank() == 4,
+            fmt::format("ssm_states {} must be [S, Hm, P, N]", a.ssm_states.str()));
   if (c) c.contiguous(a.ssm_states, Shape{a.ssm_states.dim(0), Hm, P, N}, "ssm_states");
 }
 
@@ -69,7 +81,8 @@ bool scan_supports(const SsmScanArgs& a, std::string* why) {
   c.contiguous(a.has_initial, Shape{B}, "has_initial");
   c.require(a.chunk_size >= 1 && a.chunk_size <= kMaxScanChunk,
             fmt::format("chunk_size {} outside 1..{}", a.chunk_size, kMaxScanChunk));
-  c.require(a.state_size <= kMaxScanState, fmt::format("state_size {} above {}", a.state_size, kMaxScanState));
+  c.require(a.state_size <= kMaxScanState,
+            fmt::format("state_size {} above {}", a.state_size, kMaxScanState));
   return c;
 }
 void scan_run(const SsmScanArgs& a, OpContext& ctx) {
@@ -78,8 +91,10 @@ void scan_run(const SsmScanArgs& a, OpContext& ctx) {
   p.has_initial = vec_of(a.has_initial);
   p.chunk_size = a.chunk_size;
   // Scratch from the arena, released when this returns: later users are later on the stream.
-  Tensor f = Tensor::empty(Shape{std::max<int64_t>(1, ssm_scan_scratch_f32(p))}, DType::F32, Device::Cuda);
-  Tensor i = Tensor::empty(Shape{std::max<int64_t>(1, ssm_scan_scratch_i32(p))}, DType::I32, Device::Cuda);
+  Tensor f =
+      Tensor::empty(Shape{std::max<int64_t>(1, ssm_scan_scratch_f32(p))}, DType::F32, Device::Cuda);
+  Tensor i =
+      Tensor::empty(Shape{std::max<int64_t>(1, ssm_scan_scratch_i32(p))}, DType::I32, Device::Cuda);
   p.scratch_f32 = f.data<float>();
   p.scratch_i32 = i.data<int32_t>();
   launch_ssm_scan(p, index_error_counter(), stream_of(ctx));

@@ -1,5 +1,6 @@
 // Mamba2 chunked scan (SSD) over packed sequences, f32 throughout. For chunk c of a sequence
-// (Q tokens, never straddling sequences), local positions l, a_l = dt_l * A, cum_l = sum_{j<=l} a_j:
+// (Q tokens, never straddling sequences), local positions l, a_l = dt_l * A, cum_l = sum_{j<=l}
+// a_j:
 //   Y_diag[l] = sum_{s<=l} (C_l . B_s) exp(cum_l - cum_s) dt_s x_s
 //   S_loc     = sum_s exp(cum_last - cum_s) dt_s x_s (x) B_s
 //   S_in(c+1) = exp(cum_last(c)) S_in(c) + S_loc(c),  S_in(first) = initial state or 0
@@ -17,12 +18,12 @@ constexpr int kPTile = 16;  // head_dim rows per block in the state and output k
 
 struct Scratch {
   int64_t max_chunks;
-  float* dt;      // [nc, Hm, Q]
-  float* cum;     // [nc, Hm, Q]
-  float* cb;      // [nc, G, Q(s), Q(l)]
-  float* states;  // [nc, Hm, P, N]
-  int32_t* table;      // [nc, 3]: sequence, first token, length (0 = unused)
-  int32_t* seq_chunks; // [B, 2]: first chunk, chunk count
+  float* dt;            // [nc, Hm, Q]
+  float* cum;           // [nc, Hm, Q]
+  float* cb;            // [nc, G, Q(s), Q(l)]
+  float* states;        // [nc, Hm, P, N]
+  int32_t* table;       // [nc, 3]: sequence, first token, length (0 = unused)
+  int32_t* seq_chunks;  // [B, 2]: first chunk, chunk count
 };
 
 Scratch scratch_of(const SsmLaunch& p) {
@@ -39,8 +40,9 @@ Scratch scratch_of(const SsmLaunch& p) {
   return s;
 }
 
-__global__ void chunk_table_kernel(const int32_t* cu, int nseq, int64_t tokens, int Q, int64_t max_chunks,
-                                   int32_t* table, int32_t* seq_chunks, int* errors) {
+__global__ void chunk_table_kernel(const int32_t* cu, int nseq, int64_t tokens, int Q,
+                                   int64_t max_chunks, int32_t* table, int32_t* seq_chunks,
+                                   int* errors) {
   if (threadIdx.x != 0) return;
   int64_t c = 0;
   for (int b = 0; b < nseq; ++b) {
@@ -56,7 +58,8 @@ __global__ void chunk_table_kernel(const int32_t* cu, int nseq, int64_t tokens, 
       table[3 * c + 2] = min(Q, len - i * Q);
     }
   }
-  for (; c < max_chunks; ++c) table[3 * c + 2] = 0;
+  for (; c < max_chunks; ++c)
+    table[3 * c + 2] = 0;
 }
 
 // grid (nc, Hm), block Q threads: dt and the inclusive cumsum of dt * A within the chunk.
@@ -111,7 +114,8 @@ __global__ void chunk_cb_kernel(SsmLaunch p, Scratch s) {
     for (int k = 0; k < 32; ++k) {
       const float cv = cs[tx][k];
 #pragma unroll
-      for (int i = 0; i < 4; ++i) acc[i] += cv * bs[ty + 8 * i][k];
+      for (int i = 0; i < 4; ++i)
+        acc[i] += cv * bs[ty + 8 * i][k];
     }
     __syncthreads();
   }
@@ -129,12 +133,13 @@ template <class T>
 __global__ void chunk_state_kernel(SsmLaunch p, Scratch s) {
   extern __shared__ float sh[];
   const int64_t c = blockIdx.x, h = blockIdx.y, Q = p.chunk_size, N = p.state_size, P = p.head_dim;
-  const int64_t Hm = p.heads, g = h / (Hm / p.groups), p0 = static_cast<int64_t>(blockIdx.z) * kPTile;
+  const int64_t Hm = p.heads, g = h / (Hm / p.groups),
+                p0 = static_cast<int64_t>(blockIdx.z) * kPTile;
   const int32_t len = s.table[3 * c + 2];
   if (len == 0) return;
   const int64_t t0 = s.table[3 * c + 1];
-  float* bsh = sh;                 // [32][N]
-  float* xw = sh + 32 * N;         // [32][kPTile]
+  float* bsh = sh;          // [32][N]
+  float* xw = sh + 32 * N;  // [32][kPTile]
   const float* cum = s.cum + (c * Hm + h) * Q;
   const float* dtv = s.dt + (c * Hm + h) * Q;
   const float cum_last = cum[len - 1];
@@ -163,7 +168,8 @@ __global__ void chunk_state_kernel(SsmLaunch p, Scratch s) {
       xw[e] = v;
     }
     __syncthreads();
-    const int rows = static_cast<int>(min(static_cast<int64_t>(32), static_cast<int64_t>(len) - s0));
+    const int rows =
+        static_cast<int>(min(static_cast<int64_t>(32), static_cast<int64_t>(len) - s0));
     for (int r = 0; r < rows; ++r) {
 #pragma unroll
       for (int i = 0; i < 16; ++i)
@@ -207,22 +213,24 @@ template <class T>
 __global__ void chunk_scan_kernel(SsmLaunch p, Scratch s) {
   extern __shared__ float sh[];
   const int64_t c = blockIdx.x, h = blockIdx.y, Q = p.chunk_size, N = p.state_size, P = p.head_dim;
-  const int64_t Hm = p.heads, g = h / (Hm / p.groups), p0 = static_cast<int64_t>(blockIdx.z) * kPTile;
+  const int64_t Hm = p.heads, g = h / (Hm / p.groups),
+                p0 = static_cast<int64_t>(blockIdx.z) * kPTile;
   const int32_t len = s.table[3 * c + 2];
   if (len == 0) return;
   const int64_t t0 = s.table[3 * c + 1];
   const int l = threadIdx.x;
-  float* xd = sh;                    // [Q][kPTile]: dt_s * x_s[p]
-  float* cum = xd + Q * kPTile;      // [Q]
-  float* sin = cum + Q;              // [kPTile][N]: state entering the chunk
-  float* cs = sin + kPTile * N;      // [Q][33]: a 32-wide slice of C rows
+  float* xd = sh;                // [Q][kPTile]: dt_s * x_s[p]
+  float* cum = xd + Q * kPTile;  // [Q]
+  float* sin = cum + Q;          // [kPTile][N]: state entering the chunk
+  float* cs = sin + kPTile * N;  // [Q][33]: a 32-wide slice of C rows
   const float* cumg = s.cum + (c * Hm + h) * Q;
   const float* dtg = s.dt + (c * Hm + h) * Q;
   const T* Xm = static_cast<const T*>(p.x.p);
   const T* Cm = static_cast<const T*>(p.C.p);
   for (int64_t e = threadIdx.x; e < Q * kPTile; e += blockDim.x) {
     const int64_t si = e / kPTile, pp = e % kPTile;
-    xd[e] = (si < len && p0 + pp < P) ? dtg[si] * to_f32(Xm[(t0 + si) * p.x.ld + h * P + p0 + pp]) : 0.f;
+    xd[e] = (si < len && p0 + pp < P) ? dtg[si] * to_f32(Xm[(t0 + si) * p.x.ld + h * P + p0 + pp])
+                                      : 0.f;
   }
   cum[l] = cumg[l];
   const float* sg = s.states + ((c * Hm + h) * P) * N;
@@ -232,19 +240,22 @@ __global__ void chunk_scan_kernel(SsmLaunch p, Scratch s) {
 
   float acc[kPTile];
 #pragma unroll
-  for (int i = 0; i < kPTile; ++i) acc[i] = 0.f;
+  for (int i = 0; i < kPTile; ++i)
+    acc[i] = 0.f;
   // Y_off: S_in . C_l, 32 state columns at a time through shared memory.
   for (int64_t n0 = 0; n0 < N; n0 += 32) {
     for (int64_t e = threadIdx.x; e < Q * 32; e += blockDim.x) {
       const int64_t r = e / 32, k = e % 32;
-      cs[r * 33 + k] = (r < len && n0 + k < N) ? to_f32(Cm[(t0 + r) * p.C.ld + g * N + n0 + k]) : 0.f;
+      cs[r * 33 + k] =
+          (r < len && n0 + k < N) ? to_f32(Cm[(t0 + r) * p.C.ld + g * N + n0 + k]) : 0.f;
     }
     __syncthreads();
     const int kmax = static_cast<int>(min(static_cast<int64_t>(32), N - n0));
     for (int k = 0; k < kmax; ++k) {
       const float cv = cs[l * 33 + k];
 #pragma unroll
-      for (int i = 0; i < kPTile; ++i) acc[i] += sin[i * N + n0 + k] * cv;
+      for (int i = 0; i < kPTile; ++i)
+        acc[i] += sin[i * N + n0 + k] * cv;
     }
     __syncthreads();
   }
@@ -252,13 +263,15 @@ __global__ void chunk_scan_kernel(SsmLaunch p, Scratch s) {
   const float cl = cum[l];
   const float decay_in = expf(cl);
 #pragma unroll
-  for (int i = 0; i < kPTile; ++i) acc[i] *= decay_in;
+  for (int i = 0; i < kPTile; ++i)
+    acc[i] *= decay_in;
   // Y_diag: causal sum over earlier positions of the chunk.
   const float* cb = s.cb + (c * p.groups + g) * Q * Q;
   for (int si = 0; si <= l; ++si) {
     const float w = cb[si * Q + l] * expf(cl - cum[si]);
 #pragma unroll
-    for (int i = 0; i < kPTile; ++i) acc[i] += w * xd[si * kPTile + i];
+    for (int i = 0; i < kPTile; ++i)
+      acc[i] += w * xd[si * kPTile + i];
   }
   const float Dh = load_param(p.D.p, p.D.dt == DType::BF16, h);
   T* ym = static_cast<T*>(p.out.p);
@@ -292,7 +305,8 @@ void launch_ssm_scan(const SsmLaunch& p, int* index_errors, void* stream) {
   const int nseq = static_cast<int>(p.slots.n);
   const unsigned ptiles = static_cast<unsigned>((P + kPTile - 1) / kPTile);
   chunk_table_kernel<<<1, 32, 0, st>>>(static_cast<const int32_t*>(p.cu_seqlens.p), nseq, p.x.rows,
-                                       static_cast<int>(Q), nc, sc.table, sc.seq_chunks, index_errors);
+                                       static_cast<int>(Q), nc, sc.table, sc.seq_chunks,
+                                       index_errors);
   STRATA_CUDA_LAUNCH_CHECK();
   with_act(p.x.dt, [&](auto tag) {
     using T = decltype(tag);
@@ -301,24 +315,30 @@ void launch_ssm_scan(const SsmLaunch& p, int* index_errors, void* stream) {
                                static_cast<unsigned>(Q), Q * sizeof(float), st>>>(p, sc);
       STRATA_CUDA_LAUNCH_CHECK();
       const unsigned tiles = static_cast<unsigned>((Q + 31) / 32);
-      chunk_cb_kernel<T><<<dim3(static_cast<unsigned>(nc), static_cast<unsigned>(p.groups), tiles * tiles), 256, 0, st>>>(p, sc);
+      chunk_cb_kernel<T>
+          <<<dim3(static_cast<unsigned>(nc), static_cast<unsigned>(p.groups), tiles * tiles), 256,
+             0, st>>>(p, sc);
       STRATA_CUDA_LAUNCH_CHECK();
       const size_t state_smem = (32 * N + 32 * kPTile) * sizeof(float);
-      chunk_state_kernel<T><<<dim3(static_cast<unsigned>(nc), static_cast<unsigned>(p.heads), ptiles), 256,
-                              state_smem, st>>>(p, sc);
+      chunk_state_kernel<T>
+          <<<dim3(static_cast<unsigned>(nc), static_cast<unsigned>(p.heads), ptiles), 256,
+             state_smem, st>>>(p, sc);
       STRATA_CUDA_LAUNCH_CHECK();
     }
     const int64_t PN = P * N;
     state_pass_kernel<<<dim3(static_cast<unsigned>(nseq), static_cast<unsigned>(p.heads),
-                             static_cast<unsigned>((PN + 255) / 256)), 256, 0, st>>>(p, sc, index_errors);
+                             static_cast<unsigned>((PN + 255) / 256)),
+                        256, 0, st>>>(p, sc, index_errors);
     STRATA_CUDA_LAUNCH_CHECK();
     if (nc > 0) {
       const size_t scan_smem = (Q * kPTile + Q + kPTile * N + Q * 33) * sizeof(float);
       if (scan_smem > 48 * 1024)
-        STRATA_CUDA_CHECK(cudaFuncSetAttribute(chunk_scan_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+        STRATA_CUDA_CHECK(cudaFuncSetAttribute(chunk_scan_kernel<T>,
+                                               cudaFuncAttributeMaxDynamicSharedMemorySize,
                                                static_cast<int>(scan_smem)));
-      chunk_scan_kernel<T><<<dim3(static_cast<unsigned>(nc), static_cast<unsigned>(p.heads), ptiles),
-                             static_cast<unsigned>(Q), scan_smem, st>>>(p, sc);
+      chunk_scan_kernel<T>
+          <<<dim3(static_cast<unsigned>(nc), static_cast<unsigned>(p.heads), ptiles),
+             static_cast<unsigned>(Q), scan_smem, st>>>(p, sc);
       STRATA_CUDA_LAUNCH_CHECK();
     }
   });

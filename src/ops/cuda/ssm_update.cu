@@ -115,15 +115,20 @@ __global__ void __launch_bounds__(kWarps * 32) ssm_update_kernel(SsmLaunch p, in
 void launch_ssm_update(const SsmLaunch& p, int* index_errors, void* stream) {
   const int64_t Bn = p.x.rows;
   if (Bn == 0) return;
-  dim3 grid(static_cast<unsigned>(Bn * p.heads), static_cast<unsigned>((p.head_dim + kRowsPerBlock - 1) / kRowsPerBlock));
+  dim3 grid(static_cast<unsigned>(Bn * p.heads),
+            static_cast<unsigned>((p.head_dim + kRowsPerBlock - 1) / kRowsPerBlock));
   auto s = static_cast<cudaStream_t>(stream);
   with_act(p.x.dt, [&](auto tag) {
     using T = decltype(tag);
     // float4 state rows need N % 4 == 0 (rows then stay 16-byte aligned).
-    if (p.state_size == 128) ssm_update_kernel<T, 4><<<grid, kWarps * 32, 0, s>>>(p, index_errors);
-    else if (p.state_size == 256) ssm_update_kernel<T, 8><<<grid, kWarps * 32, 0, s>>>(p, index_errors);
-    else if (p.state_size == 64) ssm_update_kernel<T, 2><<<grid, kWarps * 32, 0, s>>>(p, index_errors);
-    else ssm_update_kernel<T, 0><<<grid, kWarps * 32, 0, s>>>(p, index_errors);
+    if (p.state_size == 128)
+      ssm_update_kernel<T, 4><<<grid, kWarps * 32, 0, s>>>(p, index_errors);
+    else if (p.state_size == 256)
+      ssm_update_kernel<T, 8><<<grid, kWarps * 32, 0, s>>>(p, index_errors);
+    else if (p.state_size == 64)
+      ssm_update_kernel<T, 2><<<grid, kWarps * 32, 0, s>>>(p, index_errors);
+    else
+      ssm_update_kernel<T, 0><<<grid, kWarps * 32, 0, s>>>(p, index_errors);
     STRATA_CUDA_LAUNCH_CHECK();
   });
 }

@@ -24,10 +24,12 @@ constexpr int64_t kChannelBlock = 64;
 // conv_states [S, K-1, C], out [rows, C].
 bool conv_common_supports(ArgCheck& c, const Tensor& x, const Tensor& weight, const Tensor& bias,
                           const Tensor& conv_states, const Tensor& out) {
-  if (!(c.host(x, "x") && c.host(weight, "weight") && c.host(conv_states, "conv_states") && c.host(out, "out")))
+  if (!(c.host(x, "x") && c.host(weight, "weight") && c.host(conv_states, "conv_states") &&
+        c.host(out, "out")))
     return false;
   if (bias.defined() && !c.host(bias, "bias")) return false;
-  if (!(c.that(x.rank() == 2, "x must be 2-D [T, C]") && c.that(weight.rank() == 2, "weight must be 2-D [C, K]") &&
+  if (!(c.that(x.rank() == 2, "x must be 2-D [T, C]") &&
+        c.that(weight.rank() == 2, "weight must be 2-D [C, K]") &&
         c.that(conv_states.rank() == 3, "conv_states must be 3-D [S, K-1, C]")))
     return false;
   const int64_t T = x.dim(0), C = x.dim(1), K = weight.dim(1), S = conv_states.dim(0);
@@ -52,7 +54,8 @@ ConvParams load_params(const Tensor& weight, const Tensor& bias) {
   p.K = weight.dim(1);
   p.w.resize(static_cast<size_t>(p.C * p.K));
   const RowsView wv(weight);
-  for (int64_t c = 0; c < p.C; ++c) wv.load(c, p.w.data() + c * p.K);
+  for (int64_t c = 0; c < p.C; ++c)
+    wv.load(c, p.w.data() + c * p.K);
   p.bias = bias.defined() ? load_vector(bias) : std::vector<float>(static_cast<size_t>(p.C), 0.f);
   return p;
 }
@@ -75,7 +78,8 @@ void load_state_rows(const Tensor& states, int64_t slot, bool has_initial, Windo
 
 void store_state_rows(const Tensor& states, int64_t slot, Window& win, int64_t K) {
   for (int64_t k = 0; k + 1 < K; ++k)
-    store_f32(element_ptr(states, {slot, k, win.c0}), states.dtype(), win.cw, win.row(win.rows - (K - 1) + k));
+    store_f32(element_ptr(states, {slot, k, win.c0}), states.dtype(), win.cw,
+              win.row(win.rows - (K - 1) + k));
 }
 
 // out rows i = 0 .. L-1 of the window (row i of the output uses window rows i .. i+K-1).
@@ -87,7 +91,8 @@ void convolve(const ConvParams& p, Window& win, const RowsView& out, int64_t out
       const int64_t c = win.c0 + j;
       const float* wc = p.w.data() + c * p.K;
       float acc = p.bias[static_cast<size_t>(c)];
-      for (int64_t k = 0; k < p.K; ++k) acc += wc[k] * win.v[static_cast<size_t>((i + k) * win.cw + j)];
+      for (int64_t k = 0; k < p.K; ++k)
+        acc += wc[k] * win.v[static_cast<size_t>((i + k) * win.cw + j)];
       y[static_cast<size_t>(j)] = silu(acc);
     }
     out.store(out_row0 + i, win.c0, win.cw, y.data());
@@ -104,7 +109,8 @@ std::vector<int32_t> load_flags(const char* op, const Tensor& t) {
 bool conv1d_prefill_supports(const Conv1dPrefillArgs& a, std::string* why) {
   ArgCheck c("conv1d_prefill", why);
   if (!conv_common_supports(c, a.x, a.weight, a.bias, a.conv_states, a.out)) return false;
-  if (!(c.host(a.cu_seqlens, "cu_seqlens") && c.host(a.slots, "slots") && c.host(a.has_initial, "has_initial")))
+  if (!(c.host(a.cu_seqlens, "cu_seqlens") && c.host(a.slots, "slots") &&
+        c.host(a.has_initial, "has_initial")))
     return false;
   const int64_t B = a.slots.rank() == 1 ? a.slots.dim(0) : -1;
   return c.index_vec(a.slots, "slots", B) && c.index_vec(a.cu_seqlens, "cu_seqlens", B + 1) &&
@@ -131,7 +137,8 @@ void conv1d_prefill_run(const Conv1dPrefillArgs& a, OpContext&) {
       win.rows = p.K - 1 + L;
       win.v.resize(static_cast<size_t>(win.rows * win.cw));
       load_state_rows(a.conv_states, slots[b], init[b] != 0, win, p.K);
-      for (int64_t i = 0; i < L; ++i) x.load(start + i, win.c0, win.cw, win.row(p.K - 1 + i));
+      for (int64_t i = 0; i < L; ++i)
+        x.load(start + i, win.c0, win.cw, win.row(p.K - 1 + i));
       convolve(p, win, out, start);
       store_state_rows(a.conv_states, slots[b], win, p.K);
     }
@@ -170,7 +177,9 @@ void conv1d_update_run(const Conv1dUpdateArgs& a, OpContext&) {
 
 }  // namespace
 
-STRATA_REGISTER_KERNEL(Conv1dPrefillArgs, "host", Device::Host, conv1d_prefill_supports, conv1d_prefill_run);
-STRATA_REGISTER_KERNEL(Conv1dUpdateArgs, "host", Device::Host, conv1d_update_supports, conv1d_update_run);
+STRATA_REGISTER_KERNEL(Conv1dPrefillArgs, "host", Device::Host, conv1d_prefill_supports,
+                       conv1d_prefill_run);
+STRATA_REGISTER_KERNEL(Conv1dUpdateArgs, "host", Device::Host, conv1d_update_supports,
+                       conv1d_update_run);
 
 }  // namespace strata::ops::host

@@ -36,7 +36,8 @@ void relu2_run(const Relu2Args& a, OpContext&) {
     std::vector<float> v(static_cast<size_t>(x.cols));
     for (int64_t t = t0; t < t1; ++t) {
       x.load(t, v.data());
-      for (float& e : v) e = e > 0.f ? e * e : 0.f;
+      for (float& e : v)
+        e = e > 0.f ? e * e : 0.f;
       out.store(t, v.data());
     }
   });
@@ -55,7 +56,8 @@ void add_run(const AddArgs& args, OpContext&) {
     for (int64_t t = t0; t < t1; ++t) {
       a.load(t, va.data());
       b.load(t, vb.data());
-      for (size_t i = 0; i < va.size(); ++i) va[i] += vb[i];
+      for (size_t i = 0; i < va.size(); ++i)
+        va[i] += vb[i];
       out.store(t, va.data());
     }
   });
@@ -64,7 +66,8 @@ void add_run(const AddArgs& args, OpContext&) {
 bool cast_supports(const CastArgs& a, std::string* why) {
   ArgCheck c("cast", why);
   if (!(c.host(a.x, "x") && c.host(a.out, "out"))) return false;
-  const std::initializer_list<DType> floats = {DType::F32, DType::F64, DType::F16, DType::BF16, DType::F8E4M3};
+  const std::initializer_list<DType> floats = {DType::F32, DType::F64, DType::F16, DType::BF16,
+                                               DType::F8E4M3};
   if (!(c.dtype_in(a.x, "x", floats) && c.dtype_in(a.out, "out", floats))) return false;
   // Values pass through f32: from f64 only f32 (and f64) targets round exactly once.
   if (a.x.dtype() == DType::F64 && a.out.dtype() != DType::F32 && a.out.dtype() != DType::F64)

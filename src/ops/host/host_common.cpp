@@ -16,7 +16,8 @@ bool ArgCheck::defined(const Tensor& t, const char* name) {
 
 bool ArgCheck::host(const Tensor& t, const char* name) {
   if (!defined(t, name)) return false;
-  return t.device() == Device::Host || fail("{} is on {}, not on the host", name, device_name(t.device()));
+  return t.device() == Device::Host ||
+         fail("{} is on {}, not on the host", name, device_name(t.device()));
 }
 
 bool ArgCheck::dtype_in(const Tensor& t, const char* name, std::initializer_list<DType> allowed) {
@@ -38,7 +39,8 @@ bool ArgCheck::rows(const Tensor& t, const char* name, int64_t rows, int64_t col
   if (t.rank() != 2) return fail("{} {} must be 2-D [{}, {}]", name, t.str(), rows, cols);
   if (t.dim(0) != rows || t.dim(1) != cols)
     return fail("{} {} must have shape [{}, {}]", name, t.str(), rows, cols);
-  if (cols > 1 && t.stride(1) != 1) return fail("{} has inner stride {}, expected 1", name, t.stride(1));
+  if (cols > 1 && t.stride(1) != 1)
+    return fail("{} has inner stride {}, expected 1", name, t.stride(1));
   if (rows > 1 && t.stride(0) < cols)
     return fail("{} has row stride {} < width {}", name, t.stride(0), cols);
   return true;
@@ -62,12 +64,14 @@ bool ArgCheck::inner_contiguous(const Tensor& t, const char* name,
   int64_t expect = 1;
   for (int d = t.rank() - 1; d >= 1; --d) {
     if (t.dim(d) > 1 && t.stride(d) != expect)
-      return fail("{} must be contiguous below its first dimension (stride {} of dim {}, expected {})",
-                  name, t.stride(d), d, expect);
+      return fail(
+          "{} must be contiguous below its first dimension (stride {} of dim {}, expected {})",
+          name, t.stride(d), d, expect);
     expect *= t.dim(d);
   }
   if (t.dim(0) > 1 && t.stride(0) < expect)
-    return fail("{} has stride {} in its first dimension, below its row size {}", name, t.stride(0), expect);
+    return fail("{} has stride {} in its first dimension, below its row size {}", name, t.stride(0),
+                expect);
   return true;
 }
 
@@ -101,11 +105,13 @@ void load_f32(const void* p, DType t, int64_t n, float* dst) {
       return;
     case DType::BF16: {
       const auto* s = static_cast<const uint16_t*>(p);
-      for (int64_t i = 0; i < n; ++i) dst[i] = bf16_to_f32(s[i]);
+      for (int64_t i = 0; i < n; ++i)
+        dst[i] = bf16_to_f32(s[i]);
       return;
     }
     default:
-      for (int64_t i = 0; i < n; ++i) dst[i] = load_as_f32(p, t, static_cast<size_t>(i));
+      for (int64_t i = 0; i < n; ++i)
+        dst[i] = load_as_f32(p, t, static_cast<size_t>(i));
   }
 }
 
@@ -116,11 +122,13 @@ void store_f32(void* p, DType t, int64_t n, const float* src) {
       return;
     case DType::BF16: {
       auto* d = static_cast<uint16_t*>(p);
-      for (int64_t i = 0; i < n; ++i) d[i] = f32_to_bf16(src[i]);
+      for (int64_t i = 0; i < n; ++i)
+        d[i] = f32_to_bf16(src[i]);
       return;
     }
     default:
-      for (int64_t i = 0; i < n; ++i) store_from_f32(p, t, static_cast<size_t>(i), src[i]);
+      for (int64_t i = 0; i < n; ++i)
+        store_from_f32(p, t, static_cast<size_t>(i), src[i]);
   }
 }
 
@@ -141,15 +149,19 @@ std::vector<int32_t> load_indices(const Tensor& t) {
 char* element_ptr(const Tensor& t, std::initializer_list<int64_t> index) {
   int64_t off = 0;
   int d = 0;
-  for (int64_t i : index) off += i * t.stride(d++);
+  for (int64_t i : index)
+    off += i * t.stride(d++);
   return static_cast<char*>(t.raw()) + static_cast<size_t>(off) * dtype_size(t.dtype());
 }
 
 float round_to(DType t, float v) {
   switch (t) {
-    case DType::F32: return v;
-    case DType::BF16: return round_bf16(v);
-    case DType::F16: return round_f16(v);
+    case DType::F32:
+      return v;
+    case DType::BF16:
+      return round_bf16(v);
+    case DType::F16:
+      return round_f16(v);
     default: {
       alignas(8) unsigned char buf[8];
       store_from_f32(buf, t, 0, v);
@@ -173,8 +185,10 @@ void check_slots(const char* op, const std::vector<int32_t>& slots, int64_t pool
   std::vector<bool> used(static_cast<size_t>(pool), false);
   for (size_t b = 0; b < slots.size(); ++b) {
     const int32_t s = slots[b];
-    if (s < 0 || s >= pool) fail("{}: slots[{}] = {} is outside the pool of {} states", op, b, s, pool);
-    if (used[static_cast<size_t>(s)]) fail("{}: slot {} is used by two sequences of one step", op, s);
+    if (s < 0 || s >= pool)
+      fail("{}: slots[{}] = {} is outside the pool of {} states", op, b, s, pool);
+    if (used[static_cast<size_t>(s)])
+      fail("{}: slot {} is used by two sequences of one step", op, s);
     used[static_cast<size_t>(s)] = true;
   }
 }

@@ -92,15 +92,23 @@ inline float dot_f32(const float* a, const float* b, int64_t n) {
   float acc[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
   int64_t i = 0;
   for (; i + 8 <= n; i += 8)
-    for (int j = 0; j < 8; ++j) acc[j] += a[i + j] * b[i + j];
+    for (int j = 0; j < 8; ++j)
+      acc[j] += a[i + j] * b[i + j];
   float tail = 0.f;
-  for (; i < n; ++i) tail += a[i] * b[i];
+  for (; i < n; ++i)
+    tail += a[i] * b[i];
   return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7])) + tail;
 }
 
-inline float silu(float v) { return v / (1.0f + std::exp(-v)); }
-inline float sigmoid(float v) { return 1.0f / (1.0f + std::exp(-v)); }
+inline float silu(float v) {
+  return v / (1.0f + std::exp(-v));
+}
+inline float sigmoid(float v) {
+  return 1.0f / (1.0f + std::exp(-v));
+}
 // As vLLM / Triton: identity above 20, log1p(exp(v)) below.
-inline float softplus(float v) { return v > 20.0f ? v : std::log1p(std::exp(v)); }
+inline float softplus(float v) {
+  return v > 20.0f ? v : std::log1p(std::exp(v));
+}
 
 }  // namespace strata::ops::host

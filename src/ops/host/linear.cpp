@@ -16,7 +16,8 @@ bool linear_supports(const LinearArgs& a, std::string* why) {
   if (!(c.host(a.x, "x") && c.host(a.out, "out"))) return false;
   if (!c.that(a.x.rank() == 2, "x must be 2-D [T, K]")) return false;
   const int64_t T = a.x.dim(0), K = a.x.dim(1);
-  if (!(c.float_act(a.x, "x") && c.rows(a.x, "x", T, K) && weight_supported(c, a.w, "weight", -1, K)))
+  if (!(c.float_act(a.x, "x") && c.rows(a.x, "x", T, K) &&
+        weight_supported(c, a.w, "weight", -1, K)))
     return false;
   return c.float_act(a.out, "out") && c.rows(a.out, "out", T, a.w.out_features());
 }
@@ -25,7 +26,8 @@ void linear_run(const LinearArgs& a, OpContext&) {
   const RowsView x(a.x), out(a.out);
   const int64_t T = x.rows, K = x.cols, N = out.cols;
   std::vector<float> xs(static_cast<size_t>(T * K));  // [T, K] f32
-  for (int64_t t = 0; t < T; ++t) x.load(t, xs.data() + t * K);
+  for (int64_t t = 0; t < T; ++t)
+    x.load(t, xs.data() + t * K);
   const float scale = weight_output_scale(a.w);
   const size_t es = dtype_size(out.dtype);
   parallel_for(N, [&](int64_t n0, int64_t n1) {

@@ -40,13 +40,17 @@ void rms_norm_run(const RmsNormArgs& a, OpContext&) {
       x.load(t, v.data());
       if (has_res) {
         res.load(t, r.data());
-        for (int64_t i = 0; i < H; ++i) v[i] += r[i];
+        for (int64_t i = 0; i < H; ++i)
+          v[i] += r[i];
         res.store(t, v.data());
         // Normalize what was stored (the residual stream lives in act).
-        for (int64_t i = 0; i < H; ++i) v[i] = round_to(res.dtype, v[i]);
+        for (int64_t i = 0; i < H; ++i)
+          v[i] = round_to(res.dtype, v[i]);
       }
-      const float inv = 1.0f / std::sqrt(dot_f32(v.data(), v.data(), H) / static_cast<float>(H) + a.eps);
-      for (int64_t i = 0; i < H; ++i) v[i] = round_to(act, v[i] * inv) * w[static_cast<size_t>(i)];
+      const float inv =
+          1.0f / std::sqrt(dot_f32(v.data(), v.data(), H) / static_cast<float>(H) + a.eps);
+      for (int64_t i = 0; i < H; ++i)
+        v[i] = round_to(act, v[i] * inv) * w[static_cast<size_t>(i)];
       out.store(t, v.data());
     }
   });
@@ -77,11 +81,14 @@ void gated_rms_norm_run(const GatedRmsNormArgs& a, OpContext&) {
     for (int64_t t = t0; t < t1; ++t) {
       y.load(t, v.data());
       z.load(t, g.data());
-      for (int64_t i = 0; i < D; ++i) v[i] *= silu(g[i]);  // gate first (norm_before_gate=False)
+      for (int64_t i = 0; i < D; ++i)
+        v[i] *= silu(g[i]);  // gate first (norm_before_gate=False)
       for (int64_t g0 = 0; g0 < D; g0 += group) {
         float* vg = v.data() + g0;
-        const float inv = 1.0f / std::sqrt(dot_f32(vg, vg, group) / static_cast<float>(group) + a.eps);
-        for (int64_t i = 0; i < group; ++i) vg[i] = round_to(act, vg[i] * inv) * w[static_cast<size_t>(g0 + i)];
+        const float inv =
+            1.0f / std::sqrt(dot_f32(vg, vg, group) / static_cast<float>(group) + a.eps);
+        for (int64_t i = 0; i < group; ++i)
+          vg[i] = round_to(act, vg[i] * inv) * w[static_cast<size_t>(g0 + i)];
       }
       out.store(t, v.data());
     }
@@ -91,6 +98,7 @@ void gated_rms_norm_run(const GatedRmsNormArgs& a, OpContext&) {
 }  // namespace
 
 STRATA_REGISTER_KERNEL(RmsNormArgs, "host", Device::Host, rms_norm_supports, rms_norm_run);
-STRATA_REGISTER_KERNEL(GatedRmsNormArgs, "host", Device::Host, gated_rms_norm_supports, gated_rms_norm_run);
+STRATA_REGISTER_KERNEL(GatedRmsNormArgs, "host", Device::Host, gated_rms_norm_supports,
+                       gated_rms_norm_run);
 
 }  // namespace strata::ops::host

@@ -35,7 +35,8 @@ void check_row(const SamplingRow& r, size_t b) {
   if (!(std::isfinite(r.temperature) && r.temperature >= 0.f))
     fail("sample: row {} has temperature {}; it must be finite and >= 0", b, r.temperature);
   if (r.top_k < 0) fail("sample: row {} has top_k {}; it must be >= 0 (0 = off)", b, r.top_k);
-  if (!(r.top_p > 0.f && r.top_p <= 1.f)) fail("sample: row {} has top_p {}; it must be in (0, 1]", b, r.top_p);
+  if (!(r.top_p > 0.f && r.top_p <= 1.f))
+    fail("sample: row {} has top_p {}; it must be in (0, 1]", b, r.top_p);
 }
 
 // The finite maximum of a row (first index among equals); throws on NaN or no finite maximum.
@@ -49,7 +50,8 @@ int64_t argmax_row(const float* l, int64_t V, size_t b) {
   return best;
 }
 
-int32_t sample_row(const float* l, int64_t V, const SamplingRow& r, std::vector<int32_t>& order, std::vector<float>& p) {
+int32_t sample_row(const float* l, int64_t V, const SamplingRow& r, std::vector<int32_t>& order,
+                   std::vector<float>& p) {
   order.resize(static_cast<size_t>(V));
   std::iota(order.begin(), order.end(), 0);
   const auto before = [&](int32_t a, int32_t b) { return l[a] > l[b] || (l[a] == l[b] && a < b); };
@@ -61,7 +63,8 @@ int32_t sample_row(const float* l, int64_t V, const SamplingRow& r, std::vector<
   const float m = l[order[0]];
   p.resize(static_cast<size_t>(kept));
   double mass = 0;
-  for (int64_t i = 0; i < kept; ++i) mass += (p[i] = std::exp((l[order[i]] - m) / r.temperature));
+  for (int64_t i = 0; i < kept; ++i)
+    mass += (p[i] = std::exp((l[order[i]] - m) / r.temperature));
   if (r.top_p < 1.f) {
     const double need = static_cast<double>(r.top_p) * mass;
     double cum = 0;
@@ -89,7 +92,8 @@ int32_t sample_row(const float* l, int64_t V, const SamplingRow& r, std::vector<
 void sample_run(const SampleArgs& a, OpContext&) {
   const RowsView logits(a.logits);
   const int64_t B = logits.rows, V = logits.cols;
-  for (size_t b = 0; b < a.rows.size(); ++b) check_row(a.rows[b], b);
+  for (size_t b = 0; b < a.rows.size(); ++b)
+    check_row(a.rows[b], b);
   int32_t* ids = a.ids.data<int32_t>();
   parallel_for(B, [&](int64_t b0, int64_t b1) {
     std::vector<float> row(static_cast<size_t>(V)), p;
@@ -97,8 +101,10 @@ void sample_run(const SampleArgs& a, OpContext&) {
     for (int64_t b = b0; b < b1; ++b) {
       logits.load(b, row.data());
       const SamplingRow& r = a.rows[static_cast<size_t>(b)];
-      const int64_t best = argmax_row(row.data(), V, static_cast<size_t>(b));  // also validates the row
-      ids[b] = r.temperature == 0.f ? static_cast<int32_t>(best) : sample_row(row.data(), V, r, order, p);
+      const int64_t best =
+          argmax_row(row.data(), V, static_cast<size_t>(b));  // also validates the row
+      ids[b] = r.temperature == 0.f ? static_cast<int32_t>(best)
+                                    : sample_row(row.data(), V, r, order, p);
     }
   });
 }

@@ -19,9 +19,10 @@ struct SsmDims {
 
 // Checks everything the two ops share: dims, x / dt_raw / B / C / out row views over `rows`
 // tokens, A / D / dt_bias vectors, ssm_states [S, Hm, P, N] contiguous below the slot index.
-bool ssm_common_supports(ArgCheck& c, const SsmDims& d, int64_t rows, const Tensor& x, const Tensor& dt_raw,
-                         const Tensor& A, const Tensor& B, const Tensor& C, const Tensor& D,
-                         const Tensor& dt_bias, const Tensor& ssm_states, const Tensor& out);
+bool ssm_common_supports(ArgCheck& c, const SsmDims& d, int64_t rows, const Tensor& x,
+                         const Tensor& dt_raw, const Tensor& A, const Tensor& B, const Tensor& C,
+                         const Tensor& D, const Tensor& dt_bias, const Tensor& ssm_states,
+                         const Tensor& out);
 
 // Per-head parameters as f32.
 struct SsmParams {
@@ -31,7 +32,8 @@ struct SsmParams {
 };
 
 // The [P, N] state of head h in `slot`, as f32; zeros when !has_initial.
-void load_head_state(const Tensor& states, int64_t slot, int64_t h, bool has_initial, std::vector<float>& S);
+void load_head_state(const Tensor& states, int64_t slot, int64_t h, bool has_initial,
+                     std::vector<float>& S);
 void store_head_state(const Tensor& states, int64_t slot, int64_t h, const std::vector<float>& S);
 
 }  // namespace strata::ops::host

@@ -24,10 +24,12 @@ bool ssm_scan_supports(const SsmScanArgs& a, std::string* why) {
   ArgCheck c("ssm_scan", why);
   const SsmDims d{a.heads, a.head_dim, a.groups, a.state_size};
   if (!c.defined(a.x, "x") || !c.that(a.x.rank() == 2, "x must be 2-D [T, Hm*P]")) return false;
-  if (!ssm_common_supports(c, d, a.x.dim(0), a.x, a.dt_raw, a.A, a.B, a.C, a.D, a.dt_bias, a.ssm_states, a.out))
+  if (!ssm_common_supports(c, d, a.x.dim(0), a.x, a.dt_raw, a.A, a.B, a.C, a.D, a.dt_bias,
+                           a.ssm_states, a.out))
     return false;
   if (a.chunk_size < 1) return c.fail("chunk_size {} must be >= 1", a.chunk_size);
-  if (!(c.host(a.cu_seqlens, "cu_seqlens") && c.host(a.slots, "slots") && c.host(a.has_initial, "has_initial")))
+  if (!(c.host(a.cu_seqlens, "cu_seqlens") && c.host(a.slots, "slots") &&
+        c.host(a.has_initial, "has_initial")))
     return false;
   const int64_t B = a.slots.rank() == 1 ? a.slots.dim(0) : -1;
   return c.index_vec(a.slots, "slots", B) && c.index_vec(a.cu_seqlens, "cu_seqlens", B + 1) &&
@@ -42,8 +44,12 @@ struct ChunkScratch {
   std::vector<float> y;          // [P]
   std::vector<float> S;          // [P, N] carried state
   ChunkScratch(int64_t Q, int64_t P, int64_t N)
-      : x(static_cast<size_t>(Q * P)), Bm(static_cast<size_t>(Q * N)), Cm(static_cast<size_t>(Q * N)),
-        dt(static_cast<size_t>(Q)), cum(static_cast<size_t>(Q)), coef(static_cast<size_t>(Q)),
+      : x(static_cast<size_t>(Q * P)),
+        Bm(static_cast<size_t>(Q * N)),
+        Cm(static_cast<size_t>(Q * N)),
+        dt(static_cast<size_t>(Q)),
+        cum(static_cast<size_t>(Q)),
+        coef(static_cast<size_t>(Q)),
         y(static_cast<size_t>(P)) {}
 };
 
@@ -73,11 +79,13 @@ void scan_chunk(const ScanInputs& in, int64_t h, int64_t row0, int64_t Lc, Chunk
     const float* Cl = sc.Cm.data() + l * N;
     // Y_diag weights: (C_l . B_s) * exp(cum_l - cum_s) * dt_s for s <= l.
     for (int64_t s = 0; s <= l; ++s)
-      sc.coef[s] = dot_f32(Cl, sc.Bm.data() + s * N, N) * std::exp(sc.cum[l] - sc.cum[s]) * sc.dt[s];
+      sc.coef[s] =
+          dot_f32(Cl, sc.Bm.data() + s * N, N) * std::exp(sc.cum[l] - sc.cum[s]) * sc.dt[s];
     const float decay_in = std::exp(sc.cum[l]);
     for (int64_t p = 0; p < P; ++p) {
       float diag = 0.f;
-      for (int64_t s = 0; s <= l; ++s) diag += sc.coef[s] * sc.x[s * P + p];
+      for (int64_t s = 0; s <= l; ++s)
+        diag += sc.coef[s] * sc.x[s * P + p];
       const float off = decay_in * dot_f32(sc.S.data() + p * N, Cl, N);
       sc.y[p] = (diag + off) + D * sc.x[l * P + p];
     }
@@ -85,11 +93,13 @@ void scan_chunk(const ScanInputs& in, int64_t h, int64_t row0, int64_t Lc, Chunk
   }
   // State passing: S = exp(cum_last) * S + sum_s exp(cum_last - cum_s) * dt_s * x_s (x) B_s.
   const float last = sc.cum[Lc - 1], decay_all = std::exp(last);
-  for (int64_t s = 0; s < Lc; ++s) sc.coef[s] = std::exp(last - sc.cum[s]) * sc.dt[s];
+  for (int64_t s = 0; s < Lc; ++s)
+    sc.coef[s] = std::exp(last - sc.cum[s]) * sc.dt[s];
   for (int64_t p = 0; p < P; ++p)
     for (int64_t n = 0; n < N; ++n) {
       float acc = 0.f;
-      for (int64_t s = 0; s < Lc; ++s) acc += sc.coef[s] * sc.x[s * P + p] * sc.Bm[s * N + n];
+      for (int64_t s = 0; s < Lc; ++s)
+        acc += sc.coef[s] * sc.x[s * P + p] * sc.Bm[s * N + n];
       float& Sv = sc.S[p * N + n];
       Sv = decay_all * Sv + acc;
     }
@@ -102,22 +112,31 @@ void ssm_scan_run(const SsmScanArgs& a, OpContext&) {
   check_cu_seqlens(op, "cu_seqlens", cu, a.x.dim(0));
   check_slots(op, slots, a.ssm_states.dim(0));
   for (size_t b = 0; b < init.size(); ++b)
-    if (init[b] != 0 && init[b] != 1) fail("{}: has_initial[{}] = {}, expected 0 or 1", op, b, init[b]);
-  const ScanInputs in{RowsView(a.x), RowsView(a.dt_raw), RowsView(a.B), RowsView(a.C), RowsView(a.out),
-                      SsmParams(a.A, a.D, a.dt_bias), SsmDims{a.heads, a.head_dim, a.groups, a.state_size}};
+    if (init[b] != 0 && init[b] != 1)
+      fail("{}: has_initial[{}] = {}, expected 0 or 1", op, b, init[b]);
+  const ScanInputs in{RowsView(a.x),
+                      RowsView(a.dt_raw),
+                      RowsView(a.B),
+                      RowsView(a.C),
+                      RowsView(a.out),
+                      SsmParams(a.A, a.D, a.dt_bias),
+                      SsmDims{a.heads, a.head_dim, a.groups, a.state_size}};
   const int64_t Hm = a.heads, Q = a.chunk_size;
   const int64_t nseq = static_cast<int64_t>(slots.size());
-  parallel_for(nseq * Hm, [&](int64_t i0, int64_t i1) {
-    ChunkScratch sc(Q, a.head_dim, a.state_size);
-    for (int64_t item = i0; item < i1; ++item) {
-      const size_t b = static_cast<size_t>(item / Hm);
-      const int64_t h = item % Hm;
-      load_head_state(a.ssm_states, slots[b], h, init[b] != 0, sc.S);
-      for (int64_t c0 = cu[b]; c0 < cu[b + 1]; c0 += Q)
-        scan_chunk(in, h, c0, std::min<int64_t>(Q, cu[b + 1] - c0), sc);
-      store_head_state(a.ssm_states, slots[b], h, sc.S);
-    }
-  }, 1);
+  parallel_for(
+      nseq * Hm,
+      [&](int64_t i0, int64_t i1) {
+        ChunkScratch sc(Q, a.head_dim, a.state_size);
+        for (int64_t item = i0; item < i1; ++item) {
+          const size_t b = static_cast<size_t>(item / Hm);
+          const int64_t h = item % Hm;
+          load_head_state(a.ssm_states, slots[b], h, init[b] != 0, sc.S);
+          for (int64_t c0 = cu[b]; c0 < cu[b + 1]; c0 += Q)
+            scan_chunk(in, h, c0, std::min<int64_t>(Q, cu[b + 1] - c0), sc);
+          store_head_state(a.ssm_states, slots[b], h, sc.S);
+        }
+      },
+      1);
 }
 
 }  // namespace

@@ -18,8 +18,9 @@ bool weight_supported(ArgCheck& c, const LinearWeight& w, const char* name, int6
 // Row n of the weight as f32 (K values).
 inline void load_weight_row(const LinearWeight& w, int64_t n, float* dst) {
   const size_t es = dtype_size(w.weight.dtype());
-  load_f32(static_cast<const char*>(w.weight.raw()) + static_cast<size_t>(n * w.weight.stride(0)) * es,
-           w.weight.dtype(), w.in_features(), dst);
+  load_f32(
+      static_cast<const char*>(w.weight.raw()) + static_cast<size_t>(n * w.weight.stride(0)) * es,
+      w.weight.dtype(), w.in_features(), dst);
 }
 
 inline float weight_output_scale(const LinearWeight& w) {

@@ -52,7 +52,8 @@ Value loop_attr(const Value& obj, const std::string& name) {
     return Value::callable("loop.changed", [state](Renderer&, CallArgs& call) -> Value {
       // LoopContext.changed(*value): True when the arguments differ from the previous call's.
       bool same = state->size() == call.args.size() + 1;  // slot 0 marks "called before"
-      for (size_t k = 0; same && k < call.args.size(); ++k) same = equal((*state)[k + 1], call.args[k]);
+      for (size_t k = 0; same && k < call.args.size(); ++k)
+        same = equal((*state)[k + 1], call.args[k]);
       if (same) return Value::boolean(false);
       state->assign(1, Value::none());
       state->insert(state->end(), call.args.begin(), call.args.end());
@@ -108,8 +109,10 @@ SliceIndices adjust_slice(const Value& start, const Value& stop, const Value& st
 }  // namespace
 
 std::string missing_attribute(const Value& obj, const Value& name) {
-  if (!name.is_string()) return fmt::format("{} has no element {}", object_type_repr(obj), repr(name));
-  return fmt::format("{} has no attribute {}", str_repr(object_type_repr(obj)), str_repr(name.str()));
+  if (!name.is_string())
+    return fmt::format("{} has no element {}", object_type_repr(obj), repr(name));
+  return fmt::format("{} has no attribute {}", str_repr(object_type_repr(obj)),
+                     str_repr(name.str()));
 }
 
 Value getattr(const Value& obj, const std::string& name) {
@@ -130,7 +133,8 @@ Value getattr(const Value& obj, const std::string& name) {
     case Kind::Float:
       // numbers.Number's attributes; int methods are not needed by templates.
       if (name == "real") return obj.kind() == Kind::Float ? obj : Value::integer(obj.as_int());
-      if (name == "imag") return obj.kind() == Kind::Float ? Value::floating(0.0) : Value::integer(0);
+      if (name == "imag")
+        return obj.kind() == Kind::Float ? Value::floating(0.0) : Value::integer(0);
       break;
     default:
       if (auto m = method_of(obj, name)) return *m;
@@ -192,7 +196,8 @@ Value slice(const Value& obj, const Value& start, const Value& stop, const Value
     const SliceIndices r = adjust_slice(start, stop, step, static_cast<int64_t>(cps.size()));
     std::u32string out;
     out.reserve(static_cast<size_t>(r.count));
-    for (int64_t k = 0, i = r.start; k < r.count; ++k, i += r.step) out.push_back(cps[static_cast<size_t>(i)]);
+    for (int64_t k = 0, i = r.start; k < r.count; ++k, i += r.step)
+      out.push_back(cps[static_cast<size_t>(i)]);
     std::string text = utf8::encode(out);
     budget.charge(text.size());
     return Value::string(std::move(text), obj.is_markup());
@@ -202,7 +207,8 @@ Value slice(const Value& obj, const Value& start, const Value& stop, const Value
   budget.charge(static_cast<size_t>(r.count) * sizeof(Value));
   std::vector<Value> out;
   out.reserve(static_cast<size_t>(r.count));
-  for (int64_t k = 0, i = r.start; k < r.count; ++k, i += r.step) out.push_back(items[static_cast<size_t>(i)]);
+  for (int64_t k = 0, i = r.start; k < r.count; ++k, i += r.step)
+    out.push_back(items[static_cast<size_t>(i)]);
   const ListData& data = obj.list_data();
   if (data.seq == Seq::Range) {
     const int64_t new_start = data.range_start + r.start * data.range_step;
@@ -237,7 +243,8 @@ std::shared_ptr<const std::vector<Value>> iterate(const Value& v) {
     case Kind::Dict: {
       std::vector<Value> keys;
       keys.reserve(v.dict().size());
-      for (const auto& e : v.dict().entries()) keys.push_back(e.first);
+      for (const auto& e : v.dict().entries())
+        keys.push_back(e.first);
       return std::make_shared<const std::vector<Value>>(std::move(keys));
     }
     default:

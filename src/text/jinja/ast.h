@@ -183,9 +183,9 @@ using Body = std::vector<StmtPtr>;
 struct Target {
   enum class Kind { Name, Tuple, NamespaceAttr };
   Kind kind = Kind::Name;
-  std::string name;             // Name, or the namespace variable of NamespaceAttr
-  std::string attr;             // NamespaceAttr
-  std::vector<Target> items;    // Tuple
+  std::string name;           // Name, or the namespace variable of NamespaceAttr
+  std::string attr;           // NamespaceAttr
+  std::vector<Target> items;  // Tuple
   int line = 0;
 };
 

@@ -13,7 +13,8 @@ const Index<FilterDef>& filters() {
   static const Index<FilterDef> index = [] {
     Index<FilterDef> m;
     for (auto* family : {&string_filters, &sequence_filters, &value_filters})
-      for (const auto& f : (*family)()) m.emplace(f.name, f);
+      for (const auto& f : (*family)())
+        m.emplace(f.name, f);
     return m;
   }();
   return index;
@@ -22,7 +23,8 @@ const Index<FilterDef>& filters() {
 const Index<TestDef>& tests() {
   static const Index<TestDef> index = [] {
     Index<TestDef> m;
-    for (const auto& t : builtin_tests()) m.emplace(t.name, t);
+    for (const auto& t : builtin_tests())
+      m.emplace(t.name, t);
     return m;
   }();
   return index;

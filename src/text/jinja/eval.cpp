@@ -30,8 +30,10 @@ uint64_t size_cost(const Value& v) {
 
 uint64_t args_cost(const CallArgs& a) {
   uint64_t n = 0;
-  for (const auto& v : a.args) n += size_cost(v);
-  for (const auto& kv : a.kwargs) n += size_cost(kv.second);
+  for (const auto& v : a.args)
+    n += size_cost(v);
+  for (const auto& kv : a.kwargs)
+    n += size_cost(kv.second);
   return n;
 }
 
@@ -66,15 +68,18 @@ Value Renderer::lookup(const std::string& name) const {
 
 CallArgs Renderer::eval_args(const CallArgsExpr& a) {
   CallArgs out;
-  for (const auto& e : a.args) out.args.push_back(eval(*e));
+  for (const auto& e : a.args)
+    out.args.push_back(eval(*e));
   if (a.star) {
     const auto extra = iterate(eval(*a.star));
     out.args.insert(out.args.end(), extra->begin(), extra->end());
   }
-  for (const auto& [key, e] : a.kwargs) out.kwargs.emplace_back(key, eval(*e));
+  for (const auto& [key, e] : a.kwargs)
+    out.kwargs.emplace_back(key, eval(*e));
   if (a.double_star) {
     const Value d = eval(*a.double_star);
-    if (!d.is_dict()) runtime_error(fmt::format("argument after ** must be a mapping, not {}", type_name(d)));
+    if (!d.is_dict())
+      runtime_error(fmt::format("argument after ** must be a mapping, not {}", type_name(d)));
     for (const auto& [k, v] : d.dict().entries()) {
       if (!k.is_string()) runtime_error("keywords must be strings");
       out.kwargs.emplace_back(k.str(), v);
@@ -154,7 +159,8 @@ Value Renderer::eval_inner(const Expr& e) {
       const auto& s = static_cast<const SeqExpr&>(e);
       std::vector<Value> items;
       items.reserve(s.items.size());
-      for (const auto& i : s.items) items.push_back(eval(*i));
+      for (const auto& i : s.items)
+        items.push_back(eval(*i));
       budget_.charge(items.size() * sizeof(Value));
       return Value::list(std::move(items), e.kind == ExprKind::List ? Seq::List : Seq::Tuple);
     }
@@ -181,7 +187,8 @@ Value Renderer::eval_inner(const Expr& e) {
       const auto& c = static_cast<const CallExpr&>(e);
       const Value callee = eval(*c.callee);
       CallArgs args = eval_args(c.args);
-      if (callee.kind() != Kind::Callable || !callee.callable().is_macro) budget_.steps(args_cost(args));
+      if (callee.kind() != Kind::Callable || !callee.callable().is_macro)
+        budget_.steps(args_cost(args));
       return call(callee, args);
     }
     case ExprKind::Filter:
@@ -227,7 +234,8 @@ Value Renderer::eval_inner(const Expr& e) {
     }
     case ExprKind::Concat: {
       std::vector<Value> parts;
-      for (const auto& p : static_cast<const ConcatExpr&>(e).parts) parts.push_back(eval(*p));
+      for (const auto& p : static_cast<const ConcatExpr&>(e).parts)
+        parts.push_back(eval(*p));
       return concat(parts, budget_);
     }
   }

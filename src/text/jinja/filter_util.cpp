@@ -9,7 +9,9 @@
 
 namespace strata::jinja {
 
-Value soft_str(const Value& v) { return v.is_string() ? v : Value::string(to_str(v)); }
+Value soft_str(const Value& v) {
+  return v.is_string() ? v : Value::string(to_str(v));
+}
 
 Value lower_if_string(const Value& v) {
   if (!v.is_string()) return v;
@@ -24,9 +26,12 @@ std::function<Value(const Value&)> attrgetter(const Value& attribute, const Valu
     size_t start = 0;
     while (true) {
       const size_t dot = s.find('.', start);
-      const std::string part = s.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
-      const bool digits = !part.empty() && part.find_first_not_of("0123456789") == std::string::npos;
-      parts.push_back(digits && part.size() < 19 ? Value::integer(std::stoll(part)) : Value::string(part));
+      const std::string part =
+          s.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
+      const bool digits =
+          !part.empty() && part.find_first_not_of("0123456789") == std::string::npos;
+      parts.push_back(digits && part.size() < 19 ? Value::integer(std::stoll(part))
+                                                 : Value::string(part));
       if (dot == std::string::npos) break;
       start = dot + 1;
     }

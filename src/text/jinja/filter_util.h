@@ -14,7 +14,8 @@ Value soft_str(const Value& v);
 // jinja2 make_attrgetter: "a.b.0" looks up item a, then b, then 0 (digits become indexes), each
 // with environment.getitem; a missing result becomes `fallback` when one is given; ignore_case
 // lowercases string results (for sort/unique/min/max without case_sensitive).
-std::function<Value(const Value&)> attrgetter(const Value& attribute, const Value* fallback = nullptr,
+std::function<Value(const Value&)> attrgetter(const Value& attribute,
+                                              const Value* fallback = nullptr,
                                               bool ignore_case = false);
 
 Value lower_if_string(const Value& v);

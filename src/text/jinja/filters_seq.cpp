@@ -68,7 +68,8 @@ Value f_items(Renderer&, const Value& in, CallArgs& a) {
   if (in.is_undefined()) return Value::list({}, Seq::Iterator);
   if (!in.is_dict()) runtime_error("Can only get item pairs from a mapping.");
   std::vector<Value> out;
-  for (const auto& [k, v] : in.dict().entries()) out.push_back(Value::list({k, v}, Seq::Tuple));
+  for (const auto& [k, v] : in.dict().entries())
+    out.push_back(Value::list({k, v}, Seq::Tuple));
   return Value::list(std::move(out), Seq::Iterator);
 }
 
@@ -77,8 +78,9 @@ Value f_map(Renderer& r, const Value& in, CallArgs& a) {
   const auto items = iterate(in);
   std::vector<Value> out;
   out.reserve(items->size());
-  const bool by_attribute = a.args.empty() && std::any_of(a.kwargs.begin(), a.kwargs.end(),
-                                                          [](const auto& kv) { return kv.first == "attribute"; });
+  const bool by_attribute =
+      a.args.empty() && std::any_of(a.kwargs.begin(), a.kwargs.end(),
+                                    [](const auto& kv) { return kv.first == "attribute"; });
   if (by_attribute) {
     Value attribute, fallback = Value::none();
     for (const auto& [k, v] : a.kwargs) {
@@ -91,7 +93,8 @@ Value f_map(Renderer& r, const Value& in, CallArgs& a) {
       }
     }
     const auto get = attrgetter(attribute, &fallback);
-    for (const auto& item : *items) out.push_back(get(item));
+    for (const auto& item : *items)
+      out.push_back(get(item));
   } else {
     if (a.args.empty()) runtime_error("map requires a filter argument");
     if (!a.args[0].is_string()) runtime_error("map: the filter name must be a string");
@@ -123,7 +126,8 @@ Value select_common(Renderer& r, const Value& in, CallArgs& a, bool by_attribute
     test = a.args[off].str();
   }
   CallArgs rest;
-  if (has_test) rest.args.assign(a.args.begin() + static_cast<std::ptrdiff_t>(off) + 1, a.args.end());
+  if (has_test)
+    rest.args.assign(a.args.begin() + static_cast<std::ptrdiff_t>(off) + 1, a.args.end());
   rest.kwargs = a.kwargs;
   std::vector<Value> out;
   const auto items_held = iterate(in);  // keep the vector alive for the loop
@@ -141,10 +145,18 @@ Value select_common(Renderer& r, const Value& in, CallArgs& a, bool by_attribute
   return Value::list(std::move(out), Seq::Iterator);
 }
 
-Value f_select(Renderer& r, const Value& in, CallArgs& a) { return select_common(r, in, a, false, true); }
-Value f_reject(Renderer& r, const Value& in, CallArgs& a) { return select_common(r, in, a, false, false); }
-Value f_selectattr(Renderer& r, const Value& in, CallArgs& a) { return select_common(r, in, a, true, true); }
-Value f_rejectattr(Renderer& r, const Value& in, CallArgs& a) { return select_common(r, in, a, true, false); }
+Value f_select(Renderer& r, const Value& in, CallArgs& a) {
+  return select_common(r, in, a, false, true);
+}
+Value f_reject(Renderer& r, const Value& in, CallArgs& a) {
+  return select_common(r, in, a, false, false);
+}
+Value f_selectattr(Renderer& r, const Value& in, CallArgs& a) {
+  return select_common(r, in, a, true, true);
+}
+Value f_rejectattr(Renderer& r, const Value& in, CallArgs& a) {
+  return select_common(r, in, a, true, false);
+}
 
 Value f_unique(Renderer&, const Value& in, CallArgs& a) {
   Params p("filter 'unique'", a, {"case_sensitive", "attribute"});
@@ -153,7 +165,8 @@ Value f_unique(Renderer&, const Value& in, CallArgs& a) {
   const auto items_held = iterate(in);  // keep the vector alive for the loop
   for (const auto& item : *items_held) {
     const Value k = key(item);
-    if (k.is_list() && !k.is_seq(Seq::Tuple)) runtime_error(fmt::format("unhashable type: '{}'", type_name(k)));
+    if (k.is_list() && !k.is_seq(Seq::Tuple))
+      runtime_error(fmt::format("unhashable type: '{}'", type_name(k)));
     if (k.is_dict()) runtime_error("unhashable type: 'dict'");
     if (std::none_of(seen.begin(), seen.end(), [&](const Value& s) { return equal(s, k); })) {
       seen.push_back(k);
@@ -164,17 +177,19 @@ Value f_unique(Renderer&, const Value& in, CallArgs& a) {
 }
 
 // sorted(value, key=..., reverse=...): stable, and equal keys keep their order when reversed.
-std::vector<Value> sorted_by(std::vector<Value> items, const std::function<Value(const Value&)>& key,
-                             bool reverse) {
+std::vector<Value> sorted_by(std::vector<Value> items,
+                             const std::function<Value(const Value&)>& key, bool reverse) {
   std::vector<std::pair<Value, Value>> keyed;
   keyed.reserve(items.size());
-  for (auto& item : items) keyed.emplace_back(key(item), std::move(item));
+  for (auto& item : items)
+    keyed.emplace_back(key(item), std::move(item));
   std::stable_sort(keyed.begin(), keyed.end(), [reverse](const auto& x, const auto& y) {
     return reverse ? less_than(y.first, x.first) : less_than(x.first, y.first);
   });
   std::vector<Value> out;
   out.reserve(keyed.size());
-  for (auto& kv : keyed) out.push_back(std::move(kv.second));
+  for (auto& kv : keyed)
+    out.push_back(std::move(kv.second));
   return out;
 }
 
@@ -187,14 +202,17 @@ std::function<Value(const Value&)> sort_key(const Value& attribute, bool ignore_
   size_t start = 0;
   while (true) {
     const size_t comma = s.find(',', start);
-    getters.push_back(attrgetter(Value::string(s.substr(start, comma == std::string::npos ? std::string::npos : comma - start)),
-                                 nullptr, ignore_case));
+    getters.push_back(
+        attrgetter(Value::string(s.substr(
+                       start, comma == std::string::npos ? std::string::npos : comma - start)),
+                   nullptr, ignore_case));
     if (comma == std::string::npos) break;
     start = comma + 1;
   }
   return [getters](const Value& item) {
     std::vector<Value> parts;
-    for (const auto& g : getters) parts.push_back(g(item));
+    for (const auto& g : getters)
+      parts.push_back(g(item));
     return Value::list(std::move(parts));
   };
 }
@@ -203,24 +221,29 @@ Value f_sort(Renderer& r, const Value& in, CallArgs& a) {
   Params p("filter 'sort'", a, {"reverse", "case_sensitive", "attribute"});
   const auto items = iterate(in);
   r.budget().charge(items->size() * sizeof(Value));
-  return Value::list(sorted_by(*items, sort_key(p.get(2, Value::none()), !truthy(p[1])), truthy(p[0])));
+  return Value::list(
+      sorted_by(*items, sort_key(p.get(2, Value::none()), !truthy(p[1])), truthy(p[0])));
 }
 
 Value f_dictsort(Renderer&, const Value& in, CallArgs& a) {
   Params p("filter 'dictsort'", a, {"case_sensitive", "by", "reverse"});
-  if (!in.is_dict()) runtime_error(fmt::format("dictsort: '{}' object has no attribute 'items'", type_name(in)));
+  if (!in.is_dict())
+    runtime_error(fmt::format("dictsort: '{}' object has no attribute 'items'", type_name(in)));
   const std::string by = p.has(1) ? to_str(p[1]) : "key";
-  if (by != "key" && by != "value") runtime_error("You can only sort by either \"key\" or \"value\"");
+  if (by != "key" && by != "value")
+    runtime_error("You can only sort by either \"key\" or \"value\"");
   const size_t pos = by == "key" ? 0 : 1;
   const bool ignore_case = !truthy(p[0]);
   std::vector<Value> pairs;
-  for (const auto& [k, v] : in.dict().entries()) pairs.push_back(Value::list({k, v}, Seq::Tuple));
-  return Value::list(sorted_by(std::move(pairs),
-                               [pos, ignore_case](const Value& pair) {
-                                 const Value& x = pair.items()[pos];
-                                 return ignore_case ? lower_if_string(x) : x;
-                               },
-                               truthy(p[2])));
+  for (const auto& [k, v] : in.dict().entries())
+    pairs.push_back(Value::list({k, v}, Seq::Tuple));
+  return Value::list(sorted_by(
+      std::move(pairs),
+      [pos, ignore_case](const Value& pair) {
+        const Value& x = pair.items()[pos];
+        return ignore_case ? lower_if_string(x) : x;
+      },
+      truthy(p[2])));
 }
 
 Value f_reverse(Renderer&, const Value& in, CallArgs& a) {
@@ -231,7 +254,8 @@ Value f_reverse(Renderer&, const Value& in, CallArgs& a) {
     return Value::string(utf8::encode(s), in.is_markup());
   }
   // reversed() works on sequences and dicts and gives an iterator; a generator becomes a list.
-  const bool reversible = in.is_undefined() || in.is_dict() || (in.is_list() && !in.is_seq(Seq::Iterator));
+  const bool reversible =
+      in.is_undefined() || in.is_dict() || (in.is_list() && !in.is_seq(Seq::Iterator));
   auto items = iterate(in);
   std::vector<Value> out(items->rbegin(), items->rend());
   return Value::list(std::move(out), reversible ? Seq::Iterator : Seq::List);
@@ -253,7 +277,8 @@ Value f_batch(Renderer&, const Value& in, CallArgs& a) {
   }
   if (!cur.empty()) {
     if (p.has(1) && !p[1].is_none())
-      while (static_cast<int64_t>(cur.size()) < n) cur.push_back(p[1]);
+      while (static_cast<int64_t>(cur.size()) < n)
+        cur.push_back(p[1]);
     out.push_back(Value::list(std::move(cur)));
   }
   return Value::list(std::move(out), Seq::Iterator);
@@ -265,7 +290,8 @@ Value f_sum(Renderer& r, const Value& in, CallArgs& a) {
   std::function<Value(const Value&)> get;
   if (p.has(0) && !p[0].is_none()) get = attrgetter(p[0]);
   const auto items_held = iterate(in);  // keep the vector alive for the loop
-  for (const auto& item : *items_held) total = binary_op(BinOp::Add, total, get ? get(item) : item, r.budget());
+  for (const auto& item : *items_held)
+    total = binary_op(BinOp::Add, total, get ? get(item) : item, r.budget());
   return total;
 }
 
@@ -286,20 +312,37 @@ Value min_max(const Value& in, CallArgs& a, bool want_max) {
   return (*items)[best];
 }
 
-Value f_min(Renderer&, const Value& in, CallArgs& a) { return min_max(in, a, false); }
-Value f_max(Renderer&, const Value& in, CallArgs& a) { return min_max(in, a, true); }
+Value f_min(Renderer&, const Value& in, CallArgs& a) {
+  return min_max(in, a, false);
+}
+Value f_max(Renderer&, const Value& in, CallArgs& a) {
+  return min_max(in, a, true);
+}
 
 }  // namespace
 
 std::vector<FilterDef> sequence_filters() {
   return {
-      {"length", f_length, false}, {"count", f_length, false}, {"first", f_first, false},
-      {"last", f_last, false},           {"join", f_join},           {"list", f_list},
-      {"items", f_items},         {"map", f_map},             {"select", f_select},
-      {"reject", f_reject},       {"selectattr", f_selectattr}, {"rejectattr", f_rejectattr},
-      {"unique", f_unique},       {"sort", f_sort},           {"dictsort", f_dictsort},
-      {"reverse", f_reverse},     {"batch", f_batch},         {"sum", f_sum},
-      {"min", f_min},             {"max", f_max},
+      {"length", f_length, false},
+      {"count", f_length, false},
+      {"first", f_first, false},
+      {"last", f_last, false},
+      {"join", f_join},
+      {"list", f_list},
+      {"items", f_items},
+      {"map", f_map},
+      {"select", f_select},
+      {"reject", f_reject},
+      {"selectattr", f_selectattr},
+      {"rejectattr", f_rejectattr},
+      {"unique", f_unique},
+      {"sort", f_sort},
+      {"dictsort", f_dictsort},
+      {"reverse", f_reverse},
+      {"batch", f_batch},
+      {"sum", f_sum},
+      {"min", f_min},
+      {"max", f_max},
   };
 }
 

@@ -27,7 +27,8 @@ Value f_trim(Renderer& r, const Value& in, CallArgs& a) {
   const Value s = soft_str(in);
   std::optional<U32> chars;
   if (p.has(0) && !p[0].is_none()) {
-    if (!p[0].is_string()) runtime_error(fmt::format("strip arg must be None or str, not {}", type_name(p[0])));
+    if (!p[0].is_string())
+      runtime_error(fmt::format("strip arg must be None or str, not {}", type_name(p[0])));
     chars = utf8::decode(p[0].str());
   }
   return text_value(r, pystr::strip(utf8::decode(s.str()), chars, true, true), s.is_markup());
@@ -64,7 +65,8 @@ Value f_title(Renderer& r, const Value& in, CallArgs& a) {
   while (i < text.size()) {
     size_t j = i;
     const bool sep = is_sep(text[i]);
-    while (j < text.size() && is_sep(text[j]) == sep) ++j;
+    while (j < text.size() && is_sep(text[j]) == sep)
+      ++j;
     const U32 item = text.substr(i, j - i);
     out += uni::upper(item.substr(0, 1));
     out += uni::lower(item.substr(1));
@@ -81,9 +83,9 @@ Value f_replace(Renderer& r, const Value& in, CallArgs& a) {
     if (!p[2].is_int_like()) runtime_error("replace(): count must be an integer");
     count = p[2].as_int();
   }
-  const U32 out = pystr::replace(utf8::decode(to_str(in)), utf8::decode(to_str(p[0])),
-                                 utf8::decode(to_str(p[1])), count,
-                                 r.budget().limits().max_output_bytes);
+  const U32 out =
+      pystr::replace(utf8::decode(to_str(in)), utf8::decode(to_str(p[0])),
+                     utf8::decode(to_str(p[1])), count, r.budget().limits().max_output_bytes);
   return text_value(r, out, false);
 }
 
@@ -164,8 +166,9 @@ Value f_center(Renderer& r, const Value& in, CallArgs& a) {
   r.budget().charge(static_cast<size_t>(width));
   const int64_t total = width - len;
   const int64_t left = total / 2 + (total & width & 1);
-  return text_value(r, U32(static_cast<size_t>(left), U' ') + s + U32(static_cast<size_t>(total - left), U' '),
-                    false);
+  return text_value(
+      r, U32(static_cast<size_t>(left), U' ') + s + U32(static_cast<size_t>(total - left), U' '),
+      false);
 }
 
 // jinja2 do_format: soft_str(value) % (kwargs or args).
@@ -175,7 +178,8 @@ Value f_format(Renderer& r, const Value& in, CallArgs& a) {
   Value args;
   if (!a.kwargs.empty()) {
     Dict d;
-    for (const auto& [k, v] : a.kwargs) d.set(Value::string(k), v);
+    for (const auto& [k, v] : a.kwargs)
+      d.set(Value::string(k), v);
     args = Value::dict(std::move(d));
   } else {
     args = Value::list(a.args, Seq::Tuple);
@@ -190,11 +194,21 @@ Value f_format(Renderer& r, const Value& in, CallArgs& a) {
 
 std::vector<FilterDef> string_filters() {
   return {
-      {"trim", f_trim},          {"upper", f_upper},     {"lower", f_lower},
-      {"capitalize", f_capitalize}, {"title", f_title},  {"replace", f_replace},
-      {"string", f_string},      {"safe", f_safe},       {"escape", f_escape},
-      {"e", f_escape},           {"forceescape", f_forceescape}, {"indent", f_indent},
-      {"wordcount", f_wordcount}, {"center", f_center},  {"format", f_format},
+      {"trim", f_trim},
+      {"upper", f_upper},
+      {"lower", f_lower},
+      {"capitalize", f_capitalize},
+      {"title", f_title},
+      {"replace", f_replace},
+      {"string", f_string},
+      {"safe", f_safe},
+      {"escape", f_escape},
+      {"e", f_escape},
+      {"forceescape", f_forceescape},
+      {"indent", f_indent},
+      {"wordcount", f_wordcount},
+      {"center", f_center},
+      {"format", f_format},
   };
 }
 

@@ -23,13 +23,16 @@ namespace {
 std::string strip_ws(const std::string& s) {
   std::u32string cps = utf8::decode(s);
   size_t b = 0, e = cps.size();
-  while (b < e && uni::is_space(cps[b])) ++b;
-  while (e > b && uni::is_space(cps[e - 1])) --e;
+  while (b < e && uni::is_space(cps[b]))
+    ++b;
+  while (e > b && uni::is_space(cps[e - 1]))
+    --e;
   return utf8::encode(cps.substr(b, e - b));
 }
 
 // Digits of `base` with single underscores between them (Python's int() literal rules).
-std::optional<std::string> clean_digits(const std::string& s, size_t from, int base, bool underscore_first) {
+std::optional<std::string> clean_digits(const std::string& s, size_t from, int base,
+                                        bool underscore_first) {
   std::string out;
   bool prev_digit = underscore_first;
   for (size_t i = from; i < s.size(); ++i) {
@@ -88,7 +91,8 @@ std::optional<int64_t> parse_int(const std::string& text, int64_t base) {
 std::optional<double> parse_float(const std::string& text) {
   std::string s = strip_ws(text);
   std::string lower;
-  for (char c : s) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  for (char c : s)
+    lower += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   size_t i = (!lower.empty() && (lower[0] == '+' || lower[0] == '-')) ? 1 : 0;
   const std::string body = lower.substr(i);
   const double sign = (i && lower[0] == '-') ? -1.0 : 1.0;
@@ -103,7 +107,8 @@ std::optional<double> parse_float(const std::string& text) {
       any_digit = prev_digit = true;
       clean += c;
     } else if (c == '_') {
-      if (!prev_digit || k + 1 >= lower.size() || !std::isdigit(static_cast<unsigned char>(lower[k + 1])))
+      if (!prev_digit || k + 1 >= lower.size() ||
+          !std::isdigit(static_cast<unsigned char>(lower[k + 1])))
         return std::nullopt;
       prev_digit = false;
     } else if (c == '.' && !seen_dot && !seen_exp) {
@@ -176,7 +181,8 @@ Value f_float(Renderer&, const Value& in, CallArgs& a) {
 Value f_abs(Renderer&, const Value& in, CallArgs& a) {
   Params p("filter 'abs'", a, {});
   if (in.is_int_like()) {
-    if (in.as_int() == std::numeric_limits<int64_t>::min()) runtime_error("abs(): result does not fit in 64 bits");
+    if (in.as_int() == std::numeric_limits<int64_t>::min())
+      runtime_error("abs(): result does not fit in 64 bits");
     return Value::integer(in.as_int() < 0 ? -in.as_int() : in.as_int());
   }
   if (in.kind() == Kind::Float) return Value::floating(std::fabs(in.as_float()));
@@ -204,9 +210,11 @@ Value f_round(Renderer&, const Value& in, CallArgs& a) {
   if (method != "common" && method != "ceil" && method != "floor")
     runtime_error("method must be common, ceil or floor");
   if (!precision.is_int_like())
-    runtime_error(fmt::format("'{}' object cannot be interpreted as an integer", type_name(precision)));
+    runtime_error(
+        fmt::format("'{}' object cannot be interpreted as an integer", type_name(precision)));
   if (in.is_undefined()) runtime_error(in.undefined_message());
-  if (!in.is_number()) runtime_error(fmt::format("type {} doesn't define __round__ method", type_name(in)));
+  if (!in.is_number())
+    runtime_error(fmt::format("type {} doesn't define __round__ method", type_name(in)));
   const int64_t n = precision.as_int();
   if (method == "common") {
     if (in.is_int_like()) {
@@ -234,12 +242,14 @@ Value f_tojson(Renderer& r, const Value& in, CallArgs& a) {
     } else if (indent.is_int_like()) {
       o.indent = std::string(static_cast<size_t>(std::max<int64_t>(0, indent.as_int())), ' ');
     } else {
-      runtime_error(fmt::format("can't multiply sequence by non-int of type '{}'", type_name(indent)));
+      runtime_error(
+          fmt::format("can't multiply sequence by non-int of type '{}'", type_name(indent)));
     }
   }
   if (p.has(2) && !p[2].is_none()) {
     const Value& sep = p[2];
-    if (!sep.is_list() || sep.items().size() != 2 || !sep.items()[0].is_string() || !sep.items()[1].is_string())
+    if (!sep.is_list() || sep.items().size() != 2 || !sep.items()[0].is_string() ||
+        !sep.items()[1].is_string())
       runtime_error("tojson: separators must be a pair of strings (item_separator, key_separator)");
     o.item_separator = sep.items()[0].str();
     o.key_separator = sep.items()[1].str();
@@ -264,7 +274,7 @@ Value f_attr(Renderer&, const Value& in, CallArgs& a) {
 std::vector<FilterDef> value_filters() {
   return {
       {"default", f_default, false}, {"d", f_default, false}, {"int", f_int, false},
-      {"float", f_float, false},     {"abs", f_abs, false},     {"round", f_round, false},
+      {"float", f_float, false},     {"abs", f_abs, false},   {"round", f_round, false},
       {"tojson", f_tojson},          {"attr", f_attr, false},
   };
 }

@@ -31,15 +31,20 @@ Value g_range(Renderer& r, CallArgs& a) {
     if (a.args.size() == 3) step = a.args[2].as_int();
   }
   if (step == 0) runtime_error("range() arg 3 must not be zero");
-  const long double span = step > 0 ? static_cast<long double>(stop) - start : static_cast<long double>(start) - stop;
-  const long double count = span <= 0 ? 0 : (span - 1) / (step > 0 ? step : -static_cast<long double>(step)) + 1;
+  const long double span =
+      step > 0 ? static_cast<long double>(stop) - start : static_cast<long double>(start) - stop;
+  const long double count =
+      span <= 0 ? 0 : (span - 1) / (step > 0 ? step : -static_cast<long double>(step)) + 1;
   if (count > kMaxRange) {
-    throw TemplateError(TemplateError::Kind::Limit,
-                        fmt::format("Range too big. The sandbox blocks ranges larger than MAX_RANGE ({}).", kMaxRange));
+    throw TemplateError(
+        TemplateError::Kind::Limit,
+        fmt::format("Range too big. The sandbox blocks ranges larger than MAX_RANGE ({}).",
+                    kMaxRange));
   }
   r.budget().charge(static_cast<size_t>(count) * sizeof(Value));
   std::vector<Value> items;
-  for (int64_t i = 0, v = start; i < static_cast<int64_t>(count); ++i, v += step) items.push_back(Value::integer(v));
+  for (int64_t i = 0, v = start; i < static_cast<int64_t>(count); ++i, v += step)
+    items.push_back(Value::integer(v));
   return Value::range(start, stop, step, std::move(items));
 }
 
@@ -57,18 +62,24 @@ Dict dict_from_args(const char* fn, CallArgs& a) {
       for (const auto& pair : *items_held) {
         const auto kv = iterate(pair);
         if (kv->size() != 2)
-          runtime_error(fmt::format("{}(): sequence element has length {}; 2 is required", fn, kv->size()));
+          runtime_error(
+              fmt::format("{}(): sequence element has length {}; 2 is required", fn, kv->size()));
         d.set((*kv)[0], (*kv)[1]);
       }
     }
   }
-  for (const auto& [k, v] : a.kwargs) d.set(Value::string(k), v);
+  for (const auto& [k, v] : a.kwargs)
+    d.set(Value::string(k), v);
   return d;
 }
 
-Value g_dict(Renderer&, CallArgs& a) { return Value::dict(dict_from_args("dict", a)); }
+Value g_dict(Renderer&, CallArgs& a) {
+  return Value::dict(dict_from_args("dict", a));
+}
 
-Value g_namespace(Renderer& r, CallArgs& a) { return r.make_namespace(dict_from_args("namespace", a)); }
+Value g_namespace(Renderer& r, CallArgs& a) {
+  return r.make_namespace(dict_from_args("namespace", a));
+}
 
 // joiner(sep=", "): returns "" the first time it is called, then sep.
 Value g_joiner(Renderer&, CallArgs& a) {
@@ -94,17 +105,19 @@ Value g_cycler(Renderer& r, CallArgs& a) {
   attrs.set(Value::string("current"), (*items)[0]);
   Value obj = r.make_namespace(std::move(attrs));
   NamespaceData* data = &obj.ns();  // lives as long as obj, which the renderer keeps
-  data->attrs.set(Value::string("next"), Value::callable("cycler.next", [items, pos, data](Renderer&, CallArgs&) {
-    Value rv = (*items)[*pos];
-    *pos = (*pos + 1) % items->size();
-    data->attrs.set(Value::string("current"), (*items)[*pos]);
-    return rv;
-  }));
-  data->attrs.set(Value::string("reset"), Value::callable("cycler.reset", [items, pos, data](Renderer&, CallArgs&) {
-    *pos = 0;
-    data->attrs.set(Value::string("current"), (*items)[0]);
-    return Value::none();
-  }));
+  data->attrs.set(Value::string("next"),
+                  Value::callable("cycler.next", [items, pos, data](Renderer&, CallArgs&) {
+                    Value rv = (*items)[*pos];
+                    *pos = (*pos + 1) % items->size();
+                    data->attrs.set(Value::string("current"), (*items)[*pos]);
+                    return rv;
+                  }));
+  data->attrs.set(Value::string("reset"),
+                  Value::callable("cycler.reset", [items, pos, data](Renderer&, CallArgs&) {
+                    *pos = 0;
+                    data->attrs.set(Value::string("current"), (*items)[0]);
+                    return Value::none();
+                  }));
   return obj;
 }
 
@@ -123,7 +136,9 @@ Value g_strftime_now(Renderer&, CallArgs& a) {
   if (!p[0].is_string()) runtime_error("strftime_now() argument must be str");
   const auto now = std::chrono::system_clock::now();
   const std::time_t t = std::chrono::system_clock::to_time_t(now);
-  const auto micros = std::chrono::duration_cast<std::chrono::microseconds>(now.time_since_epoch()).count() % 1000000;
+  const auto micros =
+      std::chrono::duration_cast<std::chrono::microseconds>(now.time_since_epoch()).count() %
+      1000000;
   std::tm tm{};
   localtime_r(&t, &tm);
   std::string format;

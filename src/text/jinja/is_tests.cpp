@@ -22,17 +22,39 @@ bool mod_equals(Renderer& r, const Value& v, const Value& num, int64_t expected)
   return equal(binary_op(BinOp::Mod, v, num, r.budget()), Value::integer(expected));
 }
 
-bool t_defined(Renderer&, const Value& v, CallArgs&) { return !v.is_undefined(); }
-bool t_undefined(Renderer&, const Value& v, CallArgs&) { return v.is_undefined(); }
-bool t_none(Renderer&, const Value& v, CallArgs&) { return v.is_none(); }
-bool t_string(Renderer&, const Value& v, CallArgs&) { return v.is_string(); }
-bool t_number(Renderer&, const Value& v, CallArgs&) { return v.is_number(); }
-bool t_integer(Renderer&, const Value& v, CallArgs&) { return v.kind() == Kind::Int; }
-bool t_float(Renderer&, const Value& v, CallArgs&) { return v.kind() == Kind::Float; }
-bool t_boolean(Renderer&, const Value& v, CallArgs&) { return v.kind() == Kind::Bool; }
-bool t_true(Renderer&, const Value& v, CallArgs&) { return v.kind() == Kind::Bool && v.as_bool(); }
-bool t_false(Renderer&, const Value& v, CallArgs&) { return v.kind() == Kind::Bool && !v.as_bool(); }
-bool t_mapping(Renderer&, const Value& v, CallArgs&) { return v.is_dict(); }
+bool t_defined(Renderer&, const Value& v, CallArgs&) {
+  return !v.is_undefined();
+}
+bool t_undefined(Renderer&, const Value& v, CallArgs&) {
+  return v.is_undefined();
+}
+bool t_none(Renderer&, const Value& v, CallArgs&) {
+  return v.is_none();
+}
+bool t_string(Renderer&, const Value& v, CallArgs&) {
+  return v.is_string();
+}
+bool t_number(Renderer&, const Value& v, CallArgs&) {
+  return v.is_number();
+}
+bool t_integer(Renderer&, const Value& v, CallArgs&) {
+  return v.kind() == Kind::Int;
+}
+bool t_float(Renderer&, const Value& v, CallArgs&) {
+  return v.kind() == Kind::Float;
+}
+bool t_boolean(Renderer&, const Value& v, CallArgs&) {
+  return v.kind() == Kind::Bool;
+}
+bool t_true(Renderer&, const Value& v, CallArgs&) {
+  return v.kind() == Kind::Bool && v.as_bool();
+}
+bool t_false(Renderer&, const Value& v, CallArgs&) {
+  return v.kind() == Kind::Bool && !v.as_bool();
+}
+bool t_mapping(Renderer&, const Value& v, CallArgs&) {
+  return v.is_dict();
+}
 // Python callable(): jinja2's Undefined and LoopContext define __call__ too.
 bool t_callable(Renderer&, const Value& v, CallArgs&) {
   return v.kind() == Kind::Callable || v.kind() == Kind::Loop || v.is_undefined();
@@ -51,19 +73,37 @@ bool t_sequence(Renderer&, const Value& v, CallArgs&) {
   return s == Seq::List || s == Seq::Tuple || s == Seq::Range;
 }
 
-bool t_odd(Renderer& r, const Value& v, CallArgs&) { return mod_equals(r, v, Value::integer(2), 1); }
-bool t_even(Renderer& r, const Value& v, CallArgs&) { return mod_equals(r, v, Value::integer(2), 0); }
+bool t_odd(Renderer& r, const Value& v, CallArgs&) {
+  return mod_equals(r, v, Value::integer(2), 1);
+}
+bool t_even(Renderer& r, const Value& v, CallArgs&) {
+  return mod_equals(r, v, Value::integer(2), 0);
+}
 bool t_divisibleby(Renderer& r, const Value& v, CallArgs& a) {
   return mod_equals(r, v, arg("divisibleby", a), 0);
 }
 
-bool t_eq(Renderer&, const Value& v, CallArgs& a) { return equal(v, arg("eq", a)); }
-bool t_ne(Renderer&, const Value& v, CallArgs& a) { return !equal(v, arg("ne", a)); }
-bool t_lt(Renderer&, const Value& v, CallArgs& a) { return compare(CmpOp::Lt, v, arg("lt", a)); }
-bool t_le(Renderer&, const Value& v, CallArgs& a) { return compare(CmpOp::Le, v, arg("le", a)); }
-bool t_gt(Renderer&, const Value& v, CallArgs& a) { return compare(CmpOp::Gt, v, arg("gt", a)); }
-bool t_ge(Renderer&, const Value& v, CallArgs& a) { return compare(CmpOp::Ge, v, arg("ge", a)); }
-bool t_in(Renderer&, const Value& v, CallArgs& a) { return contains(arg("in", a), v); }
+bool t_eq(Renderer&, const Value& v, CallArgs& a) {
+  return equal(v, arg("eq", a));
+}
+bool t_ne(Renderer&, const Value& v, CallArgs& a) {
+  return !equal(v, arg("ne", a));
+}
+bool t_lt(Renderer&, const Value& v, CallArgs& a) {
+  return compare(CmpOp::Lt, v, arg("lt", a));
+}
+bool t_le(Renderer&, const Value& v, CallArgs& a) {
+  return compare(CmpOp::Le, v, arg("le", a));
+}
+bool t_gt(Renderer&, const Value& v, CallArgs& a) {
+  return compare(CmpOp::Gt, v, arg("gt", a));
+}
+bool t_ge(Renderer&, const Value& v, CallArgs& a) {
+  return compare(CmpOp::Ge, v, arg("ge", a));
+}
+bool t_in(Renderer&, const Value& v, CallArgs& a) {
+  return contains(arg("in", a), v);
+}
 
 // `is sameas`: Python identity. None/True/False are singletons; other values are the same
 // object only when they share storage.
@@ -103,7 +143,9 @@ bool t_upper(Renderer&, const Value& v, CallArgs&) {
   return cased;
 }
 
-bool t_escaped(Renderer&, const Value& v, CallArgs&) { return v.is_string() && v.is_markup(); }
+bool t_escaped(Renderer&, const Value& v, CallArgs&) {
+  return v.is_string() && v.is_markup();
+}
 
 bool t_filter(Renderer&, const Value& v, CallArgs&) {
   return v.is_string() && find_filter(v.str()) != nullptr;
@@ -116,19 +158,45 @@ bool t_test(Renderer&, const Value& v, CallArgs&) {
 
 std::vector<TestDef> builtin_tests() {
   return {
-      {"defined", t_defined},   {"undefined", t_undefined}, {"none", t_none},
-      {"string", t_string},     {"number", t_number},       {"integer", t_integer},
-      {"float", t_float},       {"boolean", t_boolean},     {"true", t_true},
-      {"false", t_false},       {"mapping", t_mapping},     {"callable", t_callable},
-      {"iterable", t_iterable}, {"sequence", t_sequence},   {"odd", t_odd},
-      {"even", t_even},         {"divisibleby", t_divisibleby}, {"eq", t_eq},
-      {"equalto", t_eq},        {"==", t_eq},               {"ne", t_ne},
-      {"!=", t_ne},             {"lt", t_lt},               {"lessthan", t_lt},
-      {"<", t_lt},              {"le", t_le},               {"<=", t_le},
-      {"gt", t_gt},             {"greaterthan", t_gt},      {">", t_gt},
-      {"ge", t_ge},             {">=", t_ge},               {"in", t_in},
-      {"sameas", t_sameas},     {"lower", t_lower},         {"upper", t_upper},
-      {"escaped", t_escaped},   {"filter", t_filter},       {"test", t_test},
+      {"defined", t_defined},
+      {"undefined", t_undefined},
+      {"none", t_none},
+      {"string", t_string},
+      {"number", t_number},
+      {"integer", t_integer},
+      {"float", t_float},
+      {"boolean", t_boolean},
+      {"true", t_true},
+      {"false", t_false},
+      {"mapping", t_mapping},
+      {"callable", t_callable},
+      {"iterable", t_iterable},
+      {"sequence", t_sequence},
+      {"odd", t_odd},
+      {"even", t_even},
+      {"divisibleby", t_divisibleby},
+      {"eq", t_eq},
+      {"equalto", t_eq},
+      {"==", t_eq},
+      {"ne", t_ne},
+      {"!=", t_ne},
+      {"lt", t_lt},
+      {"lessthan", t_lt},
+      {"<", t_lt},
+      {"le", t_le},
+      {"<=", t_le},
+      {"gt", t_gt},
+      {"greaterthan", t_gt},
+      {">", t_gt},
+      {"ge", t_ge},
+      {">=", t_ge},
+      {"in", t_in},
+      {"sameas", t_sameas},
+      {"lower", t_lower},
+      {"upper", t_upper},
+      {"escaped", t_escaped},
+      {"filter", t_filter},
+      {"test", t_test},
   };
 }
 

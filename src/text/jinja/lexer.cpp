@@ -42,27 +42,36 @@ size_t space_at(std::string_view s, size_t p) {
 }
 
 size_t skip_spaces(std::string_view s, size_t p) {
-  while (size_t n = space_at(s, p)) p += n;
+  while (size_t n = space_at(s, p))
+    p += n;
   return p;
 }
 
 // Python str.rstrip() with no argument.
 std::string rstrip_ws(std::string_view s) {
   std::u32string cps = utf8::decode(s);
-  while (!cps.empty() && uni::is_space(cps.back())) cps.pop_back();
+  while (!cps.empty() && uni::is_space(cps.back()))
+    cps.pop_back();
   return utf8::encode(cps);
 }
 
-bool is_digit(char c) { return c >= '0' && c <= '9'; }
-bool is_name_start(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
-bool is_name_char(char c) { return is_name_start(c) || is_digit(c); }
+bool is_digit(char c) {
+  return c >= '0' && c <= '9';
+}
+bool is_name_start(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
+}
+bool is_name_char(char c) {
+  return is_name_start(c) || is_digit(c);
+}
 
 // (\d+_)*\d+ starting at p; returns the end, or p when there is no digit.
 size_t scan_digits(std::string_view s, size_t p, bool (*digit)(char) = is_digit) {
   size_t q = p;
   if (q >= s.size() || !digit(s[q])) return p;
   while (true) {
-    while (q < s.size() && digit(s[q])) ++q;
+    while (q < s.size() && digit(s[q]))
+      ++q;
     if (q + 1 < s.size() && s[q] == '_' && digit(s[q + 1])) {
       ++q;
       continue;
@@ -118,9 +127,11 @@ class Lexer {
     } else if (sign != '+' && opt_.lstrip_blocks && !is_variable) {
       const size_t nl = text.rfind('\n');
       const size_t l_pos = nl == std::string_view::npos ? 0 : nl + 1;
-      const bool only_blanks = std::all_of(text.begin() + static_cast<std::ptrdiff_t>(l_pos),
-                                           text.end(), [](char c) { return c == ' ' || c == '\t'; });
-      kept = std::string((l_pos > 0 || line_starting_) && only_blanks ? text.substr(0, l_pos) : text);
+      const bool only_blanks =
+          std::all_of(text.begin() + static_cast<std::ptrdiff_t>(l_pos), text.end(),
+                      [](char c) { return c == ' ' || c == '\t'; });
+      kept =
+          std::string((l_pos > 0 || line_starting_) && only_blanks ? text.substr(0, l_pos) : text);
     } else {
       kept = std::string(text);
     }
@@ -273,7 +284,8 @@ class Lexer {
     if (is_digit(c)) return lex_integer(p);
     if (is_name_start(c)) {
       size_t q = p + 1;
-      while (q < src_.size() && is_name_char(src_[q])) ++q;
+      while (q < src_.size() && is_name_char(src_[q]))
+        ++q;
       tokens_.push_back(Token{Tok::Name, src_.substr(p, q - p), line});
       consume(p, q);
       return q;
@@ -353,8 +365,9 @@ class Lexer {
         }
       }
       if (base == 10) {  // 0(_?0)*
-        while (end < src_.size() && (src_[end] == '0' ||
-                                     (src_[end] == '_' && end + 1 < src_.size() && src_[end + 1] == '0')))
+        while (end < src_.size() &&
+               (src_[end] == '0' ||
+                (src_[end] == '_' && end + 1 < src_.size() && src_[end + 1] == '0')))
           end += src_[end] == '_' ? 2 : 1;
       }
     } else if (src_[p] != '0') {
@@ -376,10 +389,11 @@ class Lexer {
     const int line = line_;
     const char quote = src_[p];
     size_t q = p + 1;
-    while (q < src_.size() && src_[q] != quote) q += src_[q] == '\\' ? 2 : 1;
+    while (q < src_.size() && src_[q] != quote)
+      q += src_[q] == '\\' ? 2 : 1;
     if (q >= src_.size()) syntax_error("unexpected end of string", line);
-    Token t{Tok::String, unescape_string_literal(std::string_view(src_).substr(p + 1, q - p - 1), line),
-            line};
+    Token t{Tok::String,
+            unescape_string_literal(std::string_view(src_).substr(p + 1, q - p - 1), line), line};
     tokens_.push_back(std::move(t));
     consume(p, q + 1);
     return q + 1;
@@ -397,7 +411,8 @@ class Lexer {
 std::vector<Token> tokenize(std::string_view source, const LexerOptions& options) {
   if (size_t bad = utf8::first_invalid(source); bad != std::string_view::npos)
     syntax_error(fmt::format("template is not valid UTF-8 (byte offset {})", bad),
-                 1 + static_cast<int>(std::count(source.begin(), source.begin() + static_cast<std::ptrdiff_t>(bad), '\n')));
+                 1 + static_cast<int>(std::count(
+                         source.begin(), source.begin() + static_cast<std::ptrdiff_t>(bad), '\n')));
   return Lexer(source, options).run();
 }
 

@@ -19,10 +19,10 @@ enum class Tok : uint8_t {
   BlockBegin,  // {%
   BlockEnd,    // %}
   Name,
-  String,      // text holds the unescaped value
+  String,  // text holds the unescaped value
   Integer,
   Float,
-  Op,          // text holds the operator: + - * / // % ** ~ == != < <= > >= = . : | , ( ) [ ] { }
+  Op,  // text holds the operator: + - * / // % ** ~ == != < <= > >= = . : | , ( ) [ ] { }
   Eof,
 };
 

@@ -10,12 +10,12 @@
 namespace strata::jinja {
 
 struct Limits {
-  uint64_t max_steps = 5'000'000;           // expression and statement evaluations per render
-  size_t max_output_bytes = 64u << 20;      // the rendered text, and any one string value
-  uint64_t max_alloc_bytes = 1ull << 30;    // strings and lists built over a whole render
-  int max_call_depth = 64;                  // nested macro / caller() / recursive loop calls
-  int max_nesting = 256;                    // parser: nested expressions, brackets and blocks
-  int max_eval_depth = 1000;                // nested evaluations at run time (bounds the stack)
+  uint64_t max_steps = 5'000'000;         // expression and statement evaluations per render
+  size_t max_output_bytes = 64u << 20;    // the rendered text, and any one string value
+  uint64_t max_alloc_bytes = 1ull << 30;  // strings and lists built over a whole render
+  int max_call_depth = 64;                // nested macro / caller() / recursive loop calls
+  int max_nesting = 256;                  // parser: nested expressions, brackets and blocks
+  int max_eval_depth = 1000;              // nested evaluations at run time (bounds the stack)
 };
 
 class Budget {

@@ -36,7 +36,8 @@ std::optional<int64_t> opt_index(const Value& v) {
 
 int64_t int_arg(const Value& v, const char* fn) {
   if (!v.is_int_like())
-    runtime_error(fmt::format("{}: '{}' object cannot be interpreted as an integer", fn, type_name(v)));
+    runtime_error(
+        fmt::format("{}: '{}' object cannot be interpreted as an integer", fn, type_name(v)));
   return v.as_int();
 }
 
@@ -53,7 +54,9 @@ Value make_str(Renderer& r, const U32& s, bool markup) {
   return Value::string(std::move(text), markup);
 }
 
-U32 self_text(const Value& self) { return utf8::decode(self.str()); }
+U32 self_text(const Value& self) {
+  return utf8::decode(self.str());
+}
 
 U32 maybe_escaped(const Value& self, const Value& arg, const char* fn) {
   if (self.is_markup() && arg.is_string() && !arg.is_markup())
@@ -64,11 +67,13 @@ U32 maybe_escaped(const Value& self, const Value& arg, const char* fn) {
 Value str_list(Renderer& r, const std::vector<U32>& parts, bool markup) {
   std::vector<Value> out;
   out.reserve(parts.size());
-  for (const auto& p : parts) out.push_back(make_str(r, p, markup));
+  for (const auto& p : parts)
+    out.push_back(make_str(r, p, markup));
   return Value::list(std::move(out));
 }
 
-Value do_strip(Renderer& r, const Value& self, CallArgs& call, bool left, bool right, const char* fn) {
+Value do_strip(Renderer& r, const Value& self, CallArgs& call, bool left, bool right,
+               const char* fn) {
   reject_kwargs(fn, call);
   expect_args(fn, call, 0, 1);
   std::optional<U32> chars;
@@ -91,13 +96,14 @@ Value do_affix(const Value& self, CallArgs& call, bool prefix) {
   reject_kwargs(fn, call);
   expect_args(fn, call, 1, 3);
   const U32 s = self_text(self);
-  const pystr::Range range = pystr::adjust(call.args.size() > 1 ? opt_index(call.args[1]) : std::nullopt,
-                                           call.args.size() > 2 ? opt_index(call.args[2]) : std::nullopt,
-                                           static_cast<int64_t>(s.size()));
+  const pystr::Range range =
+      pystr::adjust(call.args.size() > 1 ? opt_index(call.args[1]) : std::nullopt,
+                    call.args.size() > 2 ? opt_index(call.args[2]) : std::nullopt,
+                    static_cast<int64_t>(s.size()));
   auto test = [&](const Value& v) {
     if (!v.is_string()) {
-      runtime_error(fmt::format("{} first arg must be str or a tuple of str, not {}", fn,
-                                type_name(v)));
+      runtime_error(
+          fmt::format("{} first arg must be str or a tuple of str, not {}", fn, type_name(v)));
     }
     const U32 a = utf8::decode(v.str());
     return prefix ? pystr::starts_with(s, a, range) : pystr::ends_with(s, a, range);
@@ -116,15 +122,17 @@ Value do_find(const Value& self, CallArgs& call, const char* fn, bool reverse, b
   expect_args(fn, call, 1, 3);
   const U32 s = self_text(self);
   const U32 sub = str_arg(call.args[0], fn);
-  const pystr::Range range = pystr::adjust(call.args.size() > 1 ? opt_index(call.args[1]) : std::nullopt,
-                                           call.args.size() > 2 ? opt_index(call.args[2]) : std::nullopt,
-                                           static_cast<int64_t>(s.size()));
+  const pystr::Range range =
+      pystr::adjust(call.args.size() > 1 ? opt_index(call.args[1]) : std::nullopt,
+                    call.args.size() > 2 ? opt_index(call.args[2]) : std::nullopt,
+                    static_cast<int64_t>(s.size()));
   const int64_t pos = reverse ? pystr::rfind(s, sub, range) : pystr::find(s, sub, range);
   if (pos < 0 && raise) runtime_error("substring not found");
   return Value::integer(pos);
 }
 
-Value do_case(Renderer& r, const Value& self, CallArgs& call, const char* fn, U32 (*f)(const U32&)) {
+Value do_case(Renderer& r, const Value& self, CallArgs& call, const char* fn,
+              U32 (*f)(const U32&)) {
   reject_kwargs(fn, call);
   expect_args(fn, call, 0, 0);
   return make_str(r, f(self_text(self)), self.is_markup());
@@ -147,7 +155,8 @@ Value do_pad(Renderer& r, const Value& self, CallArgs& call, const char* fn, int
   char32_t fill = ' ';
   if (call.args.size() > 1) {
     const U32 f = str_arg(call.args[1], fn);
-    if (f.size() != 1) runtime_error(fmt::format("{}: the fill character must be exactly one character long", fn));
+    if (f.size() != 1)
+      runtime_error(fmt::format("{}: the fill character must be exactly one character long", fn));
     fill = f[0];
   }
   const U32 s = self_text(self);
@@ -157,15 +166,19 @@ Value do_pad(Renderer& r, const Value& self, CallArgs& call, const char* fn, int
   const int64_t total = width - len;
   // CPython's str.center: left = marg / 2 + (marg & width & 1).
   const int64_t left = where < 0 ? 0 : where > 0 ? total : total / 2 + (total & width & 1);
-  return make_str(r, U32(static_cast<size_t>(left), fill) + s + U32(static_cast<size_t>(total - left), fill),
-                  self.is_markup());
+  return make_str(
+      r, U32(static_cast<size_t>(left), fill) + s + U32(static_cast<size_t>(total - left), fill),
+      self.is_markup());
 }
 
 const std::unordered_map<std::string, Method>& str_methods() {
   static const std::unordered_map<std::string, Method> table = {
-      {"strip", [](Renderer& r, const Value& s, CallArgs& c) { return do_strip(r, s, c, true, true, "str.strip"); }},
-      {"lstrip", [](Renderer& r, const Value& s, CallArgs& c) { return do_strip(r, s, c, true, false, "str.lstrip"); }},
-      {"rstrip", [](Renderer& r, const Value& s, CallArgs& c) { return do_strip(r, s, c, false, true, "str.rstrip"); }},
+      {"strip", [](Renderer& r, const Value& s,
+                   CallArgs& c) { return do_strip(r, s, c, true, true, "str.strip"); }},
+      {"lstrip", [](Renderer& r, const Value& s,
+                    CallArgs& c) { return do_strip(r, s, c, true, false, "str.lstrip"); }},
+      {"rstrip", [](Renderer& r, const Value& s,
+                    CallArgs& c) { return do_strip(r, s, c, false, true, "str.rstrip"); }},
       {"split", [](Renderer& r, const Value& s, CallArgs& c) { return do_split(r, s, c, false); }},
       {"rsplit", [](Renderer& r, const Value& s, CallArgs& c) { return do_split(r, s, c, true); }},
       {"splitlines",
@@ -175,18 +188,23 @@ const std::unordered_map<std::string, Method>& str_methods() {
        }},
       {"startswith", [](Renderer&, const Value& s, CallArgs& c) { return do_affix(s, c, true); }},
       {"endswith", [](Renderer&, const Value& s, CallArgs& c) { return do_affix(s, c, false); }},
-      {"find", [](Renderer&, const Value& s, CallArgs& c) { return do_find(s, c, "str.find", false, false); }},
-      {"rfind", [](Renderer&, const Value& s, CallArgs& c) { return do_find(s, c, "str.rfind", true, false); }},
-      {"index", [](Renderer&, const Value& s, CallArgs& c) { return do_find(s, c, "str.index", false, true); }},
-      {"rindex", [](Renderer&, const Value& s, CallArgs& c) { return do_find(s, c, "str.rindex", true, true); }},
+      {"find", [](Renderer&, const Value& s,
+                  CallArgs& c) { return do_find(s, c, "str.find", false, false); }},
+      {"rfind", [](Renderer&, const Value& s,
+                   CallArgs& c) { return do_find(s, c, "str.rfind", true, false); }},
+      {"index", [](Renderer&, const Value& s,
+                   CallArgs& c) { return do_find(s, c, "str.index", false, true); }},
+      {"rindex", [](Renderer&, const Value& s,
+                    CallArgs& c) { return do_find(s, c, "str.rindex", true, true); }},
       {"count",
        [](Renderer&, const Value& s, CallArgs& c) {
          reject_kwargs("str.count", c);
          expect_args("str.count", c, 1, 3);
          const U32 text = self_text(s);
-         const pystr::Range range = pystr::adjust(c.args.size() > 1 ? opt_index(c.args[1]) : std::nullopt,
-                                                  c.args.size() > 2 ? opt_index(c.args[2]) : std::nullopt,
-                                                  static_cast<int64_t>(text.size()));
+         const pystr::Range range =
+             pystr::adjust(c.args.size() > 1 ? opt_index(c.args[1]) : std::nullopt,
+                           c.args.size() > 2 ? opt_index(c.args[2]) : std::nullopt,
+                           static_cast<int64_t>(text.size()));
          return Value::integer(pystr::count(text, str_arg(c.args[0], "count"), range));
        }},
       {"replace",
@@ -219,22 +237,35 @@ const std::unordered_map<std::string, Method>& str_methods() {
          r.budget().charge(out.size());
          return Value::string(std::move(out), s.is_markup());
        }},
-      {"upper", [](Renderer& r, const Value& s, CallArgs& c) { return do_case(r, s, c, "str.upper", uni::upper); }},
-      {"lower", [](Renderer& r, const Value& s, CallArgs& c) { return do_case(r, s, c, "str.lower", uni::lower); }},
-      {"casefold", [](Renderer& r, const Value& s, CallArgs& c) { return do_case(r, s, c, "str.casefold", uni::lower); }},
-      {"title", [](Renderer& r, const Value& s, CallArgs& c) { return do_case(r, s, c, "str.title", pystr::title); }},
+      {"upper", [](Renderer& r, const Value& s,
+                   CallArgs& c) { return do_case(r, s, c, "str.upper", uni::upper); }},
+      {"lower", [](Renderer& r, const Value& s,
+                   CallArgs& c) { return do_case(r, s, c, "str.lower", uni::lower); }},
+      {"casefold", [](Renderer& r, const Value& s,
+                      CallArgs& c) { return do_case(r, s, c, "str.casefold", uni::lower); }},
+      {"title", [](Renderer& r, const Value& s,
+                   CallArgs& c) { return do_case(r, s, c, "str.title", pystr::title); }},
       {"capitalize",
-       [](Renderer& r, const Value& s, CallArgs& c) { return do_case(r, s, c, "str.capitalize", pystr::capitalize); }},
-      {"swapcase", [](Renderer& r, const Value& s, CallArgs& c) { return do_case(r, s, c, "str.swapcase", pystr::swapcase); }},
-      {"isdigit", [](Renderer&, const Value& s, CallArgs& c) { return do_is(s, c, "str.isdigit", uni::is_decimal); }},
-      {"isdecimal", [](Renderer&, const Value& s, CallArgs& c) { return do_is(s, c, "str.isdecimal", uni::is_decimal); }},
-      {"isnumeric", [](Renderer&, const Value& s, CallArgs& c) { return do_is(s, c, "str.isnumeric", uni::is_decimal); }},
-      {"isalpha", [](Renderer&, const Value& s, CallArgs& c) { return do_is(s, c, "str.isalpha", uni::is_alpha); }},
+       [](Renderer& r, const Value& s, CallArgs& c) {
+         return do_case(r, s, c, "str.capitalize", pystr::capitalize);
+       }},
+      {"swapcase", [](Renderer& r, const Value& s,
+                      CallArgs& c) { return do_case(r, s, c, "str.swapcase", pystr::swapcase); }},
+      {"isdigit", [](Renderer&, const Value& s,
+                     CallArgs& c) { return do_is(s, c, "str.isdigit", uni::is_decimal); }},
+      {"isdecimal", [](Renderer&, const Value& s,
+                       CallArgs& c) { return do_is(s, c, "str.isdecimal", uni::is_decimal); }},
+      {"isnumeric", [](Renderer&, const Value& s,
+                       CallArgs& c) { return do_is(s, c, "str.isnumeric", uni::is_decimal); }},
+      {"isalpha", [](Renderer&, const Value& s,
+                     CallArgs& c) { return do_is(s, c, "str.isalpha", uni::is_alpha); }},
       {"isalnum",
        [](Renderer&, const Value& s, CallArgs& c) {
-         return do_is(s, c, "str.isalnum", [](char32_t ch) { return uni::is_alpha(ch) || uni::is_decimal(ch); });
+         return do_is(s, c, "str.isalnum",
+                      [](char32_t ch) { return uni::is_alpha(ch) || uni::is_decimal(ch); });
        }},
-      {"isspace", [](Renderer&, const Value& s, CallArgs& c) { return do_is(s, c, "str.isspace", uni::is_space); }},
+      {"isspace", [](Renderer&, const Value& s,
+                     CallArgs& c) { return do_is(s, c, "str.isspace", uni::is_space); }},
       {"islower",
        [](Renderer&, const Value& s, CallArgs& c) {
          reject_kwargs("str.islower", c);
@@ -255,12 +286,14 @@ const std::unordered_map<std::string, Method>& str_methods() {
          }
          return Value::boolean(cased);
        }},
-      {"istitle", [](Renderer&, const Value& s, CallArgs&) { return Value::boolean(pystr::is_title(self_text(s))); }},
+      {"istitle", [](Renderer&, const Value& s,
+                     CallArgs&) { return Value::boolean(pystr::is_title(self_text(s))); }},
       {"removeprefix",
        [](Renderer& r, const Value& s, CallArgs& c) {
          expect_args("str.removeprefix", c, 1, 1);
          const U32 text = self_text(s), a = str_arg(c.args[0], "removeprefix");
-         return make_str(r, text.compare(0, a.size(), a) == 0 ? text.substr(a.size()) : text, s.is_markup());
+         return make_str(r, text.compare(0, a.size(), a) == 0 ? text.substr(a.size()) : text,
+                         s.is_markup());
        }},
       {"removesuffix",
        [](Renderer& r, const Value& s, CallArgs& c) {
@@ -270,9 +303,12 @@ const std::unordered_map<std::string, Method>& str_methods() {
                            text.compare(text.size() - a.size(), a.size(), a) == 0;
          return make_str(r, ends ? text.substr(0, text.size() - a.size()) : text, s.is_markup());
        }},
-      {"center", [](Renderer& r, const Value& s, CallArgs& c) { return do_pad(r, s, c, "str.center", 0); }},
-      {"ljust", [](Renderer& r, const Value& s, CallArgs& c) { return do_pad(r, s, c, "str.ljust", -1); }},
-      {"rjust", [](Renderer& r, const Value& s, CallArgs& c) { return do_pad(r, s, c, "str.rjust", 1); }},
+      {"center",
+       [](Renderer& r, const Value& s, CallArgs& c) { return do_pad(r, s, c, "str.center", 0); }},
+      {"ljust",
+       [](Renderer& r, const Value& s, CallArgs& c) { return do_pad(r, s, c, "str.ljust", -1); }},
+      {"rjust",
+       [](Renderer& r, const Value& s, CallArgs& c) { return do_pad(r, s, c, "str.rjust", 1); }},
       {"zfill",
        [](Renderer& r, const Value& s, CallArgs& c) {
          expect_args("str.zfill", c, 1, 1);
@@ -291,8 +327,10 @@ const std::unordered_map<std::string, Method>& str_methods() {
          const U32 text = self_text(s), sep = str_arg(c.args[0], "partition");
          if (sep.empty()) runtime_error("empty separator");
          const size_t pos = text.find(sep);
-         std::vector<U32> parts = pos == U32::npos ? std::vector<U32>{text, U"", U""}
-                                                   : std::vector<U32>{text.substr(0, pos), sep, text.substr(pos + sep.size())};
+         std::vector<U32> parts =
+             pos == U32::npos
+                 ? std::vector<U32>{text, U"", U""}
+                 : std::vector<U32>{text.substr(0, pos), sep, text.substr(pos + sep.size())};
          Value l = str_list(r, parts, s.is_markup());
          return Value::list(l.items(), Seq::Tuple);
        }},
@@ -302,8 +340,10 @@ const std::unordered_map<std::string, Method>& str_methods() {
          const U32 text = self_text(s), sep = str_arg(c.args[0], "rpartition");
          if (sep.empty()) runtime_error("empty separator");
          const size_t pos = text.rfind(sep);
-         std::vector<U32> parts = pos == U32::npos ? std::vector<U32>{U"", U"", text}
-                                                   : std::vector<U32>{text.substr(0, pos), sep, text.substr(pos + sep.size())};
+         std::vector<U32> parts =
+             pos == U32::npos
+                 ? std::vector<U32>{U"", U"", text}
+                 : std::vector<U32>{text.substr(0, pos), sep, text.substr(pos + sep.size())};
          Value l = str_list(r, parts, s.is_markup());
          return Value::list(l.items(), Seq::Tuple);
        }},
@@ -330,7 +370,8 @@ Value seq_count(const Value& self, CallArgs& call) {
   reject_kwargs("count", call);
   expect_args("count", call, 1, 1);
   int64_t n = 0;
-  for (const auto& item : self.items()) n += equal(item, call.args[0]);
+  for (const auto& item : self.items())
+    n += equal(item, call.args[0]);
   return Value::integer(n);
 }
 
@@ -350,14 +391,13 @@ Value dict_view(const Value& self, Seq seq) {
 }
 
 Value bind(const char* name, Value self, Method m) {
-  return Value::callable(name, [self = std::move(self), m](Renderer& r, CallArgs& call) {
-    return m(r, self, call);
-  });
+  return Value::callable(
+      name, [self = std::move(self), m](Renderer& r, CallArgs& call) { return m(r, self, call); });
 }
 
 Value unsafe(const Value& self, const std::string& name) {
-  return Value::undefined(fmt::format("access to attribute '{}' of '{}' object is unsafe.", name,
-                                      type_name(self)));
+  return Value::undefined(
+      fmt::format("access to attribute '{}' of '{}' object is unsafe.", name, type_name(self)));
 }
 
 }  // namespace
@@ -372,7 +412,9 @@ std::optional<Value> method_of(const Value& self, const std::string& name) {
     }
     case Kind::Dict:
       if (name == "items" || name == "keys" || name == "values") {
-        const Seq seq = name == "items" ? Seq::DictItems : name == "keys" ? Seq::DictKeys : Seq::DictValues;
+        const Seq seq = name == "items"  ? Seq::DictItems
+                        : name == "keys" ? Seq::DictKeys
+                                         : Seq::DictValues;
         return Value::callable("dict." + name, [self, seq](Renderer&, CallArgs& call) {
           expect_args("dict view", call, 0, 0);
           return dict_view(self, seq);
@@ -389,7 +431,8 @@ std::optional<Value> method_of(const Value& self, const std::string& name) {
         });
       }
       if (name == "copy") {
-        return bind("dict.copy", self, [](Renderer&, const Value& s, CallArgs&) { return Value::dict(s.dict()); });
+        return bind("dict.copy", self,
+                    [](Renderer&, const Value& s, CallArgs&) { return Value::dict(s.dict()); });
       }
       if (name == "pop" || name == "popitem" || name == "setdefault" || name == "update" ||
           name == "clear")
@@ -398,11 +441,16 @@ std::optional<Value> method_of(const Value& self, const std::string& name) {
     case Kind::List: {
       const Seq seq = self.list_data().seq;
       if (seq != Seq::List && seq != Seq::Tuple && seq != Seq::Range) return std::nullopt;
-      if (name == "index") return bind("index", self, [](Renderer&, const Value& s, CallArgs& c) { return seq_index_of(s, c); });
-      if (name == "count") return bind("count", self, [](Renderer&, const Value& s, CallArgs& c) { return seq_count(s, c); });
+      if (name == "index")
+        return bind("index", self,
+                    [](Renderer&, const Value& s, CallArgs& c) { return seq_index_of(s, c); });
+      if (name == "count")
+        return bind("count", self,
+                    [](Renderer&, const Value& s, CallArgs& c) { return seq_count(s, c); });
       if (seq != Seq::List) return std::nullopt;
       if (name == "copy") {
-        return bind("list.copy", self, [](Renderer&, const Value& s, CallArgs&) { return Value::list(s.items()); });
+        return bind("list.copy", self,
+                    [](Renderer&, const Value& s, CallArgs&) { return Value::list(s.items()); });
       }
       if (name == "append" || name == "extend" || name == "insert" || name == "pop" ||
           name == "remove" || name == "reverse" || name == "sort" || name == "clear")

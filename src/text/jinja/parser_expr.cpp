@@ -47,7 +47,9 @@ std::string Parser::describe(const Token& t) {
   return "token";
 }
 
-void Parser::fail(const std::string& message) const { syntax_error(message, cur().line); }
+void Parser::fail(const std::string& message) const {
+  syntax_error(message, cur().line);
+}
 
 void Parser::fail_expected(const std::string& expected) const {
   fail(fmt::format("expected {}, got {}", expected, describe(cur())));
@@ -74,10 +76,10 @@ void Parser::expect(Tok type) {
 }
 
 void Parser::fail_nesting() const {
-  throw TemplateError(TemplateError::Kind::Limit,
-                      fmt::format("expressions and blocks nest too deeply (sandbox limit {})",
-                                  max_nesting_),
-                      cur().line);
+  throw TemplateError(
+      TemplateError::Kind::Limit,
+      fmt::format("expressions and blocks nest too deeply (sandbox limit {})", max_nesting_),
+      cur().line);
 }
 
 Parser::Nest::Nest(Parser& p) : p_(p) {
@@ -108,7 +110,8 @@ ExprPtr Parser::parse_condexpr() {
     ExprPtr test = parse_or();
     ExprPtr otherwise;
     if (skip_name("else")) otherwise = parse_condexpr();
-    expr1 = std::make_unique<CondExpr>(std::move(test), std::move(expr1), std::move(otherwise), line);
+    expr1 =
+        std::make_unique<CondExpr>(std::move(test), std::move(expr1), std::move(otherwise), line);
   }
   return expr1;
 }
@@ -120,7 +123,8 @@ ExprPtr Parser::parse_or() {
   while (skip_name("or")) {
     chain.link();
     ExprPtr right = parse_and();
-    left = std::make_unique<BinaryExpr>(ExprKind::Or, BinOp::Add, std::move(left), std::move(right), line);
+    left = std::make_unique<BinaryExpr>(ExprKind::Or, BinOp::Add, std::move(left), std::move(right),
+                                        line);
   }
   return left;
 }
@@ -132,7 +136,8 @@ ExprPtr Parser::parse_and() {
   while (skip_name("and")) {
     chain.link();
     ExprPtr right = parse_not();
-    left = std::make_unique<BinaryExpr>(ExprKind::And, BinOp::Add, std::move(left), std::move(right), line);
+    left = std::make_unique<BinaryExpr>(ExprKind::And, BinOp::Add, std::move(left),
+                                        std::move(right), line);
   }
   return left;
 }
@@ -156,8 +161,12 @@ ExprPtr Parser::parse_compare() {
     if (cur().type == Tok::Op && (cur().text == "==" || cur().text == "!=" || cur().text == "<" ||
                                   cur().text == "<=" || cur().text == ">" || cur().text == ">=")) {
       const std::string& t = cur().text;
-      op = t == "==" ? CmpOp::Eq : t == "!=" ? CmpOp::Ne : t == "<" ? CmpOp::Lt
-           : t == "<=" ? CmpOp::Le : t == ">" ? CmpOp::Gt : CmpOp::Ge;
+      op = t == "=="   ? CmpOp::Eq
+           : t == "!=" ? CmpOp::Ne
+           : t == "<"  ? CmpOp::Lt
+           : t == "<=" ? CmpOp::Le
+           : t == ">"  ? CmpOp::Gt
+                       : CmpOp::Ge;
       advance();
     } else if (skip_name("in")) {
       op = CmpOp::In;
@@ -184,7 +193,8 @@ ExprPtr Parser::parse_math1() {
     const BinOp op = is_op("+") ? BinOp::Add : BinOp::Sub;
     advance();
     ExprPtr right = parse_concat();
-    left = std::make_unique<BinaryExpr>(ExprKind::Binary, op, std::move(left), std::move(right), line);
+    left =
+        std::make_unique<BinaryExpr>(ExprKind::Binary, op, std::move(left), std::move(right), line);
   }
   return left;
 }
@@ -193,7 +203,8 @@ ExprPtr Parser::parse_concat() {
   const int line = cur().line;
   std::vector<ExprPtr> parts;
   parts.push_back(parse_math2());
-  while (skip_op("~")) parts.push_back(parse_math2());
+  while (skip_op("~"))
+    parts.push_back(parse_math2());
   if (parts.size() == 1) return std::move(parts[0]);
   return std::make_unique<ConcatExpr>(std::move(parts), line);
 }
@@ -205,10 +216,14 @@ ExprPtr Parser::parse_math2() {
   while (is_op("*") || is_op("/") || is_op("//") || is_op("%")) {
     chain.link();
     const std::string& t = cur().text;
-    const BinOp op = t == "*" ? BinOp::Mul : t == "/" ? BinOp::Div : t == "//" ? BinOp::FloorDiv : BinOp::Mod;
+    const BinOp op = t == "*"    ? BinOp::Mul
+                     : t == "/"  ? BinOp::Div
+                     : t == "//" ? BinOp::FloorDiv
+                                 : BinOp::Mod;
     advance();
     ExprPtr right = parse_pow();
-    left = std::make_unique<BinaryExpr>(ExprKind::Binary, op, std::move(left), std::move(right), line);
+    left =
+        std::make_unique<BinaryExpr>(ExprKind::Binary, op, std::move(left), std::move(right), line);
   }
   return left;
 }
@@ -220,7 +235,8 @@ ExprPtr Parser::parse_pow() {
   while (skip_op("**")) {
     chain.link();
     ExprPtr right = parse_unary();
-    left = std::make_unique<BinaryExpr>(ExprKind::Binary, BinOp::Pow, std::move(left), std::move(right), line);
+    left = std::make_unique<BinaryExpr>(ExprKind::Binary, BinOp::Pow, std::move(left),
+                                        std::move(right), line);
   }
   return left;
 }
@@ -474,7 +490,8 @@ void Parser::parse_call_args(CallArgsExpr& out) {
 
 std::string Parser::parse_dotted_name() {
   std::string name = expect_name();
-  while (skip_op(".")) name += "." + expect_name();
+  while (skip_op("."))
+    name += "." + expect_name();
   return name;
 }
 

@@ -125,7 +125,7 @@ class Parser {
   size_t pos_ = 0;
   int max_nesting_;
   int depth_ = 0;
-  int loop_depth_ = 0;  // break/continue are only valid inside a for body
+  int loop_depth_ = 0;                    // break/continue are only valid inside a for body
   std::vector<std::string> open_blocks_;  // for "innermost block" messages
 };
 

@@ -65,9 +65,11 @@ Body Parser::subparse(std::initializer_list<const char*> end_tags) {
 
 void Parser::fail_eof(std::initializer_list<const char*> end_tags) const {
   std::string msg = "Unexpected end of template.";
-  if (end_tags.size()) msg += fmt::format(" Jinja was looking for the following tags: {}.", quoted_list(end_tags));
+  if (end_tags.size())
+    msg += fmt::format(" Jinja was looking for the following tags: {}.", quoted_list(end_tags));
   if (!open_blocks_.empty())
-    msg += fmt::format(" The innermost block that needs to be closed is '{}'.", open_blocks_.back());
+    msg +=
+        fmt::format(" The innermost block that needs to be closed is '{}'.", open_blocks_.back());
   syntax_error(msg, cur().line);
 }
 
@@ -269,7 +271,8 @@ StmtPtr Parser::parse_print() {
   }
   // {% print a, b %} writes each expression in turn.
   auto scope = std::make_unique<ScopeStmt>(line);
-  for (auto& e : items) scope->body.push_back(std::make_unique<PrintStmt>(std::move(e), line));
+  for (auto& e : items)
+    scope->body.push_back(std::make_unique<PrintStmt>(std::move(e), line));
   return scope;
 }
 
@@ -308,10 +311,12 @@ Target Parser::parse_assign_target(bool with_tuple, bool name_only,
     }
     if (x.kind == ExprKind::Tuple) {
       r.kind = Target::Kind::Tuple;
-      for (const auto& item : static_cast<const SeqExpr&>(x).items) r.items.push_back(convert(*item));
+      for (const auto& item : static_cast<const SeqExpr&>(x).items)
+        r.items.push_back(convert(*item));
       return r;
     }
-    syntax_error(fmt::format("can't assign to {}", x.kind == ExprKind::Const ? "a constant" : "this expression"),
+    syntax_error(fmt::format("can't assign to {}",
+                             x.kind == ExprKind::Const ? "a constant" : "this expression"),
                  x.line);
   };
   return convert(*e);

@@ -9,7 +9,7 @@
 
 namespace strata::jinja {
 
-std::string float_repr(double d);        // repr(1.0) == "1.0", repr(1e16) == "1e+16", "nan", "inf"
+std::string float_repr(double d);  // repr(1.0) == "1.0", repr(1e16) == "1e+16", "nan", "inf"
 std::string str_repr(std::string_view s);  // repr('it\'s') == "\"it's\""
 
 }  // namespace strata::jinja

@@ -13,9 +13,11 @@ U32 strip(const U32& s, const std::optional<U32>& chars, bool left, bool right) 
   };
   size_t b = 0, e = s.size();
   if (left)
-    while (b < e && strippable(s[b])) ++b;
+    while (b < e && strippable(s[b]))
+      ++b;
   if (right)
-    while (e > b && strippable(s[e - 1])) --e;
+    while (e > b && strippable(s[e - 1]))
+      --e;
   return s.substr(b, e - b);
 }
 
@@ -25,17 +27,20 @@ std::vector<U32> split(const U32& s, const std::optional<U32>& sep, int64_t maxs
   if (!sep) {
     size_t i = 0;
     const size_t n = s.size();
-    while (i < n && uni::is_space(s[i])) ++i;
+    while (i < n && uni::is_space(s[i]))
+      ++i;
     while (i < n) {
       if (maxsplit-- == 0) {
         out.push_back(s.substr(i));  // the rest keeps its trailing whitespace
         return out;
       }
       size_t j = i;
-      while (j < n && !uni::is_space(s[j])) ++j;
+      while (j < n && !uni::is_space(s[j]))
+        ++j;
       out.push_back(s.substr(i, j - i));
       i = j;
-      while (i < n && uni::is_space(s[i])) ++i;
+      while (i < n && uni::is_space(s[i]))
+        ++i;
     }
     return out;
   }
@@ -56,17 +61,20 @@ std::vector<U32> rsplit(const U32& s, const std::optional<U32>& sep, int64_t max
   if (maxsplit < 0) maxsplit = INT64_MAX;
   if (!sep) {
     size_t i = s.size();
-    while (i > 0 && uni::is_space(s[i - 1])) --i;
+    while (i > 0 && uni::is_space(s[i - 1]))
+      --i;
     while (i > 0) {
       if (maxsplit-- == 0) {
         out.push_back(s.substr(0, i));
         break;
       }
       size_t j = i;
-      while (j > 0 && !uni::is_space(s[j - 1])) --j;
+      while (j > 0 && !uni::is_space(s[j - 1]))
+        --j;
       out.push_back(s.substr(j, i - j));
       i = j;
-      while (i > 0 && uni::is_space(s[i - 1])) --i;
+      while (i > 0 && uni::is_space(s[i - 1]))
+        --i;
     }
     std::reverse(out.begin(), out.end());
     return out;
@@ -90,7 +98,8 @@ std::vector<U32> splitlines(const U32& s, bool keepends) {
   const size_t n = s.size();
   while (i < n) {
     size_t j = i;
-    while (j < n && !uni::is_linebreak(s[j])) ++j;
+    while (j < n && !uni::is_linebreak(s[j]))
+      ++j;
     size_t eol = j;
     if (j < n) {
       eol = (s[j] == '\r' && j + 1 < n && s[j + 1] == '\n') ? j + 2 : j + 1;
@@ -142,7 +151,8 @@ Range adjust(std::optional<int64_t> start, std::optional<int64_t> end, int64_t l
 int64_t find(const U32& s, const U32& sub, Range r) {
   const auto len = static_cast<int64_t>(s.size());
   if (r.start > len || r.end - r.start < static_cast<int64_t>(sub.size())) return -1;
-  const size_t pos = s.substr(0, static_cast<size_t>(r.end)).find(sub, static_cast<size_t>(r.start));
+  const size_t pos =
+      s.substr(0, static_cast<size_t>(r.end)).find(sub, static_cast<size_t>(r.start));
   return pos == U32::npos ? -1 : static_cast<int64_t>(pos);
 }
 

@@ -46,13 +46,16 @@ class Restore {
 
 }  // namespace
 
-Renderer::Renderer(const Body& program, const Limits& limits) : program_(program), budget_(limits) {}
+Renderer::Renderer(const Body& program, const Limits& limits)
+    : program_(program), budget_(limits) {}
 
 Renderer::~Renderer() {
   // Macros hold their defining frame, which holds the macro: break those cycles, and the ones a
   // namespace stored into itself can make.
-  for (auto& s : macro_scopes_) s->vars.clear();
-  for (auto& n : namespaces_) n.ns().attrs = Dict();
+  for (auto& s : macro_scopes_)
+    s->vars.clear();
+  for (auto& n : namespaces_)
+    n.ns().attrs = Dict();
 }
 
 std::string Renderer::render(const Dict& variables) {
@@ -154,11 +157,13 @@ Renderer::Flow Renderer::exec(const Stmt& s) {
       case StmtKind::With: {
         const auto& w = static_cast<const WithStmt&>(s);
         std::vector<Value> values;
-        for (const auto& a : w.assigns) values.push_back(eval(*a.second));
+        for (const auto& a : w.assigns)
+          values.push_back(eval(*a.second));
         auto frame = std::make_shared<Scope>();
         frame->parent = scope_;
         Restore<ScopePtr> inner(scope_, frame);
-        for (size_t i = 0; i < values.size(); ++i) assign(w.assigns[i].first, values[i]);
+        for (size_t i = 0; i < values.size(); ++i)
+          assign(w.assigns[i].first, values[i]);
         return exec_body(w.body);
       }
       case StmtKind::Scope: {
@@ -251,12 +256,14 @@ void Renderer::assign(const Target& t, const Value& v) {
       }
       if (items->size() > t.items.size())
         runtime_error(fmt::format("too many values to unpack (expected {})", t.items.size()));
-      for (size_t i = 0; i < t.items.size(); ++i) assign(t.items[i], (*items)[i]);
+      for (size_t i = 0; i < t.items.size(); ++i)
+        assign(t.items[i], (*items)[i]);
       return;
     }
     case Target::Kind::NamespaceAttr: {
       const Value ns = lookup(t.name);
-      if (ns.kind() != Kind::Namespace) runtime_error("Cannot assign attribute on non-namespace object");
+      if (ns.kind() != Kind::Namespace)
+        runtime_error("Cannot assign attribute on non-namespace object");
       ns.ns().attrs.set(Value::string(t.attr), v);
       return;
     }
@@ -267,11 +274,12 @@ Value Renderer::define_macro(const MacroStmt& m) {
   const ScopePtr defined_in = scope_;
   macro_scopes_.push_back(defined_in);
   const MacroStmt* macro = &m;
-  return Value::callable(fmt::format("macro '{}'", m.name),
-                         [macro, defined_in](Renderer& r, CallArgs& args) {
-                           return r.call_macro(*macro, defined_in, args);
-                         },
-                         /*is_macro=*/true);
+  return Value::callable(
+      fmt::format("macro '{}'", m.name),
+      [macro, defined_in](Renderer& r, CallArgs& args) {
+        return r.call_macro(*macro, defined_in, args);
+      },
+      /*is_macro=*/true);
 }
 
 // jinja2.runtime.Macro.__call__: positional arguments fill the parameters in order, keywords
@@ -292,7 +300,8 @@ Value Renderer::call_macro(const MacroStmt& m, const ScopePtr& defined_in, CallA
   bool caller_given = false;
   for (auto& [key, value] : args.kwargs) {
     size_t i = n_positional;
-    while (i < n_params && m.params[i] != key) ++i;
+    while (i < n_params && m.params[i] != key)
+      ++i;
     if (i < n_params && !given[i]) {
       frame->vars[key] = value;
       given[i] = true;
@@ -312,13 +321,15 @@ Value Renderer::call_macro(const MacroStmt& m, const ScopePtr& defined_in, CallA
   for (size_t i = 0; i < n_params; ++i) {
     if (given[i]) continue;
     frame->vars[m.params[i]] =
-        m.defaults[i] ? eval(*m.defaults[i])
-                      : Value::undefined(fmt::format("parameter '{}' was not provided", m.params[i]));
+        m.defaults[i]
+            ? eval(*m.defaults[i])
+            : Value::undefined(fmt::format("parameter '{}' was not provided", m.params[i]));
   }
   if (m.uses_caller) frame->vars["caller"] = caller;
   if (m.uses_varargs) {
     std::vector<Value> extra;
-    for (size_t i = n_params; i < args.args.size(); ++i) extra.push_back(args.args[i]);
+    for (size_t i = n_params; i < args.args.size(); ++i)
+      extra.push_back(args.args[i]);
     frame->vars["varargs"] = Value::list(std::move(extra), Seq::Tuple);
   }
   if (m.uses_kwargs) frame->vars["kwargs"] = Value::dict(std::move(extra_kwargs));
@@ -330,7 +341,8 @@ void Renderer::exec_call_block(const CallBlockStmt& s) {
   macro_scopes_.push_back(here);
   const MacroStmt* body = s.caller.get();
   Value caller = Value::callable(
-      "caller", [body, here](Renderer& r, CallArgs& args) { return r.call_macro(*body, here, args); },
+      "caller",
+      [body, here](Renderer& r, CallArgs& args) { return r.call_macro(*body, here, args); },
       /*is_macro=*/true);
   const Value callee = eval(*s.call->callee);
   CallArgs args = eval_args(s.call->args);

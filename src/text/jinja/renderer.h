@@ -17,8 +17,8 @@
 #include <fmt/format.h>
 
 #include "text/jinja/ast.h"
-#include "text/jinja/error.h"
 #include "text/jinja/call_args.h"
+#include "text/jinja/error.h"
 #include "text/jinja/limits.h"
 #include "text/jinja/value.h"
 
@@ -79,8 +79,8 @@ class Renderer {
   const Body& program_;
   Budget budget_;
   const Dict* variables_ = nullptr;
-  ScopePtr scope_;                    // innermost frame
-  std::string* out_ = nullptr;        // where output goes (a macro call redirects it)
+  ScopePtr scope_;                      // innermost frame
+  std::string* out_ = nullptr;          // where output goes (a macro call redirects it)
   const Value* block_input_ = nullptr;  // body text for {% filter %} / {% set x | f %}
   int call_depth_ = 0;
   int eval_depth_ = 0;

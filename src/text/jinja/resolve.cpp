@@ -15,13 +15,16 @@ namespace {
 class Resolver {
  public:
   void body(Body& b, bool soft) {
-    for (auto& s : b) stmt(*s, soft);
+    for (auto& s : b)
+      stmt(*s, soft);
   }
 
  private:
   void args(CallArgsExpr& a, bool soft) {
-    for (auto& e : a.args) expr(e.get(), soft);
-    for (auto& kv : a.kwargs) expr(kv.second.get(), soft);
+    for (auto& e : a.args)
+      expr(e.get(), soft);
+    for (auto& kv : a.kwargs)
+      expr(kv.second.get(), soft);
     expr(a.star.get(), soft);
     expr(a.double_star.get(), soft);
   }
@@ -40,7 +43,8 @@ class Resolver {
       }
       case ExprKind::List:
       case ExprKind::Tuple:
-        for (auto& i : static_cast<SeqExpr*>(e)->items) expr(i.get(), soft);
+        for (auto& i : static_cast<SeqExpr*>(e)->items)
+          expr(i.get(), soft);
         return;
       case ExprKind::Dict:
         for (auto& kv : static_cast<DictExpr*>(e)->items) {
@@ -102,7 +106,8 @@ class Resolver {
       case ExprKind::Compare: {
         auto* c = static_cast<CompareExpr*>(e);
         expr(c->first.get(), soft);
-        for (auto& r : c->rest) expr(r.second.get(), soft);
+        for (auto& r : c->rest)
+          expr(r.second.get(), soft);
         return;
       }
       case ExprKind::Cond: {
@@ -113,7 +118,8 @@ class Resolver {
         return;
       }
       case ExprKind::Concat:
-        for (auto& p : static_cast<ConcatExpr*>(e)->parts) expr(p.get(), soft);
+        for (auto& p : static_cast<ConcatExpr*>(e)->parts)
+          expr(p.get(), soft);
         return;
     }
   }
@@ -121,7 +127,8 @@ class Resolver {
   void macro(MacroStmt& m) {
     const bool c = reads_caller_, v = reads_varargs_, k = reads_kwargs_;
     reads_caller_ = reads_varargs_ = reads_kwargs_ = false;
-    for (auto& d : m.defaults) expr(d.get(), false);
+    for (auto& d : m.defaults)
+      expr(d.get(), false);
     body(m.body, false);
     m.uses_caller = reads_caller_;
     m.uses_varargs = reads_varargs_;
@@ -184,7 +191,8 @@ class Resolver {
       }
       case StmtKind::With: {
         auto& w = static_cast<WithStmt&>(s);
-        for (auto& a : w.assigns) expr(a.second.get(), soft);
+        for (auto& a : w.assigns)
+          expr(a.second.get(), soft);
         body(w.body, false);
         return;
       }
@@ -199,6 +207,8 @@ class Resolver {
 
 }  // namespace
 
-void resolve_names(Body& body) { Resolver().body(body, false); }
+void resolve_names(Body& body) {
+  Resolver().body(body, false);
+}
 
 }  // namespace strata::jinja

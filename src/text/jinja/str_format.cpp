@@ -110,7 +110,8 @@ std::string format_float(double d, const Spec& s) {
       runtime_error(fmt::format("Unknown format code '{}' for object of type 'float'", t));
     }
     if (std::isnan(d)) body = (t == 'F' || t == 'E' || t == 'G') ? "NAN" : "nan";
-    if (std::isinf(d)) body = std::string(d < 0 ? "-" : "") + ((t == 'F' || t == 'E' || t == 'G') ? "INF" : "inf");
+    if (std::isinf(d))
+      body = std::string(d < 0 ? "-" : "") + ((t == 'F' || t == 'E' || t == 'G') ? "INF" : "inf");
   }
   if (s.sign != '-' && !body.empty() && body[0] != '-') body = std::string(1, s.sign) + body;
   Spec p = s;
@@ -159,11 +160,13 @@ Spec parse_spec(const std::string& text) {
 std::string format_value(const Value& v, const std::string& spec_text) {
   if (spec_text.empty()) return to_str(v);
   const Spec s = parse_spec(spec_text);
-  if (v.kind() == Kind::Float || (v.is_int_like() && s.type && std::string("eEfFgG%").find(s.type) != std::string::npos))
+  if (v.kind() == Kind::Float ||
+      (v.is_int_like() && s.type && std::string("eEfFgG%").find(s.type) != std::string::npos))
     return format_float(v.as_float(), s);
   if (v.is_int_like()) return format_int(v.as_int(), s);
   if (v.is_string()) {
-    if (s.type && s.type != 's') runtime_error(fmt::format("Unknown format code '{}' for object of type 'str'", s.type));
+    if (s.type && s.type != 's')
+      runtime_error(fmt::format("Unknown format code '{}' for object of type 'str'", s.type));
     std::string text = v.str();
     if (s.precision >= 0) {
       const std::u32string cps = utf8::decode(text);
@@ -234,7 +237,8 @@ std::string python_percent_format(const std::string& format, const Value& args) 
       while (i < format.size() && std::isdigit(static_cast<unsigned char>(format[i])))
         s.precision = s.precision * 10 + (format[i++] - '0');
     }
-    while (i < format.size() && (format[i] == 'h' || format[i] == 'l' || format[i] == 'L')) ++i;
+    while (i < format.size() && (format[i] == 'h' || format[i] == 'l' || format[i] == 'L'))
+      ++i;
     if (i >= format.size()) runtime_error("incomplete format");
     const char type = format[i++];
     if (type == '%') {
@@ -248,7 +252,8 @@ std::string python_percent_format(const std::string& format, const Value& args) 
       case 'r':
       case 'a': {
         std::string text = type == 's' ? to_str(v) : repr(v);
-        if (s.precision >= 0) text = utf8::encode(utf8::decode(text).substr(0, static_cast<size_t>(s.precision)));
+        if (s.precision >= 0)
+          text = utf8::encode(utf8::decode(text).substr(0, static_cast<size_t>(s.precision)));
         Spec p = s;
         p.zero = false;
         out += pad(text, p, '>');
@@ -260,9 +265,12 @@ std::string python_percent_format(const std::string& format, const Value& args) 
       case 'x':
       case 'X':
       case 'o': {
-        if (!v.is_number()) runtime_error(fmt::format("%{} format: a real number is required, not {}", type, type_name(v)));
+        if (!v.is_number())
+          runtime_error(
+              fmt::format("%{} format: a real number is required, not {}", type, type_name(v)));
         s.type = (type == 'i' || type == 'u') ? 'd' : type;
-        const int64_t n = v.is_int_like() ? v.as_int() : static_cast<int64_t>(std::trunc(v.as_float()));
+        const int64_t n =
+            v.is_int_like() ? v.as_int() : static_cast<int64_t>(std::trunc(v.as_float()));
         out += format_int(n, s);
         break;
       }
@@ -338,11 +346,15 @@ std::string python_str_format(const std::string& format, const CallArgs& args) {
     const std::string head = field.substr(0, name_end);
     Value v;
     if (head.empty()) {
-      if (auto_index >= args.args.size()) runtime_error(fmt::format("Replacement index {} out of range for positional args tuple", auto_index));
+      if (auto_index >= args.args.size())
+        runtime_error(
+            fmt::format("Replacement index {} out of range for positional args tuple", auto_index));
       v = args.args[auto_index++];
     } else if (std::isdigit(static_cast<unsigned char>(head[0]))) {
       const size_t k = std::stoul(head);
-      if (k >= args.args.size()) runtime_error(fmt::format("Replacement index {} out of range for positional args tuple", k));
+      if (k >= args.args.size())
+        runtime_error(
+            fmt::format("Replacement index {} out of range for positional args tuple", k));
       v = args.args[k];
     } else {
       bool found = false;
@@ -357,13 +369,15 @@ std::string python_str_format(const std::string& format, const CallArgs& args) {
     while (name_end != std::string::npos && name_end < field.size()) {
       if (field[name_end] == '.') {
         const size_t next = field.find_first_of(".[", name_end + 1);
-        v = getattr(v, field.substr(name_end + 1, next == std::string::npos ? std::string::npos : next - name_end - 1));
+        v = getattr(v, field.substr(name_end + 1, next == std::string::npos ? std::string::npos
+                                                                            : next - name_end - 1));
         name_end = next;
       } else {
         const size_t rb = field.find(']', name_end);
         if (rb == std::string::npos) runtime_error("Missing ']' in format string");
         const std::string key = field.substr(name_end + 1, rb - name_end - 1);
-        const bool numeric = !key.empty() && key.find_first_not_of("0123456789") == std::string::npos;
+        const bool numeric =
+            !key.empty() && key.find_first_not_of("0123456789") == std::string::npos;
         v = getitem(v, numeric ? Value::integer(std::stoll(key)) : Value::string(key));
         name_end = rb + 1;
       }

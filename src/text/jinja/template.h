@@ -17,7 +17,8 @@ namespace strata::jinja {
 class Template {
  public:
   // Throws TemplateError (Kind::Syntax, or Limit for absurd nesting) naming `name` and the line.
-  explicit Template(std::string_view source, Limits limits = {}, std::string name = "chat template");
+  explicit Template(std::string_view source, Limits limits = {},
+                    std::string name = "chat template");
 
   // Renders with these variables. Throws TemplateError on any failure, including
   // raise_exception (Kind::Raised, detail() is the template's message) and sandbox limits.

@@ -17,7 +17,8 @@ char32_t simple_upper(char32_t c) {
   if (c >= 0x17a && c <= 0x17e) return (c & 1) ? c : c - 1;
   if (c == 0x17f) return 'S';
   // Latin Extended-B digraphs (DŽ Dž dž, LJ Lj lj, NJ Nj nj, DZ Dz dz): upper is the first.
-  if ((c >= 0x1c4 && c <= 0x1cc) || (c >= 0x1f1 && c <= 0x1f3)) return c - (c - (c >= 0x1f1 ? 0x1f1 : 0x1c4)) % 3;
+  if ((c >= 0x1c4 && c <= 0x1cc) || (c >= 0x1f1 && c <= 0x1f3))
+    return c - (c - (c >= 0x1f1 ? 0x1f1 : 0x1c4)) % 3;
   if (c >= 0x1cd && c <= 0x1dc) return (c & 1) ? c : c - 1;
   if ((c >= 0x1de && c <= 0x1ef) || (c >= 0x1f8 && c <= 0x21f) || (c >= 0x222 && c <= 0x233))
     return (c & 1) ? c - 1 : c;
@@ -82,8 +83,8 @@ bool is_case_ignorable(char32_t c) {
 
 bool is_space(char32_t c) {
   return (c >= 0x09 && c <= 0x0d) || (c >= 0x1c && c <= 0x20) || c == 0x85 || c == 0xa0 ||
-         c == 0x1680 || (c >= 0x2000 && c <= 0x200a) || c == 0x2028 || c == 0x2029 ||
-         c == 0x202f || c == 0x205f || c == 0x3000;
+         c == 0x1680 || (c >= 0x2000 && c <= 0x200a) || c == 0x2028 || c == 0x2029 || c == 0x202f ||
+         c == 0x205f || c == 0x3000;
 }
 
 bool is_printable(char32_t c) {
@@ -112,20 +113,23 @@ bool is_cased(char32_t c) {
   return c == 0xdf || c == 0x149 || c == 0x130 || simple_upper(c) != c || simple_lower(c) != c;
 }
 // The titlecase digraphs (Dž, Lj, Nj, Dz) are neither upper nor lower.
-bool is_titlecase_digraph(char32_t c) { return c == 0x1c5 || c == 0x1c8 || c == 0x1cb || c == 0x1f2; }
+bool is_titlecase_digraph(char32_t c) {
+  return c == 0x1c5 || c == 0x1c8 || c == 0x1cb || c == 0x1f2;
+}
 bool is_lower(char32_t c) {
   return !is_titlecase_digraph(c) && (c == 0xdf || c == 0x149 || simple_upper(c) != c);
 }
-bool is_upper(char32_t c) { return !is_titlecase_digraph(c) && (c == 0x130 || simple_lower(c) != c); }
+bool is_upper(char32_t c) {
+  return !is_titlecase_digraph(c) && (c == 0x130 || simple_lower(c) != c);
+}
 
 bool is_alpha(char32_t c) {
   if (c < 0x80) return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
   if (is_cased(c)) return true;
-  return (c >= 0x5d0 && c <= 0x5ea) || (c >= 0x620 && c <= 0x64a) ||
-         (c >= 0x904 && c <= 0x939) || (c >= 0xe01 && c <= 0xe30) ||
-         (c >= 0x3041 && c <= 0x3096) || (c >= 0x30a1 && c <= 0x30fa) ||
-         (c >= 0x3400 && c <= 0x4dbf) || (c >= 0x4e00 && c <= 0x9fff) ||
-         (c >= 0xac00 && c <= 0xd7a3);
+  return (c >= 0x5d0 && c <= 0x5ea) || (c >= 0x620 && c <= 0x64a) || (c >= 0x904 && c <= 0x939) ||
+         (c >= 0xe01 && c <= 0xe30) || (c >= 0x3041 && c <= 0x3096) ||
+         (c >= 0x30a1 && c <= 0x30fa) || (c >= 0x3400 && c <= 0x4dbf) ||
+         (c >= 0x4e00 && c <= 0x9fff) || (c >= 0xac00 && c <= 0xd7a3);
 }
 
 void append_upper(std::u32string& out, char32_t c) {
@@ -187,7 +191,8 @@ std::u32string lower(const std::u32string& s) {
 std::u32string upper(const std::u32string& s) {
   std::u32string out;
   out.reserve(s.size());
-  for (char32_t c : s) append_upper(out, c);
+  for (char32_t c : s)
+    append_upper(out, c);
   return out;
 }
 

@@ -85,13 +85,15 @@ void append(std::string& out, char32_t cp) {
 std::string encode(std::u32string_view cps) {
   std::string out;
   out.reserve(cps.size());
-  for (char32_t cp : cps) append(out, cp);
+  for (char32_t cp : cps)
+    append(out, cp);
   return out;
 }
 
 size_t length(std::string_view s) {
   size_t n = 0;
-  for (char c : s) n += (static_cast<unsigned char>(c) & 0xc0) != 0x80;
+  for (char c : s)
+    n += (static_cast<unsigned char>(c) & 0xc0) != 0x80;
   return n;
 }
 

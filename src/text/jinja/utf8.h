@@ -11,7 +11,9 @@ namespace strata::jinja::utf8 {
 // Byte offset of the first ill-formed sequence (overlong, surrogate, > U+10FFFF, truncated), or
 // std::string_view::npos when the whole string is well-formed.
 size_t first_invalid(std::string_view s);
-inline bool valid(std::string_view s) { return first_invalid(s) == std::string_view::npos; }
+inline bool valid(std::string_view s) {
+  return first_invalid(s) == std::string_view::npos;
+}
 
 // Decoding assumes well-formed input (every string inside the interpreter is); a stray byte
 // decodes as U+FFFD rather than reading past the end.

@@ -99,15 +99,27 @@ Value Value::loop(LoopData data) {
   return v;
 }
 
-const std::string& Value::str() const { return static_cast<const StringData*>(obj_.get())->text; }
-bool Value::is_markup() const { return static_cast<const StringData*>(obj_.get())->markup; }
-const ListData& Value::list_data() const { return *static_cast<const ListData*>(obj_.get()); }
-const Dict& Value::dict() const { return *static_cast<const Dict*>(obj_.get()); }
-NamespaceData& Value::ns() const { return *static_cast<NamespaceData*>(obj_.get()); }
+const std::string& Value::str() const {
+  return static_cast<const StringData*>(obj_.get())->text;
+}
+bool Value::is_markup() const {
+  return static_cast<const StringData*>(obj_.get())->markup;
+}
+const ListData& Value::list_data() const {
+  return *static_cast<const ListData*>(obj_.get());
+}
+const Dict& Value::dict() const {
+  return *static_cast<const Dict*>(obj_.get());
+}
+NamespaceData& Value::ns() const {
+  return *static_cast<NamespaceData*>(obj_.get());
+}
 const CallableData& Value::callable() const {
   return *static_cast<const CallableData*>(obj_.get());
 }
-const LoopData& Value::loop() const { return *static_cast<const LoopData*>(obj_.get()); }
+const LoopData& Value::loop() const {
+  return *static_cast<const LoopData*>(obj_.get());
+}
 
 std::string Value::undefined_message() const {
   if (obj_) return *static_cast<const std::string*>(obj_.get());

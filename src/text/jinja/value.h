@@ -117,7 +117,7 @@ struct StringData {
 struct ListData {
   std::vector<Value> items;
   Seq seq = Seq::List;
-  mutable bool consumed = false;  // Seq::Iterator only
+  mutable bool consumed = false;                            // Seq::Iterator only
   int64_t range_start = 0, range_stop = 0, range_step = 1;  // Seq::Range only, for repr()
 };
 
@@ -162,13 +162,16 @@ struct LoopData {
   std::shared_ptr<const std::vector<Value>> items;
   size_t index0 = 0;
   int depth0 = 0;
-  std::function<Value(Renderer&, const Value&)> recurse;  // set for `for ... recursive`
+  std::function<Value(Renderer&, const Value&)> recurse;     // set for `for ... recursive`
   mutable std::shared_ptr<std::vector<Value>> last_changed;  // state of loop.changed()
 };
 
-
-inline bool Value::is_seq(Seq s) const { return kind_ == Kind::List && list_data().seq == s; }
-inline const std::vector<Value>& Value::items() const { return list_data().items; }
+inline bool Value::is_seq(Seq s) const {
+  return kind_ == Kind::List && list_data().seq == s;
+}
+inline const std::vector<Value>& Value::items() const {
+  return list_data().items;
+}
 inline std::shared_ptr<const std::vector<Value>> Value::shared_items() const {
   return {obj_, &list_data().items};
 }
@@ -176,8 +179,8 @@ inline std::shared_ptr<const std::vector<Value>> Value::shared_items() const {
 // Python semantics shared by everything else.
 bool truthy(const Value& v);
 bool equal(const Value& a, const Value& b);  // Python ==
-const char* type_name(const Value& v);      // Python type(v).__name__
-std::string to_str(const Value& v);         // Python str(v); Undefined prints empty
-std::string repr(const Value& v);           // Python repr(v)
+const char* type_name(const Value& v);       // Python type(v).__name__
+std::string to_str(const Value& v);          // Python str(v); Undefined prints empty
+std::string repr(const Value& v);            // Python repr(v)
 
 }  // namespace strata::jinja

@@ -34,12 +34,14 @@ Value from_json(const nlohmann::ordered_json& j, int max_depth) {
     case nlohmann::ordered_json::value_t::array: {
       std::vector<Value> items;
       items.reserve(j.size());
-      for (const auto& e : j) items.push_back(from_json(e, max_depth - 1));
+      for (const auto& e : j)
+        items.push_back(from_json(e, max_depth - 1));
       return Value::list(std::move(items));
     }
     case nlohmann::ordered_json::value_t::object: {
       Dict d;
-      for (const auto& [k, e] : j.items()) d.set(Value::string(k), from_json(e, max_depth - 1));
+      for (const auto& [k, e] : j.items())
+        d.set(Value::string(k), from_json(e, max_depth - 1));
       return Value::dict(std::move(d));
     }
     default:
@@ -143,7 +145,8 @@ class JsonWriter {
   void newline(int level) {
     if (!o_.indent) return;
     out_ += '\n';
-    for (int i = 0; i < level; ++i) out_ += *o_.indent;
+    for (int i = 0; i < level; ++i)
+      out_ += *o_.indent;
   }
 
   void write_array(const std::vector<Value>& items, int level) {
@@ -177,8 +180,8 @@ class JsonWriter {
       case Kind::None:
         return "null";
       default:
-        runtime_error(fmt::format("keys must be str, int, float, bool or None, not {}",
-                                  type_name(k)));
+        runtime_error(
+            fmt::format("keys must be str, int, float, bool or None, not {}", type_name(k)));
     }
   }
 
@@ -188,7 +191,8 @@ class JsonWriter {
       return;
     }
     std::vector<const Dict::Entry*> entries;
-    for (const auto& e : d.entries()) entries.push_back(&e);
+    for (const auto& e : d.entries())
+      entries.push_back(&e);
     if (o_.sort_keys) sort_entries(entries);
     out_ += '{';
     newline(level + 1);

@@ -10,7 +10,9 @@
 
 namespace strata::jinja {
 
-void fail_undefined(const Value& v) { runtime_error(v.undefined_message()); }
+void fail_undefined(const Value& v) {
+  runtime_error(v.undefined_message());
+}
 
 namespace {
 
@@ -167,12 +169,14 @@ Value repeat(const Value& seq, int64_t n, Budget& budget) {
     budget.charge(seq.str().size() * static_cast<size_t>(n));
     std::string out;
     out.reserve(seq.str().size() * static_cast<size_t>(n));
-    for (int64_t i = 0; i < n; ++i) out += seq.str();
+    for (int64_t i = 0; i < n; ++i)
+      out += seq.str();
     return Value::string(std::move(out), seq.is_markup());
   }
   budget.charge(seq.items().size() * static_cast<size_t>(n) * sizeof(Value));
   std::vector<Value> out;
-  for (int64_t i = 0; i < n; ++i) out.insert(out.end(), seq.items().begin(), seq.items().end());
+  for (int64_t i = 0; i < n; ++i)
+    out.insert(out.end(), seq.items().begin(), seq.items().end());
   return Value::list(std::move(out), seq.list_data().seq);
 }
 
@@ -290,8 +294,8 @@ bool contains(const Value& container, const Value& item) {
       return false;  // Undefined iterates as empty
     case Kind::String:
       if (!item.is_string()) {
-        runtime_error(fmt::format("'in <string>' requires string as left operand, not {}",
-                                  type_name(item)));
+        runtime_error(
+            fmt::format("'in <string>' requires string as left operand, not {}", type_name(item)));
       }
       return container.str().find(item.str()) != std::string::npos;
     case Kind::List: {
