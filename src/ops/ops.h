@@ -263,6 +263,8 @@ struct MoeExpertsArgs {
   template <class F> void visit(F&& f) {
     f(x, Role::In); f(ids, Role::In); f(weights, Role::In); f(out, Role::Out);
   }
+  // The expert weights, held by pointer outside visit (the host bounce copies them).
+  template <class F> void visit_weight_lists(F&& f) { f(up); f(down); }
 };
 
 // Converts between float dtypes elementwise (contiguous, same shape), e.g. bf16 logits -> f32.
@@ -294,11 +296,36 @@ struct SampleArgs {
   template <class F> void visit(F&& f) { f(logits, Role::In); f(ids, Role::Out); }
 };
 
-// Runs `a` on the kernel registry.h selects for `ctx`.
+}  // namespace strata::ops
+
+#include "ops/host_bounce.h"
+
+namespace strata::ops {
+
+// Runs `a` on the kernel registry.h selects for `ctx`. On a device run, an op listed in
+// ctx.force_host_ops, or (with ctx.allow_host_bounce) one no device kernel supports, runs on
+// its host kernel through the counted host bounce (host_bounce.h).
 template <class Args>
 void run(OpContext& ctx, Args& a) {
-  const auto& k = select_kernel(a, ctx);
-  k.run(a, ctx);
+  if (ctx.observer) ctx.observer(Args::kName, &a);
+  if (ctx.device != Device::Host) {
+    if (ctx.force_host_ops.count(Args::kName) > 0) {
+      if (!ctx.allow_host_bounce)
+        fail("op {} is forced onto the host, but this run does not allow host bounces", Args::kName);
+      run_host_bounce(ctx, a, "forced onto the host");
+      return;
+    }
+    if (ctx.allow_host_bounce) {
+      std::string reasons;
+      if (const Kernel<Args>* k = find_kernel(a, ctx.device, &reasons)) {
+        k->run(a, ctx);
+      } else {
+        run_host_bounce(ctx, a, "no device kernel:" + reasons);
+      }
+      return;
+    }
+  }
+  select_kernel(a, ctx).run(a, ctx);
 }
 
 }  // namespace strata::ops

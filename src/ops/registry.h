@@ -7,6 +7,7 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <set>
 #include <string>
 #include <vector>
@@ -25,6 +26,9 @@ struct OpContext {
   std::atomic<int64_t> host_bounces{0};   // ops that ran on host with device tensors
   std::atomic<int64_t> h2d_copies{0};     // host->device transfers made through this context
   std::atomic<int64_t> d2h_copies{0};     // device->host transfers made through this context
+  // Called by ops::run with the op's name and its Args before the op runs (activation
+  // calibration, tracing); empty = none.
+  std::function<void(const char* op, const void* args)> observer;
 };
 
 template <class Args>
@@ -66,19 +70,27 @@ bool has_kernel(Device device) {
   return false;
 }
 
+// The first kernel for `device` that supports `a`, or nullptr with every kernel's refusal
+// appended to *reasons.
+template <class Args>
+const Kernel<Args>* find_kernel(const Args& a, Device device, std::string* reasons) {
+  for (const auto& k : OpTable<Args>::kernels()) {
+    if (k.device != device) continue;
+    std::string why;
+    if (k.supports(a, &why)) return &k;
+    *reasons += fmt::format(" [{}: {}]", k.name, why);
+  }
+  if (reasons->empty()) *reasons = " [no kernel registered]";
+  return nullptr;
+}
+
 // Finds the kernel that will run `a` under `ctx`, or throws naming the op and the reasons.
 template <class Args>
 const Kernel<Args>& select_kernel(const Args& a, const OpContext& ctx) {
   const bool forced = ctx.force_host_ops.count(Args::kName) > 0;
   const Device want = forced ? Device::Host : ctx.device;
   std::string reasons;
-  for (const auto& k : OpTable<Args>::kernels()) {
-    if (k.device != want) continue;
-    std::string why;
-    if (k.supports(a, &why)) return k;
-    reasons += fmt::format(" [{}: {}]", k.name, why);
-  }
-  if (reasons.empty()) reasons = " [no kernel registered]";
+  if (const Kernel<Args>* k = find_kernel(a, want, &reasons)) return *k;
   fail("op {} has no {} kernel for these arguments:{}", Args::kName, device_name(want), reasons);
 }
 

@@ -1,0 +1,58 @@
+#include <mutex>
+#include <set>
+
+#include "core/log.h"
+#include "ops/ops.h"
+
+namespace strata::ops::bounce {
+namespace {
+
+// Elements from the first to the last element of `t` (strides are non-negative here).
+int64_t span_elements(const Tensor& t) {
+  if (t.numel() == 0) return 0;
+  int64_t last = 0;
+  for (int d = 0; d < t.rank(); ++d) last += (t.dim(d) - 1) * t.stride(d);
+  return last + 1;
+}
+
+std::array<int64_t, kMaxDims> strides_of(const Tensor& t) {
+  std::array<int64_t, kMaxDims> s{};
+  for (int d = 0; d < t.rank(); ++d) s[static_cast<size_t>(d)] = t.stride(d);
+  return s;
+}
+
+}  // namespace
+
+Tensor download(const Tensor& t, OpContext& ctx) {
+  for (int d = 0; d < t.rank(); ++d)
+    if (t.stride(d) < 0) fail("host bounce: tensor {} has a negative stride", t.str());
+  const int64_t span = span_elements(t);
+  Tensor flat = Tensor::empty(Shape{span}, t.dtype(), Device::Host);
+  if (span > 0) {
+    device_allocator(t.device())->copy(flat.raw(), Device::Host, t.raw(), t.device(),
+                                       static_cast<size_t>(span) * dtype_size(t.dtype()));
+    ctx.d2h_copies.fetch_add(1);
+  }
+  return flat.with_shape_strides(t.shape(), strides_of(t));
+}
+
+void upload(const Tensor& h, const Tensor& d, OpContext& ctx) {
+  // The host copy spans the same elements as the device tensor, gaps included; the gaps hold
+  // the bytes downloaded a moment ago and nothing on the device wrote them since (the bounce
+  // is synchronous on the run's stream), so writing the whole span back is exact.
+  const int64_t span = span_elements(d);
+  if (span == 0) return;
+  device_allocator(d.device())->copy(d.raw(), d.device(), h.raw(), Device::Host,
+                                     static_cast<size_t>(span) * dtype_size(d.dtype()));
+  ctx.h2d_copies.fetch_add(1);
+}
+
+void note(const char* op, const std::string& why) {
+  static std::mutex mu;
+  static std::set<std::string> seen;
+  std::lock_guard<std::mutex> lock(mu);
+  if (seen.insert(op).second)
+    log::info("host bounce: op {} runs on the host kernel with device tensors copied ({}); counted per run", op, why);
+}
+
+}  // namespace strata::ops::bounce
