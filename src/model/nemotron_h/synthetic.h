@@ -1,8 +1,9 @@
 // Synthetic weights of any configuration (vLLM's `--load-format dummy`): random tensors of the
 // official checkpoint layout (spec 2.1: `backbone.` prefix, one tensor per expert, f32 A_log / D /
-// e_score_correction_bias, everything else in `dtype`) at realistic scales, so logits spread
-// and greedy decoding is not a sea of ties. Used by tests, the demo-model generator and
-// performance runs of the preset sizes.
+// e_score_correction_bias, everything else in `dtype`; with `fp8`, the selective FP8 layout of
+// spec 2.2) at realistic scales, so logits spread and greedy decoding is not a sea of ties. Used
+// by tests, the demo-model generator, `strata make-checkpoint` and performance runs of the preset
+// sizes. The recipes and scale rules are in synthetic_plan.h.
 #pragma once
 
 #include <cstdint>
@@ -18,11 +19,14 @@ struct SyntheticOptions {
   // Scale of the projections that write into the residual stream (out_proj, o_proj, down_proj);
   // 0.1 keeps deep random models well conditioned (spec 9.1).
   float residual_damping = 0.1f;
+  // ModelOpt FP8 layout (fp8_layout.h): quantized linears stored e4m3 with weight_scale and
+  // input_scale tensors; everything else in `dtype`.
+  bool fp8 = false;
 };
 
 TensorMapSource make_synthetic_weights(const ModelConfig& config, const SyntheticOptions& options);
 
-// Deterministic, platform-independent random numbers (splitmix64 + Box-Muller).
+// Deterministic, platform-independent random numbers (splitmix64 + Box-Muller) for tests.
 class SplitMix {
  public:
   explicit SplitMix(uint64_t seed) : s_(seed) {}
