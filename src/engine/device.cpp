@@ -1,6 +1,7 @@
 #include "engine/device.h"
 
 #include "core/check.h"
+#include "ops/ops.h"
 
 namespace strata::engine {
 
@@ -22,6 +23,9 @@ void register_backend_init(Device device, BackendInit init) { init_slot(device) 
 void prepare_device(Device device, OpContext& ctx) {
   ctx.device = device;
   if (device == Device::Host) return;
+  // Ops the user forces onto the host run there through the counted bounce (ops/host_bounce.h).
+  ctx.force_host_ops = ops::forced_host_ops();
+  ctx.allow_host_bounce = !ctx.force_host_ops.empty();
   if (BackendInit init = init_slot(device)) init(ctx);
   // Throws "no cuda backend is available in this build or on this machine" when none is installed.
   device_allocator(device);

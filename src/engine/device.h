@@ -17,7 +17,8 @@ using BackendInit = void (*)(OpContext& ctx);
 // (every run context calls it) and throw strata::Error when the device cannot be used.
 void register_backend_init(Device device, BackendInit init);
 
-// Makes `device` usable for ctx (runs the backend's initializer, sets ctx.device). Throws
+// Makes `device` usable for ctx (runs the backend's initializer, sets ctx.device, and for a
+// device run the ops forced onto the host: ops::forced_host_ops()). Throws
 // strata::Error when this build or machine has no backend for it.
 void prepare_device(Device device, OpContext& ctx);
 

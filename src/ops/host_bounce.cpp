@@ -1,3 +1,5 @@
+#include <algorithm>
+#include <cstdlib>
 #include <mutex>
 #include <set>
 
@@ -56,3 +58,57 @@ void note(const char* op, const std::string& why) {
 }
 
 }  // namespace strata::ops::bounce
+
+namespace strata::ops {
+
+const std::vector<std::string>& op_names() {
+  static const std::vector<std::string> names = {
+      EmbeddingArgs::kName,  RmsNormArgs::kName,      LinearArgs::kName,       Conv1dPrefillArgs::kName,
+      Conv1dUpdateArgs::kName, SsmScanArgs::kName,    SsmUpdateArgs::kName,    GatedRmsNormArgs::kName,
+      KvCacheWriteArgs::kName, AttentionArgs::kName,  Relu2Args::kName,        AddArgs::kName,
+      MoeRouteArgs::kName,   MoeExpertsArgs::kName,   CastArgs::kName,         SampleArgs::kName};
+  return names;
+}
+
+std::set<std::string> parse_op_list(const std::string& text, const char* what) {
+  std::set<std::string> out;
+  size_t pos = 0;
+  while (pos <= text.size()) {
+    const size_t comma = std::min(text.find(',', pos), text.size());
+    std::string item = text.substr(pos, comma - pos);
+    item.erase(0, item.find_first_not_of(" \t"));
+    item.erase(item.find_last_not_of(" \t") + 1);
+    pos = comma + 1;
+    if (item.empty()) continue;
+    const auto& known = op_names();
+    if (std::find(known.begin(), known.end(), item) == known.end()) {
+      std::string list;
+      for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
+      fail("{}: unknown op {:?} (ops: {})", what, item, list);
+    }
+    out.insert(item);
+  }
+  return out;
+}
+
+namespace {
+std::mutex g_forced_mu;
+std::optional<std::set<std::string>> g_forced;  // set by the flag
+}  // namespace
+
+void set_forced_host_ops(const std::string& comma_separated) {
+  std::set<std::string> ops = parse_op_list(comma_separated, "--force-host-ops");
+  std::lock_guard<std::mutex> lock(g_forced_mu);
+  g_forced = std::move(ops);
+}
+
+std::set<std::string> forced_host_ops() {
+  {
+    std::lock_guard<std::mutex> lock(g_forced_mu);
+    if (g_forced) return *g_forced;
+  }
+  const char* env = std::getenv("STRATA_FORCE_HOST_OPS");
+  return env ? parse_op_list(env, "STRATA_FORCE_HOST_OPS") : std::set<std::string>{};
+}
+
+}  // namespace strata::ops

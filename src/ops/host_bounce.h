@@ -9,6 +9,8 @@
 #pragma once
 
 #include <memory>
+#include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -28,6 +30,15 @@ void upload(const Tensor& h, const Tensor& d, OpContext& ctx);
 void note(const char* op, const std::string& why);
 
 }  // namespace bounce
+
+// Every op name of the op table (ops.h), for validating user lists.
+const std::vector<std::string>& op_names();
+// The ops a user forces onto host kernels for device runs: the list given to
+// set_forced_host_ops (the --force-host-ops flag) when one was, else the environment variable
+// STRATA_FORCE_HOST_OPS; comma-separated op names, "" = none. Unknown names throw.
+void set_forced_host_ops(const std::string& comma_separated);
+std::set<std::string> forced_host_ops();
+std::set<std::string> parse_op_list(const std::string& comma_separated, const char* what);
 
 // Runs `a` (whose tensors may live on ctx.device) on the host kernel that supports its host
 // copies. `why` says why the op bounces (forced, or the device kernels' refusals).

@@ -1,21 +1,75 @@
 #include "model/nemotron_h/load.h"
 
+#include <chrono>
+
 #include "core/log.h"
+#include "io/quant_config.h"
 #include "model/nemotron_h/checkpoint_source.h"
+#include "model/nemotron_h/dummy_weights.h"
+#include "model/nemotron_h/quant_check.h"
+#include "ops/cuda/cuda_backend.h"
 
 namespace strata::model {
 
-std::unique_ptr<NemotronHModel> load_model(const std::string& dir, Device device, bool sampling) {
-  ModelConfig config = ModelConfig::load_dir(dir);
-  const CheckpointSource source = CheckpointSource::open(dir);
-  ModelWeights weights = load_weights(source, config);
-  const WeightLoadReport& r = weights.report;
-  log::debug("{}: {} tensors, {:.1f} MiB mapped, {:.1f} MiB viewed, {:.3f} MiB converted, {:.2f} s", dir, r.tensors,
-             r.mapped_bytes / 1048576.0, r.viewed_bytes / 1048576.0, r.converted_bytes / 1048576.0, r.seconds);
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+}  // namespace
+
+std::unique_ptr<NemotronHModel> load_model(const LoadOptions& o) {
+  LoadReport report;
+  report.device = std::string(device_name(o.device));
+  ModelConfig config;
+  ModelWeights weights;
+  auto t0 = std::chrono::steady_clock::now();
+  if (o.format == LoadFormat::Safetensors) {
+    report.source = o.dir;
+    config = ModelConfig::load_dir(o.dir);
+    const io::QuantConfig quant = io::load_quant_config(o.dir);
+    const CheckpointSource source = CheckpointSource::open(o.dir);
+    report.phase("open", seconds_since(t0));
+    t0 = std::chrono::steady_clock::now();
+    weights = load_weights(source, config);
+    check_quantization(source, config, quant, weights);
+    report.phase("weights", seconds_since(t0));
+    const WeightLoadReport& r = weights.report;
+    report.tensors = r.tensors;
+    report.host_mapped_bytes = r.mapped_bytes;
+    report.host_copied_bytes = r.converted_bytes;
+  } else {
+    report.source = "dummy " + o.dummy_config.source;
+    config = o.dummy_config;
+    weights = load_dummy_weights(config, o.dummy, o.device,
+                                 o.device == Device::Cuda ? cuda::stream() : nullptr, &report);
+    report.phase("generate", seconds_since(t0));
+  }
   auto model = std::make_unique<NemotronHModel>(std::move(config), std::move(weights));
-  model->check_kernels(device, sampling);
-  if (device != Device::Host) model->weights().to_device(device);
+  model->check_kernels(o.device, o.sampling);
+  if (o.device != Device::Host) {
+    t0 = std::chrono::steady_clock::now();
+    WeightResidency& res = model->residency();
+    res.on(o.device);
+    if (!o.keep_host_weights) res.make_resident(o.device);
+    report.phase("upload", seconds_since(t0));
+    report.device_uploaded_bytes = res.transfers(o.device).bytes;
+    report.staging_peak = res.transfers(o.device).staging_peak;
+    report.device_bytes = res.bytes_on(o.device);
+  }
+  report.host_resident_peak = peak_resident_bytes();
+  model->load_report() = report;
+  log::debug("{}", report.text());
   return model;
+}
+
+std::unique_ptr<NemotronHModel> load_model(const std::string& dir, Device device, bool sampling) {
+  LoadOptions o;
+  o.dir = dir;
+  o.device = device;
+  o.sampling = sampling;
+  return load_model(o);
 }
 
 int64_t parameter_count(const ModelConfig& c) {

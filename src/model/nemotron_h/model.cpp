@@ -3,6 +3,7 @@
 // then logits in f32.
 #include "model/nemotron_h/model.h"
 
+#include <set>
 #include <string>
 #include <vector>
 
@@ -13,12 +14,13 @@ namespace strata::model {
 
 NemotronHModel::NemotronHModel(ModelConfig config, ModelWeights weights)
     : config_(std::move(config)), weights_(std::move(weights)) {
-  STRATA_CHECK_EQ(static_cast<int64_t>(weights_.layers.size()), config_.num_layers());
+  STRATA_CHECK_EQ(static_cast<int64_t>(weights_.loaded().layers.size()), config_.num_layers());
 }
 
 Tensor NemotronHModel::forward(OpContext& ctx, const StepInput& step, cache::ModelCache& cache, LogitRows rows) {
   const ModelConfig& c = config_;
-  const DType act = weights_.act_dtype;
+  const ModelWeights& W = weights_.on(ctx.device);  // uploaded on the first use of a device
+  const DType act = W.act_dtype;
   const int64_t T = step.num_tokens(), B = step.num_seqs(), H = c.hidden_size;
   if (cache.mamba.num_layers() != c.num_mamba || cache.kv.num_layers() != c.num_attention)
     fail("forward: the cache was sized for another model ({} Mamba / {} attention layers, model has {} / {})",
@@ -27,7 +29,7 @@ Tensor NemotronHModel::forward(OpContext& ctx, const StepInput& step, cache::Mod
   // h = Embedding[ids]                                           [T, H]
   Tensor h = workspace(ctx, Shape{T, H}, act);
   ops::EmbeddingArgs emb;
-  emb.table = weights_.embedding;
+  emb.table = W.embedding;
   emb.ids = step.token_ids();
   emb.out = h;
   ops::run(ctx, emb);
@@ -36,7 +38,7 @@ Tensor NemotronHModel::forward(OpContext& ctx, const StepInput& step, cache::Mod
   Tensor a = workspace(ctx, Shape{T, H}, act);  // [T, H] normalized mixer input
   Tensor mixed = workspace(ctx, Shape{T, H}, act);  // [T, H] mixer output
   for (int64_t l = 0; l < c.num_layers(); ++l) {
-    const LayerWeights& L = weights_.layers[static_cast<size_t>(l)];
+    const LayerWeights& L = W.layers[static_cast<size_t>(l)];
     // Layer 0: residual = h, a = norm(h). Later: residual = act(h + residual), a = norm(residual).
     ops::RmsNormArgs norm;
     norm.x = l == 0 ? h : mixed;
@@ -78,7 +80,7 @@ Tensor NemotronHModel::forward(OpContext& ctx, const StepInput& step, cache::Mod
   ops::RmsNormArgs norm_f;
   norm_f.x = last_h;
   norm_f.residual = last_r;
-  norm_f.weight = weights_.norm_f;
+  norm_f.weight = W.norm_f;
   norm_f.eps = c.norm_eps;
   norm_f.out = normed;
   ops::run(ctx, norm_f);
@@ -87,7 +89,7 @@ Tensor NemotronHModel::forward(OpContext& ctx, const StepInput& step, cache::Mod
   Tensor logits = workspace(ctx, Shape{R, c.vocab_size}, act);  // [R, V]
   ops::LinearArgs head;
   head.x = normed;
-  head.w = weights_.lm_head;
+  head.w = W.lm_head;
   head.out = logits;
   ops::run(ctx, head);
   if (act == DType::F32) return logits;
@@ -101,15 +103,17 @@ Tensor NemotronHModel::forward(OpContext& ctx, const StepInput& step, cache::Mod
 
 void NemotronHModel::check_kernels(Device device, bool sampling) const {
   const ModelConfig& c = config_;
+  const std::set<std::string> forced = ops::forced_host_ops();
   std::vector<std::string> missing;
   auto need = [&](auto tag, bool used) {
     using Args = decltype(tag);
-    if (used && !has_kernel<Args>(device)) missing.emplace_back(Args::kName);
+    if (used && !has_kernel<Args>(device) && !(device != Device::Host && forced.count(Args::kName)))
+      missing.emplace_back(Args::kName);
   };
   need(ops::EmbeddingArgs{}, true);
   need(ops::RmsNormArgs{}, true);
   need(ops::LinearArgs{}, true);
-  need(ops::CastArgs{}, weights_.act_dtype != DType::F32);
+  need(ops::CastArgs{}, act_dtype() != DType::F32);
   need(ops::SampleArgs{}, sampling);
   need(ops::Conv1dPrefillArgs{}, c.num_mamba > 0);
   need(ops::Conv1dUpdateArgs{}, c.num_mamba > 0);
@@ -125,7 +129,9 @@ void NemotronHModel::check_kernels(Device device, bool sampling) const {
   if (!missing.empty()) {
     std::string list;
     for (const auto& m : missing) list += (list.empty() ? "" : ", ") + m;
-    fail("the {} backend has no kernel for op(s) this model needs: {}", device_name(device), list);
+    fail("the {} backend has no kernel for op(s) this model needs: {} (--force-host-ops {} runs them on the host "
+         "through a counted bounce)",
+         device_name(device), list, list);
   }
 }
 

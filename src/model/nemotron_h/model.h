@@ -10,6 +10,8 @@
 
 #include "cache/cache_plan.h"
 #include "model/nemotron_h/config.h"
+#include "model/nemotron_h/load_report.h"
+#include "model/nemotron_h/residency.h"
 #include "model/nemotron_h/step.h"
 #include "model/nemotron_h/weights.h"
 #include "ops/ops.h"
@@ -26,20 +28,27 @@ class NemotronHModel {
   NemotronHModel(ModelConfig config, ModelWeights weights);
 
   const ModelConfig& config() const { return config_; }
-  ModelWeights& weights() { return weights_; }
-  DType act_dtype() const { return weights_.act_dtype; }
+  // The weights as loaded (views of the checkpoint, or dummy weights where they were made).
+  ModelWeights& weights() { return weights_.loaded(); }
+  // The weights a run on `device` uses: copied there on the first use (residency.h).
+  const ModelWeights& weights_on(Device device) { return weights_.on(device); }
+  WeightResidency& residency() { return weights_; }
+  DType act_dtype() const { return weights_.loaded().act_dtype; }
+  LoadReport& load_report() { return load_report_; }
 
   // Runs one step, updating `cache` (Mamba states of the step's slots, KV rows of its
   // positions). Returns f32 logits on ctx.device.
   Tensor forward(OpContext& ctx, const StepInput& step, cache::ModelCache& cache, LogitRows rows);
 
   // Throws naming every op the model needs that `device` has no kernel for (a load-time check:
-  // nothing falls back silently). `sampling`: the run also samples tokens.
+  // nothing falls back silently). `sampling`: the run also samples tokens. Ops the user forces
+  // onto the host (ops::forced_host_ops) need only their host kernel.
   void check_kernels(Device device, bool sampling = true) const;
 
  private:
   ModelConfig config_;
-  ModelWeights weights_;
+  WeightResidency weights_;
+  LoadReport load_report_;
 };
 
 }  // namespace strata::model

@@ -30,7 +30,8 @@ class WeightReader {
     for (int i = 0; ok && i < t.rank(); ++i) ok = expected[i] < 0 || expected[i] == t.dim(i);
     if (!ok)
       fail("{}: tensor {}: expected shape {}, found {}", src_.describe(), name, expected.str(), t.shape().str());
-    if (t.device() != Device::Host) fail("{}: tensor {} is not in host memory", src_.describe(), name);
+    // Device tensors (dummy weights generated on the device) are taken as they are; only
+    // host tensors can be converted (see convert).
     used_.insert(name);
     ++report_->tensors;
     return t;
@@ -83,6 +84,9 @@ class WeightReader {
   }
 
   Tensor convert(const Tensor& t, DType want) {
+    if (t.device() != Device::Host)
+      fail("{}: tensor {} is {} on the device; the model needs {} (no device-side conversion)", src_.describe(),
+           t.str(), dtype_name(t.dtype()), dtype_name(want));
     const Tensor src = t.contiguous();
     Tensor out = Tensor::empty(t.shape(), want, Device::Host);
     const int64_t n = t.numel();

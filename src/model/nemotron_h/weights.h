@@ -41,6 +41,9 @@ struct AttentionWeights {
   LinearWeight k_proj;  // [n_kv*hd, H]
   LinearWeight v_proj;  // [n_kv*hd, H]
   LinearWeight o_proj;  // [H, n_heads*hd]
+  // FP8 KV-cache scales of a ModelOpt checkpoint (k_proj.k_scale / v_proj.v_scale), 0 when
+  // absent. Read and validated; the KV cache itself is kept in the activation dtype.
+  float k_scale = 0.f, v_scale = 0.f;
 };
 
 struct MlpWeights {
