@@ -9,46 +9,15 @@
 #include <cstring>
 #include <random>
 
+#include "../common/fake_device.h"
 #include "core/check.h"
 #include "ops/ops.h"
 
 namespace strata::ops {
 namespace {
 
-// Device memory that is host memory, with the copies counted.
-class FakeDevice final : public DeviceAllocator {
- public:
-  std::shared_ptr<Storage> allocate(size_t bytes) override {
-    auto s = std::make_shared<Storage>();
-    s->data = std::malloc(bytes == 0 ? 1 : bytes);
-    s->bytes = bytes;
-    s->device = Device::Cuda;
-    void* p = s->data;
-    s->release = [p] { std::free(p); };
-    return s;
-  }
-  void copy(void* dst, Device, const void* src, Device, size_t bytes) override {
-    std::memcpy(dst, src, bytes);
-    ++copies;
-  }
-  int copies = 0;
-};
-
-// Installs the fake device for one test when this process has no real one.
-class BounceTest : public ::testing::Test {
+class BounceTest : public test::FakeDeviceTest {
  protected:
-  void SetUp() override {
-    try {
-      device_allocator(Device::Cuda);
-      GTEST_SKIP() << "a real device backend is installed in this process; the fake device is not needed";
-    } catch (const Error&) {
-    }
-    set_device_allocator(Device::Cuda, &fake_);
-    installed_ = true;
-  }
-  void TearDown() override {
-    if (installed_) set_device_allocator(Device::Cuda, nullptr);
-  }
   static Tensor random_device(const Shape& s, DType dt, uint64_t seed) {
     Tensor h = Tensor::empty(s, dt);
     std::mt19937_64 rng(seed);
@@ -56,8 +25,6 @@ class BounceTest : public ::testing::Test {
     for (int64_t i = 0; i < h.numel(); ++i) store_from_f32(h.raw(), dt, static_cast<size_t>(i), nd(rng));
     return h.to(Device::Cuda);
   }
-  FakeDevice fake_;
-  bool installed_ = false;
 };
 
 TEST_F(BounceTest, ForcedOpRunsOnHostWithStridedViewsAndCountsTransfers) {

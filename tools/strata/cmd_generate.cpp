@@ -9,6 +9,7 @@
 #include <string>
 
 #include "command.h"
+#include "model_source_flags.h"
 #include "core/check.h"
 #include "core/log.h"
 #include "engine/device.h"
@@ -23,7 +24,8 @@ namespace strata::cli {
 namespace {
 
 struct GenerateFlags {
-  std::string model, prompt, prompt_flag, prompt_ids, device = "cpu", output = "text";
+  ModelSourceFlags src;  // --model DIR or --load-format dummy
+  std::string prompt, prompt_flag, prompt_ids, device = "cpu", output = "text";
   int64_t max_tokens = 16, prefill_chunk = 0;
   float temperature = 0.f, top_p = 1.f;
   int32_t top_k = 0;
@@ -34,7 +36,7 @@ struct GenerateFlags {
 };
 
 bool has_tokenizer(const std::string& dir) {
-  return std::filesystem::exists(std::filesystem::path(dir) / "tokenizer.json");
+  return !dir.empty() && std::filesystem::exists(std::filesystem::path(dir) / "tokenizer.json");
 }
 
 // The prompt as ids; a text prompt is encoded with the model's tokenizer (special tokens added
@@ -44,7 +46,7 @@ std::vector<int32_t> prompt_tokens(const GenerateFlags& f, const text::Tokenizer
   if (given == 0) fail("generate: give a prompt (text, --prompt or --prompt-ids)");
   if (given > 1) fail("generate: give only one of a text prompt, --prompt and --prompt-ids");
   if (!f.prompt_ids.empty()) return engine::parse_token_id_list(f.prompt_ids, "--prompt-ids");
-  if (!tok) fail("{}: a text prompt needs the model's tokenizer.json; use --prompt-ids", f.model);
+  if (!tok) fail("{}: a text prompt needs the model's tokenizer.json; use --prompt-ids", f.src.model);
   const std::string& text = f.prompt.empty() ? f.prompt_flag : f.prompt;
   if (!f.chat) return tok->encode(text, /*add_special_tokens=*/true);
   // A chat prompt: the conversation rendered as transformers' apply_chat_template does, then
@@ -52,7 +54,7 @@ std::vector<int32_t> prompt_tokens(const GenerateFlags& f, const text::Tokenizer
   nlohmann::ordered_json messages = nlohmann::ordered_json::array();
   if (!f.system.empty()) messages.push_back({{"role", "system"}, {"content", f.system}});
   messages.push_back({{"role", "user"}, {"content", text}});
-  const auto templates = ModelChatTemplates::load(f.model);
+  const auto templates = ModelChatTemplates::load(f.src.model);
   const std::string rendered = templates.render(messages, nullptr, /*add_generation_prompt=*/true,
                                                 nlohmann::ordered_json::object());
   return tok->encode(rendered, /*add_special_tokens=*/false);
@@ -67,8 +69,8 @@ std::string ids_text(const std::vector<int32_t>& ids) {
 void run_generate(const GenerateFlags& f) {
   if (f.output != "text" && f.output != "json") fail("--output must be text or json, got \"{}\"", f.output);
   std::unique_ptr<text::Tokenizer> tok;
-  if (has_tokenizer(f.model))
-    tok = std::make_unique<text::Tokenizer>(text::Tokenizer::from_dir(f.model));
+  if (has_tokenizer(f.src.model))
+    tok = std::make_unique<text::Tokenizer>(text::Tokenizer::from_dir(f.src.model));
   if (f.chat && !f.prompt_ids.empty()) fail("generate: --chat takes a text prompt, not --prompt-ids");
   if (!f.chat && !f.system.empty()) fail("generate: --system needs --chat");
   const std::vector<int32_t> prompt = prompt_tokens(f, tok.get());
@@ -86,8 +88,10 @@ void run_generate(const GenerateFlags& f) {
   params.ignore_eos = f.ignore_eos;
   params.validate();
 
-  auto model = model::load_model(f.model, device);
-  params.stop_token_ids = text::stop_token_ids(f.model, tok.get(), f.chat);
+  auto model = load_from_flags(f.src, device, /*sampling=*/true, "generate");
+  // Dummy weights have no directory: their config's EOS ids stop the generation.
+  params.stop_token_ids = f.src.model.empty() ? model->config().eos_token_ids
+                                              : text::stop_token_ids(f.src.model, tok.get(), f.chat);
 
   engine::GeneratorOptions options;
   options.max_context = static_cast<int64_t>(prompt.size()) + f.max_tokens;
@@ -137,7 +141,7 @@ void run_generate(const GenerateFlags& f) {
 void setup_generate(CLI::App& app) {
   auto f = std::make_shared<GenerateFlags>();
   CLI::App* sub = app.add_subcommand("generate", "Generate tokens from a prompt");
-  sub->add_option("--model", f->model, "Model directory (config.json + safetensors)")->required();
+  add_model_source_flags(sub, f->src);
   sub->add_option("prompt", f->prompt, "Prompt text");
   sub->add_option("--prompt", f->prompt_flag, "Prompt text");
   sub->add_option("--prompt-ids", f->prompt_ids, "Prompt as comma-separated token ids, e.g. 1,2,3");

@@ -7,6 +7,7 @@
 
 #include "command.h"
 #include "core/check.h"
+#include "engine/device.h"
 #include "io/checkpoint.h"
 #include "model/nemotron_h/config.h"
 #include "model/nemotron_h/load.h"
@@ -17,9 +18,18 @@ namespace {
 using model::ModelConfig;
 
 struct InspectFlags {
-  std::string dir, preset;
+  std::string dir, preset, load, device = "cpu";
   bool presets = false, summary = false;
 };
+
+// --load DIR: load the model for a run on --device and print the load report.
+void run_inspect_load(const InspectFlags& f) {
+  const Device device = engine::parse_device(f.device);
+  OpContext ctx;
+  engine::prepare_device(device, ctx);
+  auto m = model::load_model(f.load, device, /*sampling=*/false);
+  fmt::print("{}", m->load_report().text());
+}
 
 std::string human_count(int64_t n) {
   if (n >= 1'000'000'000) return fmt::format("{:.2f}B", n / 1e9);
@@ -57,6 +67,7 @@ void print_config(const ModelConfig& c) {
 }
 
 void run_inspect(const InspectFlags& f) {
+  if (!f.load.empty()) return run_inspect_load(f);
   if (f.presets) {
     for (const std::string& name : ModelConfig::preset_names()) {
       const ModelConfig c = ModelConfig::preset(name);
@@ -101,6 +112,8 @@ void setup_inspect(CLI::App& app) {
   sub->add_flag("--presets", f->presets, "List the built-in presets");
   sub->add_option("--preset", f->preset, "Describe one built-in preset");
   sub->add_flag("--summary", f->summary, "Omit the tensor list");
+  sub->add_option("--load", f->load, "Load this model directory and print the load report (bytes, phases)");
+  sub->add_option("--device", f->device, "--load: cpu or cuda")->capture_default_str();
   sub->callback([f] { run_inspect(*f); });
 }
 

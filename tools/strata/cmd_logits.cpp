@@ -4,6 +4,7 @@
 #include <string>
 
 #include "command.h"
+#include "model_source_flags.h"
 #include "core/check.h"
 #include "engine/device.h"
 #include "engine/generator.h"
@@ -14,7 +15,8 @@ namespace strata::cli {
 namespace {
 
 struct LogitsFlags {
-  std::string model, prompt_ids, out, device = "cpu";
+  ModelSourceFlags src;  // --model DIR or --load-format dummy
+  std::string prompt_ids, out, device = "cpu";
   int64_t prefill_chunk = 0;
 };
 
@@ -24,7 +26,7 @@ void run_logits(const LogitsFlags& f) {
   OpContext ctx;
   engine::prepare_device(device, ctx);  // fail before loading anything
   if (f.prefill_chunk < 0) fail("--prefill-chunk must be >= 0, got {}", f.prefill_chunk);
-  auto model = model::load_model(f.model, device, /*sampling=*/false);
+  auto model = load_from_flags(f.src, device, /*sampling=*/false, "logits");
   const model::ModelConfig& c = model->config();
   engine::validate_token_ids(ids, c.vocab_size, "--prompt-ids");
 
@@ -57,7 +59,7 @@ void run_logits(const LogitsFlags& f) {
 void setup_logits(CLI::App& app) {
   auto f = std::make_shared<LogitsFlags>();
   CLI::App* sub = app.add_subcommand("logits", "Write the f32 logits of every prompt position as .npy");
-  sub->add_option("--model", f->model, "Model directory (config.json + safetensors)")->required();
+  add_model_source_flags(sub, f->src);
   sub->add_option("--prompt-ids", f->prompt_ids, "Comma-separated token ids, e.g. 1,2,3")->required();
   sub->add_option("--out", f->out, "Output .npy file [tokens, vocab] float32")->required();
   sub->add_option("--device", f->device, "cpu or cuda")->capture_default_str();

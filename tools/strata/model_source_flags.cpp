@@ -1,12 +1,29 @@
 #include "model_source_flags.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <vector>
 
 #include "core/check.h"
+#include "core/log.h"
 #include "io/json_strict.h"
+#include "ops/ops.h"
 
 namespace strata::cli {
+
+namespace {
+std::vector<std::string> split_lines(const std::string& text) {
+  std::vector<std::string> out;
+  size_t pos = 0;
+  while (pos < text.size()) {
+    const size_t nl = std::min(text.find('\n', pos), text.size());
+    out.push_back(text.substr(pos, nl - pos));
+    pos = nl + 1;
+  }
+  return out;
+}
+}  // namespace
 
 model::ModelConfig config_from_preset_or_file(const std::string& preset, const std::string& config_path,
                                               const char* cmd) {
@@ -30,6 +47,50 @@ model::SyntheticOptions synthetic_options(const std::string& dtype, uint64_t see
     fail("{}: --dtype must be bf16, f32 or fp8, got \"{}\"", cmd, dtype);
   }
   return o;
+}
+
+void add_model_source_flags(CLI::App* sub, ModelSourceFlags& f) {
+  sub->add_option("--model", f.model, "Model directory (config.json + safetensors)");
+  sub->add_option("--load-format", f.load_format, "auto (the --model directory) or dummy (random weights, no files)")
+      ->capture_default_str();
+  sub->add_option("--preset", f.preset, "dummy: a built-in configuration (strata inspect --presets)");
+  sub->add_option("--config", f.config, "dummy: the architecture of this config.json");
+  sub->add_option("--dtype", f.dtype, "dummy: bf16, f32 or fp8 (the official selective FP8 layout)")
+      ->capture_default_str();
+  sub->add_option("--dummy-seed", f.dummy_seed, "dummy: seed of the random weights")->capture_default_str();
+  sub->add_option("--force-host-ops", f.force_host_ops,
+                  "Device runs: run these ops (comma-separated names) on host kernels through a counted bounce; "
+                  "default: env STRATA_FORCE_HOST_OPS");
+}
+
+model::LoadOptions load_options(const ModelSourceFlags& f, Device device, bool sampling, const char* cmd) {
+  if (!f.force_host_ops.empty()) ops::set_forced_host_ops(f.force_host_ops);
+  model::LoadOptions o;
+  o.device = device;
+  o.sampling = sampling;
+  if (f.load_format == "auto" || f.load_format == "safetensors") {
+    if (f.model.empty()) fail("{}: give --model DIR (or --load-format dummy with --preset or --config)", cmd);
+    if (!f.preset.empty() || !f.config.empty())
+      fail("{}: --preset and --config choose dummy weights' architecture; use them with --load-format dummy", cmd);
+    o.format = model::LoadFormat::Safetensors;
+    o.dir = f.model;
+  } else if (f.load_format == "dummy") {
+    if (!f.model.empty()) fail("{}: --load-format dummy reads no files; drop --model", cmd);
+    o.format = model::LoadFormat::Dummy;
+    o.dummy_config = config_from_preset_or_file(f.preset, f.config, cmd);
+    o.dummy = synthetic_options(f.dtype, f.dummy_seed, cmd);
+    o.dummy_config.dtype = o.dummy.dtype;
+  } else {
+    fail("{}: --load-format must be auto or dummy, got \"{}\"", cmd, f.load_format);
+  }
+  return o;
+}
+
+std::unique_ptr<model::NemotronHModel> load_from_flags(const ModelSourceFlags& f, Device device, bool sampling,
+                                                       const char* cmd) {
+  auto m = model::load_model(load_options(f, device, sampling, cmd));
+  for (const auto& line : split_lines(m->load_report().text())) log::info("{}", line);
+  return m;
 }
 
 size_t parse_byte_size(const std::string& text, const char* flag) {
