@@ -7,7 +7,7 @@
 namespace strata::model {
 
 StepInput StepInput::build(const std::vector<SequenceChunk>& seqs, int64_t block_size, bool need_kv,
-                           Device device, OpContext& ctx) {
+                           Device device, OpContext& ctx, const StepBuildOptions& options) {
   if (seqs.empty()) fail("step: no sequences");
   StepInput s;
   s.num_seqs_ = static_cast<int64_t>(seqs.size());
@@ -34,6 +34,11 @@ StepInput StepInput::build(const std::vector<SequenceChunk>& seqs, int64_t block
     }
   }
   const int64_t T = s.num_tokens_, B = s.num_seqs_;
+  if (options.block_columns > 0) {
+    if (options.block_columns < max_blocks)
+      fail("step: the block table needs {} columns, more than the fixed {}", max_blocks, options.block_columns);
+    max_blocks = options.block_columns;
+  }
 
   // Layout of the packed buffer: ids | cu_seqlens | slots | has_initial | context_lens |
   // last rows | slot_mapping | block_tables.
@@ -63,7 +68,15 @@ StepInput StepInput::build(const std::vector<SequenceChunk>& seqs, int64_t block
     }
   }
 
-  if (device == Device::Host) {
+  if (options.target.defined()) {
+    const Tensor& dst = options.target;
+    if (dst.device() != device || dst.dtype() != DType::I32 || dst.numel() != total || !dst.is_contiguous())
+      fail("step: the target buffer {} does not fit the packed step input (i32[{}] on {})", dst.str(), total,
+           device_name(device));
+    s.packed_ = dst;
+    s.packed_.copy_from(host);
+    if (device != Device::Host) ++ctx.h2d_copies;
+  } else if (device == Device::Host) {
     s.packed_ = host;
   } else {
     s.packed_ = host.to(device);

@@ -26,12 +26,24 @@ struct SequenceChunk {
   const cache::BlockTable* blocks = nullptr;
 };
 
+// How the packed buffer is laid out and where it goes (executor side).
+struct StepBuildOptions {
+  // Columns of the block table: 0 = as many as the longest context needs; a fixed number
+  // (>= that) keeps the layout of every decode step the same (CUDA graph replay).
+  int64_t block_columns = 0;
+  // A device i32 buffer of exactly the packed size to upload into (one h2d copy) instead of a
+  // fresh allocation, so the step's tensors keep their addresses from step to step.
+  Tensor target;
+};
+
 class StepInput {
  public:
   // `block_size` of the KV pool; `need_kv` when the model has attention layers. Throws
   // strata::Error on an empty step, an empty sequence, or block tables that are too short.
   static StepInput build(const std::vector<SequenceChunk>& seqs, int64_t block_size, bool need_kv,
-                         Device device, OpContext& ctx);
+                         Device device, OpContext& ctx, const StepBuildOptions& options = {});
+  // Elements of the packed buffer for T tokens, B sequences and `block_columns` columns.
+  static int64_t packed_size(int64_t T, int64_t B, int64_t block_columns) { return 2 * T + 5 * B + 1 + B * block_columns; }
 
   int64_t num_tokens() const { return num_tokens_; }  // T
   int64_t num_seqs() const { return num_seqs_; }      // B
