@@ -212,12 +212,15 @@ TEST_F(DeviceLoad, EveryOpForcedThroughTheBounceEqualsTheHostRun) {
   const auto ids = testing::random_ids(10, c.vocab_size, 7);
   const auto ref = host_logits(*m, ids);
 
-  // Without a device kernel and without permission to bounce, the kernel check names the ops.
-  try {
-    m->check_kernels(Device::Cuda, false);
-    FAIL() << "the fake device has no kernels";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("ssm_scan"), std::string::npos) << e.what();
+  // Without a device kernel and without permission to bounce, the kernel check names the ops
+  // (builds with the CUDA backend register real kernels for Device::Cuda: nothing is missing).
+  if (!has_kernel<ops::SsmScanArgs>(Device::Cuda)) {
+    try {
+      m->check_kernels(Device::Cuda, false);
+      FAIL() << "the fake device has no kernels";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("ssm_scan"), std::string::npos) << e.what();
+    }
   }
   std::string all;
   for (const auto& n : ops::op_names()) all += (all.empty() ? "" : ",") + n;
