@@ -129,6 +129,9 @@ std::vector<BlockGateRow> run_block_gate(NemotronHModel& m, OpContext& dctx, con
   dev.need_kv = host.need_kv = c.num_attention > 0;
 
   std::vector<BlockGateRow> rows;
+  // Host copies of device-made layers, made once and used by both phases.
+  std::vector<LayerWeights> host_layers(static_cast<size_t>(c.num_layers()));
+  std::vector<bool> have_host(static_cast<size_t>(c.num_layers()), false);
   for (int phase = 0; phase < 2; ++phase) {
     const bool decode = phase == 1;
     const std::vector<int32_t> tokens = decode ? std::vector<int32_t>{next_token} : prompt;
@@ -161,9 +164,13 @@ std::vector<BlockGateRow> run_block_gate(NemotronHModel& m, OpContext& dctx, con
       run_block(dctx, c, DL, k, a, dstep, dev.cache, dout);
 
       // The reference: the same input on the host with this layer's host weights.
-      TransferStats ts;
-      const LayerWeights HL = host_loaded ? m.residency().loaded().layers[static_cast<size_t>(l)]
-                                          : copy_layer_to(DL, Device::Host, &ts);
+      const auto li = static_cast<size_t>(l);
+      if (!host_loaded && !have_host[li]) {
+        TransferStats ts;
+        host_layers[li] = copy_layer_to(DL, Device::Host, &ts);
+        have_host[li] = true;
+      }
+      const LayerWeights& HL = host_loaded ? m.residency().loaded().layers[li] : host_layers[li];
       const Tensor ha = a.to(Device::Host);
       Tensor hout = Tensor::empty(Shape{n, H}, act, Device::Host);
       run_block(hctx, c, HL, k, ha, hstep, host.cache, hout);
