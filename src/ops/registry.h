@@ -27,7 +27,9 @@ struct OpContext {
   std::atomic<int64_t> h2d_copies{0};     // host->device transfers made through this context
   std::atomic<int64_t> d2h_copies{0};     // device->host transfers made through this context
   // Called by ops::run with the op's name and its Args before the op runs (activation
-  // calibration, tracing); empty = none.
+  // calibration, tracing); empty = none. An observer may replace tensor handles in the Args
+  // (never the data they point to): the per-block gate feeds its host reference the
+  // activations the device quantizes that way.
   std::function<void(const char* op, const void* args)> observer;
 };
 

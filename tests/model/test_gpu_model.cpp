@@ -36,6 +36,24 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
+// Every layer kind at shapes the device kernels take without a bounce: attention head_dim 64
+// (kernels exist for 64 and 128), every linear's K a multiple of 16 (the FP8 GEMM).
+ModelConfig gpu_tiny_config() {
+  ModelConfig c = testing::tiny_hybrid_config(DType::BF16);
+  c.hidden_size = 64;
+  c.mamba_num_heads = 4;
+  c.mamba_head_dim = 16;
+  c.ssm_state_size = 16;
+  c.num_attention_heads = 4;
+  c.num_key_value_heads = 2;
+  c.head_dim = 64;
+  for (auto& w : c.mlp_intermediate_sizes) w = 64;
+  c.moe_intermediate_size = 32;
+  c.moe_shared_expert_intermediate_size = 48;
+  c.finalize();
+  return c;
+}
+
 class Gpu : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -78,6 +96,10 @@ TEST_F(Gpu, GoldenFixturesMatchTransformersOnCuda) {
     const json expected = json::parse(in);
     const bool bf16 = expected.at("dtype") == "bfloat16";
     auto m = load_model(dir.string(), Device::Cuda, true);
+    // The fixtures' tiny shapes (head_dim 16) are below what some device kernels take: such
+    // ops run on the host through the counted bounce, every other op on the device.
+    ctx_.allow_host_bounce = true;
+    const int64_t bounces_before = ctx_.host_bounces;
     const io::SafetensorsFile logits_file = io::SafetensorsFile::open((dir / "expected.safetensors").string());
     const auto prompts = expected.at("prompts").get<std::vector<std::vector<int32_t>>>();
     // The host golden test's bands (tests/model/test_golden.cpp): f32 1e-4; bf16 from the
@@ -126,13 +148,13 @@ TEST_F(Gpu, GoldenFixturesMatchTransformersOnCuda) {
       engine::GeneratorOptions opt;
       opt.max_context = static_cast<int64_t>(prompts[p].size() + want.size());
       engine::Generator gen(*m, Device::Cuda, opt);
+      gen.context().allow_host_bounce = true;
       engine::SamplingParams sp;
       sp.temperature = 0;
       sp.max_tokens = static_cast<int64_t>(want.size());
       sp.ignore_eos = true;
       const auto got = gen.generate(prompts[p], sp).tokens;
       ASSERT_EQ(got.size(), want.size());
-      EXPECT_EQ(gen.context().host_bounces.load(), 0);
       for (size_t j = 0; j < want.size(); ++j) {
         ++greedy_compared;
         if (got[j] == want[j]) continue;
@@ -140,6 +162,8 @@ TEST_F(Gpu, GoldenFixturesMatchTransformersOnCuda) {
         break;
       }
     }
+    std::cout << fmt::format("[golden cuda] {}: {} ops bounced to the host in the prefills\n", dir.filename().string(),
+                             ctx_.host_bounces - bounces_before);
     ++fixtures;
   }
   std::cout << fmt::format("[golden cuda] {} fixtures, {} logits and {} greedy tokens compared\n", fixtures, compared,
@@ -151,7 +175,7 @@ TEST_F(Gpu, GoldenFixturesMatchTransformersOnCuda) {
 // ---- decode transfers and graph ----
 
 TEST_F(Gpu, DecodeStepMovesOnlyTheStepInputAndTheSampledId) {
-  const ModelConfig c = testing::tiny_hybrid_config(DType::BF16);
+  const ModelConfig c = gpu_tiny_config();
   LoadOptions lo;
   lo.device = Device::Cuda;
   lo.format = LoadFormat::Dummy;
@@ -260,11 +284,12 @@ TEST_F(Gpu, Fp8DeviceDifferenceIsTheActivationQuantization) {
 
 TEST_F(Gpu, LoadingTwiceGivesIdenticalLogits) {
   test::ScratchDir dir;
-  const ModelConfig c = testing::tiny_hybrid_config(DType::BF16);
+  const ModelConfig c = gpu_tiny_config();
   write_synthetic_checkpoint(dir.sub("m"), c, {.seed = 6, .dtype = DType::BF16, .fp8 = true});
   const auto ids = testing::random_ids(13, c.vocab_size, 8);
   auto a = load_model(dir.sub("m"), Device::Cuda, false);
   const auto la = device_prefill(*a, ids, ctx_);
+  EXPECT_EQ(ctx_.host_bounces.load(), 0);
   a.reset();
   auto b = load_model(dir.sub("m"), Device::Cuda, false);
   const auto lb = device_prefill(*b, ids, ctx_);
@@ -277,7 +302,7 @@ TEST_F(Gpu, LoadingTwiceGivesIdenticalLogits) {
 }
 
 TEST_F(Gpu, DummyWeightsOnTheDeviceHoldTheHostGeneratorsBits) {
-  const ModelConfig c = testing::tiny_hybrid_config(DType::BF16);
+  const ModelConfig c = gpu_tiny_config();
   int64_t compared = 0;
   for (bool fp8 : {false, true}) {
     const SyntheticOptions o{.seed = 17, .dtype = DType::BF16, .fp8 = fp8};

@@ -18,26 +18,55 @@ int64_t storage_points(LayerKind k) {
   return 6;
 }
 
-bool is_fp8(const LinearWeight& w) { return w.weight.dtype() == DType::F8E4M3; }
+bool is_w8a8(const LinearWeight& w) { return w.weight.dtype() == DType::F8E4M3 && w.input_scale > 0.f; }
 
-// FP8 linears one token passes through in the block (routed experts count once: a token's
-// path goes through up and down of its experts).
-int64_t fp8_on_path(const LayerWeights& L) {
-  switch (L.kind) {
-    case LayerKind::Mamba: return is_fp8(L.mamba.in_proj) + is_fp8(L.mamba.out_proj);
-    case LayerKind::Attention:
-      return std::max({is_fp8(L.attention.q_proj), is_fp8(L.attention.k_proj), is_fp8(L.attention.v_proj)}) +
-             is_fp8(L.attention.o_proj);
-    case LayerKind::Mlp: return is_fp8(L.mlp.up) + is_fp8(L.mlp.down);
-    case LayerKind::Moe: {
-      int64_t routed = 0;
-      for (size_t e = 0; e < L.moe.up.size(); ++e)
-        routed = std::max<int64_t>(routed, is_fp8(L.moe.up[e]) + is_fp8(L.moe.down[e]));
-      const int64_t shared = L.moe.has_shared ? is_fp8(L.moe.shared.up) + is_fp8(L.moe.shared.down) : 0;
-      return std::max(routed, shared) + is_fp8(L.moe.router);
+// The input scale every routed expert's up_proj shares, or 0 when they differ (or are not W8A8).
+float shared_expert_input_scale(const std::vector<LinearWeight>& up) {
+  if (up.empty() || !is_w8a8(up[0])) return 0.f;
+  for (const LinearWeight& w : up)
+    if (!is_w8a8(w) || w.input_scale != up[0].input_scale) return 0.f;
+  return up[0].input_scale;
+}
+
+// W8A8 linears on a token's path through the block whose activation quantization the host
+// reference cannot reproduce (see run_block_gate): the routed experts' down_proj (its input
+// is made inside moe_experts) and their up_proj when the experts' input scales differ.
+int64_t unemulated_fp8(const LayerWeights& L) {
+  if (L.kind != LayerKind::Moe || L.moe.up.empty()) return 0;
+  int64_t n = 0;
+  for (size_t e = 0; e < L.moe.down.size() && n == 0; ++e) n = is_w8a8(L.moe.down[e]) ? 1 : 0;
+  if (is_w8a8(L.moe.up[0]) && shared_expert_input_scale(L.moe.up) == 0.f) ++n;
+  return n;
+}
+
+// x as the device multiplies it in a W8A8 linear: e4m3(x / s) * s, in `dtype`.
+Tensor fake_quantize(const Tensor& x, float s, DType dtype) {
+  Tensor out = Tensor::empty(x.shape(), dtype, Device::Host);
+  const int64_t rows = x.dim(0), cols = x.dim(1);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t i = 0; i < cols; ++i) {
+      const float v = load_as_f32(x.raw(), x.dtype(), static_cast<size_t>(r * x.stride(0) + i));
+      store_from_f32(out.raw(), dtype, static_cast<size_t>(r * cols + i), fp8e4m3_to_f32(fp8e4m3_from_f32_sat(v / s)) * s);
+    }
+  return out;
+}
+
+// The host reference's observer: every W8A8 linear gets the e4m3-quantized activations the
+// device multiplies (in f32, so the products are the device's up to f32 rounding), and so do
+// the routed experts' up_proj when they share one input scale (in the activation dtype, which
+// moe_experts takes: a further 2^-9 relative rounding).
+void emulate_w8a8(const char* op, const void* args) {
+  const std::string name(op);
+  if (name == ops::LinearArgs::kName) {
+    auto* a = const_cast<ops::LinearArgs*>(static_cast<const ops::LinearArgs*>(args));
+    if (is_w8a8(a->w)) a->x = fake_quantize(a->x, a->w.input_scale, DType::F32);
+  } else if (name == ops::MoeExpertsArgs::kName) {
+    auto* a = const_cast<ops::MoeExpertsArgs*>(static_cast<const ops::MoeExpertsArgs*>(args));
+    if (a->up) {
+      const float s = shared_expert_input_scale(*a->up);
+      if (s > 0.f) a->x = fake_quantize(a->x, s, a->x.dtype());
     }
   }
-  return 0;
 }
 
 Tensor to_host(const Tensor& t) { return t.device() == Device::Host ? t : t.to(Device::Host); }
@@ -125,6 +154,7 @@ std::vector<BlockGateRow> run_block_gate(NemotronHModel& m, OpContext& dctx, con
   const int32_t next_token = prompt[0];
 
   OpContext hctx;
+  hctx.observer = emulate_w8a8;
   Side dev(m, &dctx, T + 1), host(m, &hctx, T + 1);
   dev.need_kv = host.need_kv = c.num_attention > 0;
 
@@ -179,7 +209,7 @@ std::vector<BlockGateRow> run_block_gate(NemotronHModel& m, OpContext& dctx, con
       row.layer = l;
       row.kind = DL.kind;
       row.phase = decode ? "decode" : "prefill";
-      row.fp8_linears = fp8_on_path(DL);
+      row.fp8_linears = unemulated_fp8(DL);
       row.band = block_band(DL.kind, act, row.fp8_linears);
       compare(dout, hout, &row);
       rows.push_back(row);
