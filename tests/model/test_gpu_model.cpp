@@ -37,12 +37,14 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 // Every layer kind at shapes the device kernels take without a bounce: attention head_dim 64
-// (kernels exist for 64 and 128), every linear's K a multiple of 16 (the FP8 GEMM).
+// (kernels exist for 64 and 128), every linear's K a multiple of 16 and every output width a
+// multiple of 8 (the FP8 GEMM).
 ModelConfig gpu_tiny_config() {
   ModelConfig c = testing::tiny_hybrid_config(DType::BF16);
+  c.vocab_size = 128;
   c.hidden_size = 64;
-  c.mamba_num_heads = 4;
-  c.mamba_head_dim = 16;
+  c.mamba_num_heads = 8;  // in_proj rows 2*64 + 2*2*16 + 8 = 200: FP8 GEMM output rows need stride % 8
+  c.mamba_head_dim = 8;
   c.ssm_state_size = 16;
   c.num_attention_heads = 4;
   c.num_key_value_heads = 2;
@@ -107,6 +109,7 @@ TEST_F(Gpu, GoldenFixturesMatchTransformersOnCuda) {
     // The device kernels round at the same points; their different summation order is what
     // the emulation margin already covers.
     std::vector<double> bands;
+    double worst_row = 0;  // largest relative L2 of one logits row (a routing flip concentrates there)
     for (size_t i = 0; i < prompts.size(); ++i) {
       double band = 1e-4;
       if (bf16) {
@@ -121,19 +124,25 @@ TEST_F(Gpu, GoldenFixturesMatchTransformersOnCuda) {
       const auto got = device_prefill(*m, prompts[i], ctx_);
       double num = 0, den = 0;
       ASSERT_EQ(static_cast<int64_t>(got.size()), want.dim(0));
-      for (int64_t t = 0; t < want.dim(0); ++t)
+      for (int64_t t = 0; t < want.dim(0); ++t) {
+        double rn = 0, rd = 0;
         for (int64_t v = 0; v < want.dim(1); ++v, ++compared) {
           const double g = got[static_cast<size_t>(t)][static_cast<size_t>(v)], w = want.data<float>()[t * want.dim(1) + v];
           ASSERT_TRUE(std::isfinite(g));
-          num += (g - w) * (g - w);
-          den += w * w;
+          rn += (g - w) * (g - w);
+          rd += w * w;
         }
+        num += rn;
+        den += rd;
+        worst_row = std::max(worst_row, std::sqrt(rn / rd));
+      }
       const double rel = std::sqrt(num / den);
       std::cout << fmt::format("[golden cuda] {} prompt {}: rel L2 {:.3g}, band {:.3g}\n", dir.filename().string(), i,
                                rel, band);
       EXPECT_LE(rel, band) << "prompt " << i;
     }
-    // Greedy continuations on the device, excused only at near ties (2 x band x rms(logits)).
+    // Greedy continuations on the device, excused only at near ties: 2 x row_error x rms(logits),
+    // row_error the band, for bf16 at least the worst row measured (the host golden test's rule).
     for (const json& g : expected.at("greedy")) {
       const size_t p = g.at("prompt").get<size_t>();
       const auto want = g.at("tokens").get<std::vector<int32_t>>();
@@ -144,7 +153,8 @@ TEST_F(Gpu, GoldenFixturesMatchTransformersOnCuda) {
         const double x = ref.data<float>()[(ref.dim(0) - 1) * ref.dim(1) + v];
         ss += x * x;
       }
-      const double near_tie = 2 * bands[p] * std::sqrt(ss / static_cast<double>(ref.dim(1)));
+      const double row_error = bf16 ? std::max(bands[p], worst_row) : bands[p];
+      const double near_tie = 2 * row_error * std::sqrt(ss / static_cast<double>(ref.dim(1)));
       engine::GeneratorOptions opt;
       opt.max_context = static_cast<int64_t>(prompts[p].size() + want.size());
       engine::Generator gen(*m, Device::Cuda, opt);
