@@ -44,6 +44,7 @@ std::unique_ptr<NemotronHModel> load_model(const LoadOptions& o) {
     config = o.dummy_config;
     weights = load_dummy_weights(config, o.dummy, o.device,
                                  o.device == Device::Cuda ? cuda::stream() : nullptr, &report);
+    if (o.device == Device::Cuda) cuda::synchronize();  // the fills are asynchronous: time them whole
     report.phase("generate", seconds_since(t0));
   }
   auto model = std::make_unique<NemotronHModel>(std::move(config), std::move(weights));
