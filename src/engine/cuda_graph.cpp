@@ -13,7 +13,8 @@ namespace {
 // Forwards to the installed allocator and keeps every block it hands out.
 class HoldingAllocator final : public DeviceAllocator {
  public:
-  HoldingAllocator(DeviceAllocator* inner, std::vector<std::shared_ptr<Storage>>* held) : inner_(inner), held_(held) {}
+  HoldingAllocator(DeviceAllocator* inner, std::vector<std::shared_ptr<Storage>>* held)
+      : inner_(inner), held_(held) {}
   std::shared_ptr<Storage> allocate(size_t bytes) override {
     auto s = inner_->allocate(bytes);
     held_->push_back(s);
@@ -30,11 +31,14 @@ class HoldingAllocator final : public DeviceAllocator {
 
 }  // namespace
 
-CudaGraph::~CudaGraph() { reset(); }
+CudaGraph::~CudaGraph() {
+  reset();
+}
 
 size_t CudaGraph::held_bytes() const {
   size_t b = 0;
-  for (const auto& s : held_) b += s->bytes;
+  for (const auto& s : held_)
+    b += s->bytes;
   return b;
 }
 
@@ -67,7 +71,8 @@ bool CudaGraph::capture(void* stream, const std::function<void()>& fn, std::stri
   set_device_allocator(Device::Cuda, inner);
   cudaGraph_t g = nullptr;
   e = cudaStreamEndCapture(s, &g);
-  if (failure.empty() && e != cudaSuccess) failure = fmt::format("cudaStreamEndCapture: {}", cudaGetErrorString(e));
+  if (failure.empty() && e != cudaSuccess)
+    failure = fmt::format("cudaStreamEndCapture: {}", cudaGetErrorString(e));
   if (!failure.empty()) {
     if (g) cudaGraphDestroy(g);
     (void)cudaGetLastError();  // clear a sticky capture error
@@ -89,20 +94,25 @@ bool CudaGraph::capture(void* stream, const std::function<void()>& fn, std::stri
 
 void CudaGraph::replay(void* stream) {
   if (!exec_) fail("CUDA graph: replay before a successful capture");
-  const cudaError_t e = cudaGraphLaunch(static_cast<cudaGraphExec_t>(exec_), static_cast<cudaStream_t>(stream));
+  const cudaError_t e =
+      cudaGraphLaunch(static_cast<cudaGraphExec_t>(exec_), static_cast<cudaStream_t>(stream));
   if (e != cudaSuccess) fail("cudaGraphLaunch: {}", cudaGetErrorString(e));
 }
 
 #else
 
-void CudaGraph::reset() { held_.clear(); }
+void CudaGraph::reset() {
+  held_.clear();
+}
 
 bool CudaGraph::capture(void*, const std::function<void()>&, std::string* why) {
   *why = "this strata build has no CUDA backend";
   return false;
 }
 
-void CudaGraph::replay(void*) { fail("CUDA graph: this strata build has no CUDA backend"); }
+void CudaGraph::replay(void*) {
+  fail("CUDA graph: this strata build has no CUDA backend");
+}
 
 #endif
 

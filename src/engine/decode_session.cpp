@@ -7,26 +7,32 @@ namespace strata::engine {
 
 namespace {
 const DecodeSessionOptions& checked(const DecodeSessionOptions& o) {
-  if (o.max_context < 2) fail("decode session: the context must hold at least 2 tokens, got {}", o.max_context);
+  if (o.max_context < 2)
+    fail("decode session: the context must hold at least 2 tokens, got {}", o.max_context);
   if (o.block_size < 1) fail("decode session: block size must be >= 1, got {}", o.block_size);
   return o;
 }
 }  // namespace
 
-DecodeSession::DecodeSession(model::NemotronHModel& model, Device device, const DecodeSessionOptions& options)
+DecodeSession::DecodeSession(model::NemotronHModel& model, Device device,
+                             const DecodeSessionOptions& options)
     : model_(model),
       options_(checked(options)),
       ready_((prepare_device(device, ctx_), true)),
       cache_(model.config(),
-             cache::plan_cache_for_tokens(model.config(), 1, options.max_context, options.block_size, model.act_dtype()),
+             cache::plan_cache_for_tokens(model.config(), 1, options.max_context,
+                                          options.block_size, model.act_dtype()),
              device) {
   slot_ = cache_.mamba.allocate();
   // Every block the run can need, up front: the block table (and so the packed layout) never
   // changes size during the run.
   if (!blocks_.ensure(cache_.kv, options_.max_context))
     fail("decode session: no KV blocks for {} tokens", options_.max_context);
-  block_columns_ = model.config().num_attention > 0 ? (options_.max_context + options_.block_size - 1) / options_.block_size : 0;
-  decode_input_ = Tensor::empty(Shape{model::StepInput::packed_size(1, 1, block_columns_)}, DType::I32, device);
+  block_columns_ = model.config().num_attention > 0
+                       ? (options_.max_context + options_.block_size - 1) / options_.block_size
+                       : 0;
+  decode_input_ =
+      Tensor::empty(Shape{model::StepInput::packed_size(1, 1, block_columns_)}, DType::I32, device);
 }
 
 DecodeSession::~DecodeSession() {
@@ -37,14 +43,15 @@ DecodeSession::~DecodeSession() {
 Tensor DecodeSession::prefill(const std::vector<int32_t>& prompt) {
   if (prompt.empty()) fail("decode session: empty prompt");
   if (computed_ + static_cast<int64_t>(prompt.size()) >= options_.max_context)
-    fail("decode session: {} more tokens do not fit the context of {}", prompt.size(), options_.max_context);
+    fail("decode session: {} more tokens do not fit the context of {}", prompt.size(),
+         options_.max_context);
   model::SequenceChunk chunk;
   chunk.slot = slot_;
   chunk.num_computed = computed_;
   chunk.tokens = prompt;
   chunk.blocks = &blocks_;
-  const model::StepInput step =
-      model::StepInput::build({chunk}, options_.block_size, model_.config().num_attention > 0, ctx_.device, ctx_);
+  const model::StepInput step = model::StepInput::build(
+      {chunk}, options_.block_size, model_.config().num_attention > 0, ctx_.device, ctx_);
   Tensor logits = model_.forward(ctx_, step, cache_, model::LogitRows::LastPerSequence);
   computed_ += static_cast<int64_t>(prompt.size());
   return logits;
@@ -52,7 +59,8 @@ Tensor DecodeSession::prefill(const std::vector<int32_t>& prompt) {
 
 model::StepInput DecodeSession::build_decode(int32_t token) {
   if (computed_ == 0) fail("decode session: decode before prefill");
-  if (computed_ + 1 > options_.max_context) fail("decode session: the context of {} is full", options_.max_context);
+  if (computed_ + 1 > options_.max_context)
+    fail("decode session: the context of {} is full", options_.max_context);
   model::SequenceChunk chunk;
   chunk.slot = slot_;
   chunk.num_computed = computed_;
@@ -61,7 +69,8 @@ model::StepInput DecodeSession::build_decode(int32_t token) {
   model::StepBuildOptions o;
   o.block_columns = block_columns_;
   o.target = decode_input_;
-  return model::StepInput::build({chunk}, options_.block_size, model_.config().num_attention > 0, ctx_.device, ctx_, o);
+  return model::StepInput::build({chunk}, options_.block_size, model_.config().num_attention > 0,
+                                 ctx_.device, ctx_, o);
 }
 
 Tensor DecodeSession::decode(int32_t token) {
@@ -84,7 +93,9 @@ bool DecodeSession::capture_decode(int32_t token, std::string* why, Tensor* logi
   }
   const model::StepInput step = build_decode(token);
   Tensor out;
-  const bool ok = graph_.capture(ctx_.stream, [&] { out = model_.forward(ctx_, step, cache_, model::LogitRows::LastPerSequence); }, why);
+  const bool ok = graph_.capture(
+      ctx_.stream,
+      [&] { out = model_.forward(ctx_, step, cache_, model::LogitRows::LastPerSequence); }, why);
   if (!ok) return false;
   graph_logits_ = out;
   // Capturing recorded the step without running it: run it once now for this position.

@@ -57,8 +57,8 @@ class DecodeSession {
   cache::BlockTable blocks_;
   int64_t computed_ = 0;
   int64_t block_columns_ = 0;
-  Tensor decode_input_;   // [packed] i32 on the device: every decode step's input lands here
-  Tensor graph_logits_;   // [1, V] f32: what the captured step writes
+  Tensor decode_input_;  // [packed] i32 on the device: every decode step's input lands here
+  Tensor graph_logits_;  // [1, V] f32: what the captured step writes
   CudaGraph graph_;
 };
 

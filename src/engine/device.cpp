@@ -18,7 +18,9 @@ Device parse_device(std::string_view name) {
   fail("unknown device \"{}\" (expected cpu or cuda)", name);
 }
 
-void register_backend_init(Device device, BackendInit init) { init_slot(device) = init; }
+void register_backend_init(Device device, BackendInit init) {
+  init_slot(device) = init;
+}
 
 void prepare_device(Device device, OpContext& ctx) {
   ctx.device = device;

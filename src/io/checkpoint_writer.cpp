@@ -50,8 +50,10 @@ void write_text_file(const std::string& path, const std::string& text) {
   if (ec) fail("{}: cannot rename from {}: {}", path, tmp, ec.message());
 }
 
-WrittenCheckpoint write_checkpoint(const std::string& dir, const std::vector<TensorToWrite>& tensors,
-                                   const std::function<Tensor(size_t)>& produce, size_t max_shard_bytes,
+WrittenCheckpoint write_checkpoint(const std::string& dir,
+                                   const std::vector<TensorToWrite>& tensors,
+                                   const std::function<Tensor(size_t)>& produce,
+                                   size_t max_shard_bytes,
                                    const std::map<std::string, std::string>& metadata) {
   if (tensors.empty()) fail("{}: no tensors to write", dir);
   std::error_code ec;
@@ -79,7 +81,8 @@ WrittenCheckpoint write_checkpoint(const std::string& dir, const std::vector<Ten
     nlohmann::json index;
     index["metadata"] = {{"total_size", out.total_bytes}};
     index["weight_map"] = std::move(weight_map);
-    write_text_file((fs::path(dir) / "model.safetensors.index.json").string(), index.dump(2) + "\n");
+    write_text_file((fs::path(dir) / "model.safetensors.index.json").string(),
+                    index.dump(2) + "\n");
   }
   return out;
 }

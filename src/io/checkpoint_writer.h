@@ -37,8 +37,10 @@ struct WrittenCheckpoint {
 // tensor i (a host tensor of exactly tensors[i].nbytes bytes) while its shard is written.
 // Throws strata::Error naming the tensor when produce() returns the wrong size, and the path
 // on I/O errors.
-WrittenCheckpoint write_checkpoint(const std::string& dir, const std::vector<TensorToWrite>& tensors,
-                                   const std::function<Tensor(size_t)>& produce, size_t max_shard_bytes,
+WrittenCheckpoint write_checkpoint(const std::string& dir,
+                                   const std::vector<TensorToWrite>& tensors,
+                                   const std::function<Tensor(size_t)>& produce,
+                                   size_t max_shard_bytes,
                                    const std::map<std::string, std::string>& metadata = {});
 
 // Writes `text` to `path` through a temporary file and a rename (no partial file on failure).

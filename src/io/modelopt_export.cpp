@@ -4,7 +4,8 @@ namespace strata::io {
 namespace {
 
 nlohmann::json kv_algo(const ModeloptExport& e) {
-  return e.kv_cache_quant_algo.empty() ? nlohmann::json(nullptr) : nlohmann::json(e.kv_cache_quant_algo);
+  return e.kv_cache_quant_algo.empty() ? nlohmann::json(nullptr)
+                                       : nlohmann::json(e.kv_cache_quant_algo);
 }
 
 }  // namespace
@@ -12,7 +13,8 @@ nlohmann::json kv_algo(const ModeloptExport& e) {
 nlohmann::json hf_quant_config_json(const ModeloptExport& e) {
   nlohmann::json j;
   j["producer"] = {{"name", e.producer_name}, {"version", e.producer_version}};
-  j["quantization"] = {{"quant_algo", e.quant_algo}, {"kv_cache_quant_algo", kv_algo(e)},
+  j["quantization"] = {{"quant_algo", e.quant_algo},
+                       {"kv_cache_quant_algo", kv_algo(e)},
                        {"exclude_modules", e.exclude_modules}};
   return j;
 }

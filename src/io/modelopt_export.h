@@ -1,7 +1,8 @@
 // The quantization metadata of a ModelOpt-format checkpoint, as `strata quantize` and
 // `strata make-checkpoint --dtype fp8` write it (spec/nemotron_h.md section 2.2):
 //   hf_quant_config.json: {"producer": {"name", "version"},
-//                          "quantization": {"quant_algo", "kv_cache_quant_algo", "exclude_modules"}}
+//                          "quantization": {"quant_algo", "kv_cache_quant_algo",
+//                          "exclude_modules"}}
 //   config.json["quantization_config"]: {"quant_method": "modelopt", "quant_algo",
 //                                        "kv_cache_quant_algo", "exclude_modules", "producer"}
 // Both say the same thing, so a reader of either file (vLLM reads hf_quant_config.json when

@@ -13,13 +13,15 @@ namespace {
 int64_t span_elements(const Tensor& t) {
   if (t.numel() == 0) return 0;
   int64_t last = 0;
-  for (int d = 0; d < t.rank(); ++d) last += (t.dim(d) - 1) * t.stride(d);
+  for (int d = 0; d < t.rank(); ++d)
+    last += (t.dim(d) - 1) * t.stride(d);
   return last + 1;
 }
 
 std::array<int64_t, kMaxDims> strides_of(const Tensor& t) {
   std::array<int64_t, kMaxDims> s{};
-  for (int d = 0; d < t.rank(); ++d) s[static_cast<size_t>(d)] = t.stride(d);
+  for (int d = 0; d < t.rank(); ++d)
+    s[static_cast<size_t>(d)] = t.stride(d);
   return s;
 }
 
@@ -31,8 +33,9 @@ Tensor download(const Tensor& t, OpContext& ctx) {
   const int64_t span = span_elements(t);
   Tensor flat = Tensor::empty(Shape{span}, t.dtype(), Device::Host);
   if (span > 0) {
-    device_allocator(t.device())->copy(flat.raw(), Device::Host, t.raw(), t.device(),
-                                       static_cast<size_t>(span) * dtype_size(t.dtype()));
+    device_allocator(t.device())
+        ->copy(flat.raw(), Device::Host, t.raw(), t.device(),
+               static_cast<size_t>(span) * dtype_size(t.dtype()));
     ctx.d2h_copies.fetch_add(1);
   }
   return flat.with_shape_strides(t.shape(), strides_of(t));
@@ -44,8 +47,9 @@ void upload(const Tensor& h, const Tensor& d, OpContext& ctx) {
   // is synchronous on the run's stream), so writing the whole span back is exact.
   const int64_t span = span_elements(d);
   if (span == 0) return;
-  device_allocator(d.device())->copy(d.raw(), d.device(), h.raw(), Device::Host,
-                                     static_cast<size_t>(span) * dtype_size(d.dtype()));
+  device_allocator(d.device())
+      ->copy(d.raw(), d.device(), h.raw(), Device::Host,
+             static_cast<size_t>(span) * dtype_size(d.dtype()));
   ctx.h2d_copies.fetch_add(1);
 }
 
@@ -54,7 +58,10 @@ void note(const char* op, const std::string& why) {
   static std::set<std::string> seen;
   std::lock_guard<std::mutex> lock(mu);
   if (seen.insert(op).second)
-    log::info("host bounce: op {} runs on the host kernel with device tensors copied ({}); counted per run", op, why);
+    log::info(
+        "host bounce: op {} runs on the host kernel with device tensors copied ({}); counted per "
+        "run",
+        op, why);
 }
 
 }  // namespace strata::ops::bounce
@@ -63,10 +70,12 @@ namespace strata::ops {
 
 const std::vector<std::string>& op_names() {
   static const std::vector<std::string> names = {
-      EmbeddingArgs::kName,  RmsNormArgs::kName,      LinearArgs::kName,       Conv1dPrefillArgs::kName,
-      Conv1dUpdateArgs::kName, SsmScanArgs::kName,    SsmUpdateArgs::kName,    GatedRmsNormArgs::kName,
-      KvCacheWriteArgs::kName, AttentionArgs::kName,  Relu2Args::kName,        AddArgs::kName,
-      MoeRouteArgs::kName,   MoeExpertsArgs::kName,   CastArgs::kName,         SampleArgs::kName};
+      EmbeddingArgs::kName,     RmsNormArgs::kName,      LinearArgs::kName,
+      Conv1dPrefillArgs::kName, Conv1dUpdateArgs::kName, SsmScanArgs::kName,
+      SsmUpdateArgs::kName,     GatedRmsNormArgs::kName, KvCacheWriteArgs::kName,
+      AttentionArgs::kName,     Relu2Args::kName,        AddArgs::kName,
+      MoeRouteArgs::kName,      MoeExpertsArgs::kName,   CastArgs::kName,
+      SampleArgs::kName};
   return names;
 }
 
@@ -83,7 +92,8 @@ std::set<std::string> parse_op_list(const std::string& text, const char* what) {
     const auto& known = op_names();
     if (std::find(known.begin(), known.end(), item) == known.end()) {
       std::string list;
-      for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
+      for (const auto& k : known)
+        list += (list.empty() ? "" : ", ") + k;
       fail("{}: unknown op {:?} (ops: {})", what, item, list);
     }
     out.insert(item);

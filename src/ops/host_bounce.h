@@ -59,7 +59,8 @@ void run_host_bounce(OpContext& ctx, Args& a, const std::string& why) {
       if (list == nullptr) return;
       auto copy = std::make_unique<std::vector<LinearWeight>>(*list);
       for (auto& w : *copy)
-        if (w.weight.defined() && w.weight.device() != Device::Host) w.weight = bounce::download(w.weight, ctx);
+        if (w.weight.defined() && w.weight.device() != Device::Host)
+          w.weight = bounce::download(w.weight, ctx);
       list = copy.get();
       lists.push_back(std::move(copy));
     });
@@ -68,7 +69,8 @@ void run_host_bounce(OpContext& ctx, Args& a, const std::string& why) {
   host_ctx.device = Device::Host;
   const Kernel<Args>& k = select_kernel(h, host_ctx);
   k.run(h, host_ctx);
-  for (const auto& [host, dev] : write_back) bounce::upload(host, dev, ctx);
+  for (const auto& [host, dev] : write_back)
+    bounce::upload(host, dev, ctx);
   ctx.host_bounces.fetch_add(1);
   bounce::note(Args::kName, why);
 }

@@ -42,7 +42,12 @@ struct EmbeddingArgs {
   Tensor table;  // [V, H] act
   Tensor ids;    // [T] i32
   Tensor out;    // [T, H] act
-  template <class F> void visit(F&& f) { f(table, Role::In); f(ids, Role::In); f(out, Role::Out); }
+  template <class F>
+  void visit(F&& f) {
+    f(table, Role::In);
+    f(ids, Role::In);
+    f(out, Role::Out);
+  }
 };
 
 // RMSNorm with an optional fused residual add (vLLM fused_add_rms_norm):
@@ -56,9 +61,13 @@ struct RmsNormArgs {
   Tensor residual;  // [T, H] act, in/out; undefined = no residual
   Tensor weight;    // [H] act
   float eps = 1e-5f;
-  Tensor out;       // [T, H] act (may alias x)
-  template <class F> void visit(F&& f) {
-    f(x, Role::In); if (residual.defined()) f(residual, Role::InOut); f(weight, Role::In); f(out, Role::Out);
+  Tensor out;  // [T, H] act (may alias x)
+  template <class F>
+  void visit(F&& f) {
+    f(x, Role::In);
+    if (residual.defined()) f(residual, Role::InOut);
+    f(weight, Role::In);
+    f(out, Role::Out);
   }
 };
 
@@ -69,7 +78,12 @@ struct LinearArgs {
   Tensor x;  // [T, K] act
   LinearWeight w;
   Tensor out;  // [T, N] act | f32
-  template <class F> void visit(F&& f) { f(x, Role::In); f(w.weight, Role::In); f(out, Role::Out); }
+  template <class F>
+  void visit(F&& f) {
+    f(x, Role::In);
+    f(w.weight, Role::In);
+    f(out, Role::Out);
+  }
 };
 
 // Causal depthwise conv1d + SiLU over packed sequences (prefill, chunked prefill).
@@ -87,9 +101,16 @@ struct Conv1dPrefillArgs {
   Tensor slots;        // [B] i32
   Tensor has_initial;  // [B] i32 (0/1)
   Tensor out;          // [T, C] act
-  template <class F> void visit(F&& f) {
-    f(x, Role::In); f(weight, Role::In); f(bias, Role::In); f(conv_states, Role::InOut);
-    f(cu_seqlens, Role::In); f(slots, Role::In); f(has_initial, Role::In); f(out, Role::Out);
+  template <class F>
+  void visit(F&& f) {
+    f(x, Role::In);
+    f(weight, Role::In);
+    f(bias, Role::In);
+    f(conv_states, Role::InOut);
+    f(cu_seqlens, Role::In);
+    f(slots, Role::In);
+    f(has_initial, Role::In);
+    f(out, Role::Out);
   }
 };
 
@@ -103,9 +124,14 @@ struct Conv1dUpdateArgs {
   Tensor conv_states;  // [S, K-1, C] act, in/out
   Tensor slots;        // [B] i32
   Tensor out;          // [B, C] act
-  template <class F> void visit(F&& f) {
-    f(x, Role::In); f(weight, Role::In); f(bias, Role::In); f(conv_states, Role::InOut);
-    f(slots, Role::In); f(out, Role::Out);
+  template <class F>
+  void visit(F&& f) {
+    f(x, Role::In);
+    f(weight, Role::In);
+    f(bias, Role::In);
+    f(conv_states, Role::InOut);
+    f(slots, Role::In);
+    f(out, Role::Out);
   }
 };
 
@@ -120,24 +146,34 @@ struct Conv1dUpdateArgs {
 // reassociation. x, B, C and dt_raw are row views into wider tensors (row stride >= width).
 struct SsmScanArgs {
   static constexpr const char* kName = "ssm_scan";
-  Tensor x;           // [T, Hm*P] act
-  Tensor dt_raw;      // [T, Hm] act
-  Tensor A;           // [Hm] f32 (= -exp(A_log))
-  Tensor B;           // [T, G*N] act
-  Tensor C;           // [T, G*N] act
-  Tensor D;           // [Hm] f32 or act
-  Tensor dt_bias;     // [Hm] f32 or act
-  Tensor ssm_states;  // [S, Hm, P, N] f32 (mamba_ssm_cache_dtype), in/out
-  Tensor cu_seqlens;  // [B+1] i32
-  Tensor slots;       // [B] i32
-  Tensor has_initial; // [B] i32 (0/1)
+  Tensor x;            // [T, Hm*P] act
+  Tensor dt_raw;       // [T, Hm] act
+  Tensor A;            // [Hm] f32 (= -exp(A_log))
+  Tensor B;            // [T, G*N] act
+  Tensor C;            // [T, G*N] act
+  Tensor D;            // [Hm] f32 or act
+  Tensor dt_bias;      // [Hm] f32 or act
+  Tensor ssm_states;   // [S, Hm, P, N] f32 (mamba_ssm_cache_dtype), in/out
+  Tensor cu_seqlens;   // [B+1] i32
+  Tensor slots;        // [B] i32
+  Tensor has_initial;  // [B] i32 (0/1)
   int64_t heads = 0, head_dim = 0, groups = 0, state_size = 0;
   int64_t chunk_size = 128;
-  Tensor out;         // [T, Hm*P] act
-  template <class F> void visit(F&& f) {
-    f(x, Role::In); f(dt_raw, Role::In); f(A, Role::In); f(B, Role::In); f(C, Role::In);
-    f(D, Role::In); f(dt_bias, Role::In); f(ssm_states, Role::InOut); f(cu_seqlens, Role::In);
-    f(slots, Role::In); f(has_initial, Role::In); f(out, Role::Out);
+  Tensor out;  // [T, Hm*P] act
+  template <class F>
+  void visit(F&& f) {
+    f(x, Role::In);
+    f(dt_raw, Role::In);
+    f(A, Role::In);
+    f(B, Role::In);
+    f(C, Role::In);
+    f(D, Role::In);
+    f(dt_bias, Role::In);
+    f(ssm_states, Role::InOut);
+    f(cu_seqlens, Role::In);
+    f(slots, Role::In);
+    f(has_initial, Role::In);
+    f(out, Role::Out);
   }
 };
 
@@ -155,10 +191,18 @@ struct SsmUpdateArgs {
   Tensor ssm_states;  // [S, Hm, P, N] f32, in/out
   Tensor slots;       // [B] i32
   int64_t heads = 0, head_dim = 0, groups = 0, state_size = 0;
-  Tensor out;         // [B, Hm*P] act
-  template <class F> void visit(F&& f) {
-    f(x, Role::In); f(dt_raw, Role::In); f(A, Role::In); f(B, Role::In); f(C, Role::In);
-    f(D, Role::In); f(dt_bias, Role::In); f(ssm_states, Role::InOut); f(slots, Role::In);
+  Tensor out;  // [B, Hm*P] act
+  template <class F>
+  void visit(F&& f) {
+    f(x, Role::In);
+    f(dt_raw, Role::In);
+    f(A, Role::In);
+    f(B, Role::In);
+    f(C, Role::In);
+    f(D, Role::In);
+    f(dt_bias, Role::In);
+    f(ssm_states, Role::InOut);
+    f(slots, Role::In);
     f(out, Role::Out);
   }
 };
@@ -173,8 +217,14 @@ struct GatedRmsNormArgs {
   Tensor weight;  // [D] act
   int64_t groups = 1;
   float eps = 1e-5f;
-  Tensor out;     // [T, D] act
-  template <class F> void visit(F&& f) { f(y, Role::In); f(z, Role::In); f(weight, Role::In); f(out, Role::Out); }
+  Tensor out;  // [T, D] act
+  template <class F>
+  void visit(F&& f) {
+    f(y, Role::In);
+    f(z, Role::In);
+    f(weight, Role::In);
+    f(out, Role::Out);
+  }
 };
 
 // Writes new K/V rows into the paged cache: row t goes to block slot_mapping[t] / block_size,
@@ -186,8 +236,13 @@ struct KvCacheWriteArgs {
   Tensor k_cache;       // [num_blocks, block_size, n_kv, hd] act
   Tensor v_cache;       // [num_blocks, block_size, n_kv, hd] act
   Tensor slot_mapping;  // [T] i32
-  template <class F> void visit(F&& f) {
-    f(k, Role::In); f(v, Role::In); f(k_cache, Role::InOut); f(v_cache, Role::InOut); f(slot_mapping, Role::In);
+  template <class F>
+  void visit(F&& f) {
+    f(k, Role::In);
+    f(v, Role::In);
+    f(k_cache, Role::InOut);
+    f(v_cache, Role::InOut);
+    f(slot_mapping, Role::In);
   }
 };
 
@@ -207,10 +262,16 @@ struct AttentionArgs {
   int64_t n_heads = 0, n_kv_heads = 0, head_dim = 0;
   int64_t max_q_len = 0;  // host-known bound: 1 for pure decode steps
   float scale = 1.f;
-  Tensor out;           // [T, n_heads*hd] act
-  template <class F> void visit(F&& f) {
-    f(q, Role::In); f(k_cache, Role::In); f(v_cache, Role::In); f(block_tables, Role::In);
-    f(cu_seqlens_q, Role::In); f(context_lens, Role::In); f(out, Role::Out);
+  Tensor out;  // [T, n_heads*hd] act
+  template <class F>
+  void visit(F&& f) {
+    f(q, Role::In);
+    f(k_cache, Role::In);
+    f(v_cache, Role::In);
+    f(block_tables, Role::In);
+    f(cu_seqlens_q, Role::In);
+    f(context_lens, Role::In);
+    f(out, Role::Out);
   }
 };
 
@@ -219,7 +280,11 @@ struct Relu2Args {
   static constexpr const char* kName = "relu2";
   Tensor x;    // [T, N] act
   Tensor out;  // [T, N] act
-  template <class F> void visit(F&& f) { f(x, Role::In); f(out, Role::Out); }
+  template <class F>
+  void visit(F&& f) {
+    f(x, Role::In);
+    f(out, Role::Out);
+  }
 };
 
 // out = act(f32(a) + f32(b))
@@ -227,7 +292,12 @@ struct AddArgs {
   static constexpr const char* kName = "add";
   Tensor a, b;  // [T, N] act
   Tensor out;   // [T, N] act
-  template <class F> void visit(F&& f) { f(a, Role::In); f(b, Role::In); f(out, Role::Out); }
+  template <class F>
+  void visit(F&& f) {
+    f(a, Role::In);
+    f(b, Role::In);
+    f(out, Role::Out);
+  }
 };
 
 // MoE routing (spec 3.5): s = sigmoid(logits); sel = s + correction_bias; when n_group > 1
@@ -243,8 +313,12 @@ struct MoeRouteArgs {
   float routed_scaling_factor = 1.f;
   Tensor ids;      // [T, top_k] i32
   Tensor weights;  // [T, top_k] f32
-  template <class F> void visit(F&& f) {
-    f(logits, Role::In); f(correction_bias, Role::In); f(ids, Role::Out); f(weights, Role::Out);
+  template <class F>
+  void visit(F&& f) {
+    f(logits, Role::In);
+    f(correction_bias, Role::In);
+    f(ids, Role::Out);
+    f(weights, Role::Out);
   }
 };
 
@@ -254,17 +328,25 @@ struct MoeRouteArgs {
 // not part of this op (it is a plain MLP through linear + relu2 + linear, added after).
 struct MoeExpertsArgs {
   static constexpr const char* kName = "moe_experts";
-  Tensor x;  // [T, H] act
+  Tensor x;                                         // [T, H] act
   const std::vector<LinearWeight>* up = nullptr;    // E weights [I, H]
   const std::vector<LinearWeight>* down = nullptr;  // E weights [H, I]
-  Tensor ids;      // [T, top_k] i32
-  Tensor weights;  // [T, top_k] f32
-  Tensor out;      // [T, H] act
-  template <class F> void visit(F&& f) {
-    f(x, Role::In); f(ids, Role::In); f(weights, Role::In); f(out, Role::Out);
+  Tensor ids;                                       // [T, top_k] i32
+  Tensor weights;                                   // [T, top_k] f32
+  Tensor out;                                       // [T, H] act
+  template <class F>
+  void visit(F&& f) {
+    f(x, Role::In);
+    f(ids, Role::In);
+    f(weights, Role::In);
+    f(out, Role::Out);
   }
   // The expert weights, held by pointer outside visit (the host bounce copies them).
-  template <class F> void visit_weight_lists(F&& f) { f(up); f(down); }
+  template <class F>
+  void visit_weight_lists(F&& f) {
+    f(up);
+    f(down);
+  }
 };
 
 // Converts between float dtypes elementwise (contiguous, same shape), e.g. bf16 logits -> f32.
@@ -272,7 +354,11 @@ struct CastArgs {
   static constexpr const char* kName = "cast";
   Tensor x;
   Tensor out;
-  template <class F> void visit(F&& f) { f(x, Role::In); f(out, Role::Out); }
+  template <class F>
+  void visit(F&& f) {
+    f(x, Role::In);
+    f(out, Role::Out);
+  }
 };
 
 // Sampling parameters of one row.
@@ -292,8 +378,12 @@ struct SampleArgs {
   static constexpr const char* kName = "sample";
   Tensor logits;  // [B, V] f32
   std::vector<SamplingRow> rows;
-  Tensor ids;     // [B] i32
-  template <class F> void visit(F&& f) { f(logits, Role::In); f(ids, Role::Out); }
+  Tensor ids;  // [B] i32
+  template <class F>
+  void visit(F&& f) {
+    f(logits, Role::In);
+    f(ids, Role::Out);
+  }
 };
 
 }  // namespace strata::ops
@@ -311,7 +401,8 @@ void run(OpContext& ctx, Args& a) {
   if (ctx.device != Device::Host) {
     if (ctx.force_host_ops.count(Args::kName) > 0) {
       if (!ctx.allow_host_bounce)
-        fail("op {} is forced onto the host, but this run does not allow host bounces", Args::kName);
+        fail("op {} is forced onto the host, but this run does not allow host bounces",
+             Args::kName);
       run_host_bounce(ctx, a, "forced onto the host");
       return;
     }

@@ -20,12 +20,12 @@ namespace strata {
 // Per-run execution state: which backend ops run on, the device stream, and counters.
 struct OpContext {
   Device device = Device::Host;
-  void* stream = nullptr;                 // cudaStream_t when device == Cuda
-  std::set<std::string> force_host_ops;   // op names forced onto host kernels (bisecting)
-  bool allow_host_bounce = false;         // else a forced/missing device op is an error
-  std::atomic<int64_t> host_bounces{0};   // ops that ran on host with device tensors
-  std::atomic<int64_t> h2d_copies{0};     // host->device transfers made through this context
-  std::atomic<int64_t> d2h_copies{0};     // device->host transfers made through this context
+  void* stream = nullptr;                // cudaStream_t when device == Cuda
+  std::set<std::string> force_host_ops;  // op names forced onto host kernels (bisecting)
+  bool allow_host_bounce = false;        // else a forced/missing device op is an error
+  std::atomic<int64_t> host_bounces{0};  // ops that ran on host with device tensors
+  std::atomic<int64_t> h2d_copies{0};    // host->device transfers made through this context
+  std::atomic<int64_t> d2h_copies{0};    // device->host transfers made through this context
   // Called by ops::run with the op's name and its Args before the op runs (activation
   // calibration, tracing); empty = none. An observer may replace tensor handles in the Args
   // (never the data they point to): the per-block gate feeds its host reference the
@@ -60,9 +60,9 @@ struct KernelRegistrar {
 };
 #define STRATA_REGISTER_KERNEL_CAT2(a, b) a##b
 #define STRATA_REGISTER_KERNEL_CAT(a, b) STRATA_REGISTER_KERNEL_CAT2(a, b)
-#define STRATA_REGISTER_KERNEL(ArgsT, ...)                                              \
-  static ::strata::KernelRegistrar<ArgsT> STRATA_REGISTER_KERNEL_CAT(strata_reg_, __LINE__)( \
-      ::strata::Kernel<ArgsT>{__VA_ARGS__})
+#define STRATA_REGISTER_KERNEL(ArgsT, ...)                            \
+  static ::strata::KernelRegistrar<ArgsT> STRATA_REGISTER_KERNEL_CAT( \
+      strata_reg_, __LINE__)(::strata::Kernel<ArgsT>{__VA_ARGS__})
 
 // Does `device` have a kernel for this op at all (load-time check, before any shapes exist)?
 template <class Args>

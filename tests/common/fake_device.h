@@ -40,7 +40,8 @@ class FakeDeviceTest : public ::testing::Test {
   void SetUp() override {
     try {
       device_allocator(Device::Cuda);
-      GTEST_SKIP() << "a real device backend is installed in this process; the fake device is not needed";
+      GTEST_SKIP()
+          << "a real device backend is installed in this process; the fake device is not needed";
     } catch (const Error&) {
     }
     set_device_allocator(Device::Cuda, &fake_);

@@ -40,7 +40,8 @@ class ScratchDir {
 inline ModelConfig tiny_hybrid_config(DType dtype = DType::BF16) {
   ModelConfig c;
   c.source = "tiny hybrid";
-  for (char ch : std::string("MM*-ME")) c.layers.push_back(layer_kind_from_char(ch, c.source, 0));
+  for (char ch : std::string("MM*-ME"))
+    c.layers.push_back(layer_kind_from_char(ch, c.source, 0));
   c.hidden_size = 24;
   c.vocab_size = 37;
   c.dtype = dtype;
@@ -78,7 +79,8 @@ inline CommandResult run_strata(const std::string& args) {
   if (!p) return r;
   std::array<char, 4096> buf{};
   size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.output.append(buf.data(), n);
+  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0)
+    r.output.append(buf.data(), n);
   const int st = pclose(p);
   r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
   return r;

@@ -43,8 +43,8 @@ std::string slurp(const fs::path& p) {
 // logs (the load report) are off: stderr then holds only warnings and errors.
 Result run_strata(const std::string& args, const fs::path& tmp) {
   const fs::path out = tmp / "stdout.txt", err = tmp / "stderr.txt";
-  const std::string cmd =
-      "STRATA_LOG_LEVEL=warn " + std::string(STRATA_BINARY) + " " + args + " >" + out.string() + " 2>" + err.string();
+  const std::string cmd = "STRATA_LOG_LEVEL=warn " + std::string(STRATA_BINARY) + " " + args +
+                          " >" + out.string() + " 2>" + err.string();
   const int status = std::system(cmd.c_str());
   Result r;
   r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;

@@ -49,13 +49,15 @@ TEST(DemoModel, GreedyContinuationsMatchTransformers) {
         ++compared;
         continue;
       }
-      ASSERT_LT(gaps[j], kNearTie) << s["prompt"] << ": step " << j << " got " << got[j] << ", transformers "
-                                   << expected[j] << " with top-2 gap " << gaps[j];
+      ASSERT_LT(gaps[j], kNearTie)
+          << s["prompt"] << ": step " << j << " got " << got[j] << ", transformers " << expected[j]
+          << " with top-2 gap " << gaps[j];
       ++near_tie_stops;
       break;
     }
   }
-  std::printf("[demo] %zu greedy tokens equal to transformers, %zu near-tie stops\n", compared, near_tie_stops);
+  std::printf("[demo] %zu greedy tokens equal to transformers, %zu near-tie stops\n", compared,
+              near_tie_stops);
   // Most tokens must have been compared: a run that stops early everywhere proves nothing.
   EXPECT_GE(compared, 30u);
 }
@@ -81,14 +83,18 @@ TEST(DemoModel, ChatFlagRendersTheTemplateAsTransformers) {
     const std::string prompt = s["prompt"].get<std::string>();
     const std::string head = "<|im_start|>user\n", tail = "<|im_end|>\n<|im_start|>assistant\n";
     ASSERT_EQ(prompt.rfind(head, 0), 0u) << prompt;
-    const std::string message = prompt.substr(head.size(), prompt.size() - head.size() - tail.size());
-    const std::string cmd = std::string(STRATA_BINARY) + " generate --model " + dir + " --chat --prompt '" + message +
-                            "' --max-tokens 6 --ignore-eos --output json";  // stderr (the load report) stays out of the JSON
+    const std::string message =
+        prompt.substr(head.size(), prompt.size() - head.size() - tail.size());
+    const std::string cmd =
+        std::string(STRATA_BINARY) + " generate --model " + dir + " --chat --prompt '" + message +
+        "' --max-tokens 6 --ignore-eos --output json";  // stderr (the load report) stays out of the
+                                                        // JSON
     FILE* p = popen(cmd.c_str(), "r");
     ASSERT_NE(p, nullptr);
     std::string out;
     char buf[4096];
-    while (size_t n = fread(buf, 1, sizeof buf, p)) out.append(buf, n);
+    while (size_t n = fread(buf, 1, sizeof buf, p))
+      out.append(buf, n);
     ASSERT_EQ(pclose(p), 0) << out;
     const nlohmann::json j = nlohmann::json::parse(out);
     const auto prompt_ids = s["prompt_ids"].get<std::vector<int32_t>>();
@@ -101,7 +107,8 @@ TEST(DemoModel, ChatFlagRendersTheTemplateAsTransformers) {
     sp.temperature = 0;
     sp.max_tokens = 6;
     sp.ignore_eos = true;
-    EXPECT_EQ(j["token_ids"].get<std::vector<int32_t>>(), gen.generate(prompt_ids, sp).tokens) << message;
+    EXPECT_EQ(j["token_ids"].get<std::vector<int32_t>>(), gen.generate(prompt_ids, sp).tokens)
+        << message;
     ++chat_samples;
   }
   EXPECT_GE(chat_samples, 2u);

@@ -28,11 +28,14 @@ void wrong_relu2_run(const ops::Relu2Args& a, OpContext&) {
   // relu without the square, on fake-device (host) memory; rows may be strided.
   for (int64_t t = 0; t < a.x.dim(0); ++t)
     for (int64_t i = 0; i < a.x.dim(1); ++i) {
-      const float v = load_as_f32(a.x.raw(), a.x.dtype(), static_cast<size_t>(t * a.x.stride(0) + i));
-      store_from_f32(a.out.raw(), a.out.dtype(), static_cast<size_t>(t * a.out.stride(0) + i), v > 0 ? v : 0.f);
+      const float v =
+          load_as_f32(a.x.raw(), a.x.dtype(), static_cast<size_t>(t * a.x.stride(0) + i));
+      store_from_f32(a.out.raw(), a.out.dtype(), static_cast<size_t>(t * a.out.stride(0) + i),
+                     v > 0 ? v : 0.f);
     }
 }
-STRATA_REGISTER_KERNEL(ops::Relu2Args, "test.wrong_relu2", Device::Cuda, wrong_relu2_supports, wrong_relu2_run);
+STRATA_REGISTER_KERNEL(ops::Relu2Args, "test.wrong_relu2", Device::Cuda, wrong_relu2_supports,
+                       wrong_relu2_run);
 #endif
 
 class Gate : public strata::test::FakeDeviceTest {
@@ -53,7 +56,8 @@ TEST_F(Gate, BouncedDeviceEqualsHostInEveryBlock) {
   const ModelConfig c = testing::tiny_hybrid_config(DType::BF16);
   auto m = testing::synthetic_model(c, 8);
   std::string all;
-  for (const auto& n : ops::op_names()) all += (all.empty() ? "" : ",") + n;
+  for (const auto& n : ops::op_names())
+    all += (all.empty() ? "" : ",") + n;
   const auto rows = run(*m, all);
   ASSERT_EQ(static_cast<int64_t>(rows.size()), 2 * c.num_layers());
   int64_t elements = 0;
@@ -91,7 +95,8 @@ TEST(GateBands, GrowWithFp8LinearsAndPrecision) {
   for (LayerKind k : {LayerKind::Mamba, LayerKind::Attention, LayerKind::Mlp, LayerKind::Moe}) {
     EXPECT_LT(block_band(k, DType::F32, 0), block_band(k, DType::BF16, 0));
     // Each FP8 linear adds e4m3's unit roundoff 2^-4 (see block_gate.h).
-    EXPECT_DOUBLE_EQ(block_band(k, DType::BF16, 2) - block_band(k, DType::BF16, 1), std::ldexp(1.0, -4));
+    EXPECT_DOUBLE_EQ(block_band(k, DType::BF16, 2) - block_band(k, DType::BF16, 1),
+                     std::ldexp(1.0, -4));
     EXPECT_LT(block_band(k, DType::BF16, 0), 0.1);
   }
 }

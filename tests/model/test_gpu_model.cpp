@@ -43,13 +43,15 @@ ModelConfig gpu_tiny_config() {
   ModelConfig c = testing::tiny_hybrid_config(DType::BF16);
   c.vocab_size = 128;
   c.hidden_size = 64;
-  c.mamba_num_heads = 8;  // in_proj rows 2*64 + 2*2*16 + 8 = 200: FP8 GEMM output rows need stride % 8
+  c.mamba_num_heads =
+      8;  // in_proj rows 2*64 + 2*2*16 + 8 = 200: FP8 GEMM output rows need stride % 8
   c.mamba_head_dim = 8;
   c.ssm_state_size = 16;
   c.num_attention_heads = 4;
   c.num_key_value_heads = 2;
   c.head_dim = 64;
-  for (auto& w : c.mlp_intermediate_sizes) w = 64;
+  for (auto& w : c.mlp_intermediate_sizes)
+    w = 64;
   c.moe_intermediate_size = 32;
   c.moe_shared_expert_intermediate_size = 48;
   c.finalize();
@@ -60,13 +62,15 @@ class Gpu : public ::testing::Test {
  protected:
   void SetUp() override {
     std::string why;
-    if (!cuda::device_available(&why)) GTEST_SKIP() << "SKIPPED: no CUDA device for the model GPU tests: " << why;
+    if (!cuda::device_available(&why))
+      GTEST_SKIP() << "SKIPPED: no CUDA device for the model GPU tests: " << why;
     engine::prepare_device(Device::Cuda, ctx_);
   }
   OpContext ctx_;
 };
 
-std::vector<std::vector<float>> device_prefill(NemotronHModel& m, const std::vector<int32_t>& ids, OpContext& ctx) {
+std::vector<std::vector<float>> device_prefill(NemotronHModel& m, const std::vector<int32_t>& ids,
+                                               OpContext& ctx) {
   const ModelConfig& c = m.config();
   const auto T = static_cast<int64_t>(ids.size());
   cache::ModelCache cache(c, cache::plan_cache_for_tokens(c, 1, T, 16, m.act_dtype()), ctx.device);
@@ -76,7 +80,8 @@ std::vector<std::vector<float>> device_prefill(NemotronHModel& m, const std::vec
   seq.slot = cache.mamba.allocate();
   seq.tokens = ids;
   seq.blocks = &blocks;
-  const StepInput step = StepInput::build({seq}, cache.kv.block_size(), c.num_attention > 0, ctx.device, ctx);
+  const StepInput step =
+      StepInput::build({seq}, cache.kv.block_size(), c.num_attention > 0, ctx.device, ctx);
   auto rows = testing::rows_of(m.forward(ctx, step, cache, LogitRows::All));
   blocks.release(cache.kv);
   return rows;
@@ -102,21 +107,24 @@ TEST_F(Gpu, GoldenFixturesMatchTransformersOnCuda) {
     // ops run on the host through the counted bounce, every other op on the device.
     ctx_.allow_host_bounce = true;
     const int64_t bounces_before = ctx_.host_bounces;
-    const io::SafetensorsFile logits_file = io::SafetensorsFile::open((dir / "expected.safetensors").string());
+    const io::SafetensorsFile logits_file =
+        io::SafetensorsFile::open((dir / "expected.safetensors").string());
     const auto prompts = expected.at("prompts").get<std::vector<std::vector<int32_t>>>();
     // The host golden test's bands (tests/model/test_golden.cpp): f32 1e-4; bf16 from the
     // measured emulation of vLLM's rounding points (3x a prompt's, 1.5x the worst, >= 2^-8).
     // The device kernels round at the same points; their different summation order is what
     // the emulation margin already covers.
     std::vector<double> bands;
-    double worst_row = 0;  // largest relative L2 of one logits row (a routing flip concentrates there)
+    double worst_row =
+        0;  // largest relative L2 of one logits row (a routing flip concentrates there)
     for (size_t i = 0; i < prompts.size(); ++i) {
       double band = 1e-4;
       if (bf16) {
         band = 8 * std::ldexp(1.0, -8);
         if (expected.contains("bf16_emulation_rel_l2")) {
           const auto emu = expected["bf16_emulation_rel_l2"].get<std::vector<double>>();
-          band = std::max({3 * emu.at(i), 1.5 * *std::max_element(emu.begin(), emu.end()), std::ldexp(1.0, -8)});
+          band = std::max({3 * emu.at(i), 1.5 * *std::max_element(emu.begin(), emu.end()),
+                           std::ldexp(1.0, -8)});
         }
       }
       bands.push_back(band);
@@ -127,7 +135,8 @@ TEST_F(Gpu, GoldenFixturesMatchTransformersOnCuda) {
       for (int64_t t = 0; t < want.dim(0); ++t) {
         double rn = 0, rd = 0;
         for (int64_t v = 0; v < want.dim(1); ++v, ++compared) {
-          const double g = got[static_cast<size_t>(t)][static_cast<size_t>(v)], w = want.data<float>()[t * want.dim(1) + v];
+          const double g = got[static_cast<size_t>(t)][static_cast<size_t>(v)],
+                       w = want.data<float>()[t * want.dim(1) + v];
           ASSERT_TRUE(std::isfinite(g));
           rn += (g - w) * (g - w);
           rd += w * w;
@@ -137,8 +146,8 @@ TEST_F(Gpu, GoldenFixturesMatchTransformersOnCuda) {
         worst_row = std::max(worst_row, std::sqrt(rn / rd));
       }
       const double rel = std::sqrt(num / den);
-      std::cout << fmt::format("[golden cuda] {} prompt {}: rel L2 {:.3g}, band {:.3g}\n", dir.filename().string(), i,
-                               rel, band);
+      std::cout << fmt::format("[golden cuda] {} prompt {}: rel L2 {:.3g}, band {:.3g}\n",
+                               dir.filename().string(), i, rel, band);
       EXPECT_LE(rel, band) << "prompt " << i;
     }
     // Greedy continuations on the device, excused only at near ties: 2 x row_error x rms(logits),
@@ -168,16 +177,17 @@ TEST_F(Gpu, GoldenFixturesMatchTransformersOnCuda) {
       for (size_t j = 0; j < want.size(); ++j) {
         ++greedy_compared;
         if (got[j] == want[j]) continue;
-        EXPECT_LT(gaps[j], near_tie) << "prompt " << p << " step " << j << ": " << got[j] << " vs " << want[j];
+        EXPECT_LT(gaps[j], near_tie)
+            << "prompt " << p << " step " << j << ": " << got[j] << " vs " << want[j];
         break;
       }
     }
-    std::cout << fmt::format("[golden cuda] {}: {} ops bounced to the host in the prefills\n", dir.filename().string(),
-                             ctx_.host_bounces - bounces_before);
+    std::cout << fmt::format("[golden cuda] {}: {} ops bounced to the host in the prefills\n",
+                             dir.filename().string(), ctx_.host_bounces - bounces_before);
     ++fixtures;
   }
-  std::cout << fmt::format("[golden cuda] {} fixtures, {} logits and {} greedy tokens compared\n", fixtures, compared,
-                           greedy_compared);
+  std::cout << fmt::format("[golden cuda] {} fixtures, {} logits and {} greedy tokens compared\n",
+                           fixtures, compared, greedy_compared);
   EXPECT_EQ(fixtures, static_cast<int64_t>(dirs.size()));
   EXPECT_GT(compared, 0);
 }
@@ -199,7 +209,8 @@ TEST_F(Gpu, DecodeStepMovesOnlyTheStepInputAndTheSampledId) {
     if (mode == 1) {
       std::string why;
       Tensor l;
-      ASSERT_TRUE(s.capture_decode(id, &why, &l)) << "the decode step could not be captured: " << why;
+      ASSERT_TRUE(s.capture_decode(id, &why, &l))
+          << "the decode step could not be captured: " << why;
       id = s.greedy(l);
     } else {
       id = s.greedy(s.decode(id));
@@ -236,7 +247,8 @@ TEST_F(Gpu, Fp8DeviceDifferenceIsTheActivationQuantization) {
   for (int64_t M : {int64_t{1}, int64_t{64}}) {
     // Weights e4m3 with a per-tensor scale; activations bf16 with a static input scale = amax/448.
     Tensor w = Tensor::empty(Shape{N, K}, DType::F8E4M3);
-    for (int64_t i = 0; i < w.numel(); ++i) w.data<uint8_t>()[i] = fp8e4m3_from_f32_sat(nd(rng) * 100.f);
+    for (int64_t i = 0; i < w.numel(); ++i)
+      w.data<uint8_t>()[i] = fp8e4m3_from_f32_sat(nd(rng) * 100.f);
     Tensor x = Tensor::empty(Shape{M, K}, DType::BF16);
     float amax = 0;
     for (int64_t i = 0; i < x.numel(); ++i) {
@@ -247,8 +259,9 @@ TEST_F(Gpu, Fp8DeviceDifferenceIsTheActivationQuantization) {
     // The host fed what the device multiplies: e4m3(x / input_scale) * input_scale, in f32.
     Tensor xq = Tensor::empty(Shape{M, K}, DType::F32);
     for (int64_t i = 0; i < x.numel(); ++i)
-      xq.data<float>()[i] =
-          fp8e4m3_to_f32(fp8e4m3_from_f32_sat(bf16_to_f32(x.data<uint16_t>()[i]) / lw.input_scale)) * lw.input_scale;
+      xq.data<float>()[i] = fp8e4m3_to_f32(fp8e4m3_from_f32_sat(bf16_to_f32(x.data<uint16_t>()[i]) /
+                                                                lw.input_scale)) *
+                            lw.input_scale;
     auto host = [&](const Tensor& in) {
       ops::LinearArgs a;
       a.x = in;
@@ -276,8 +289,9 @@ TEST_F(Gpu, Fp8DeviceDifferenceIsTheActivationQuantization) {
       return std::sqrt(num / den);
     };
     const double same_input = rel(dev, hq), w8a16 = rel(dev, h16);
-    std::cout << fmt::format("[fp8] M={}: device vs host(e4m3 activations) {:.3g}; device vs host W8A16 {:.3g}\n", M,
-                             same_input, w8a16);
+    std::cout << fmt::format(
+        "[fp8] M={}: device vs host(e4m3 activations) {:.3g}; device vs host W8A16 {:.3g}\n", M,
+        same_input, w8a16);
     // Same products on both sides: only the bf16 store of the output (<= 2^-8 relative each)
     // and f32 summation order differ.
     EXPECT_LE(same_input, std::ldexp(1.0, -8));
@@ -306,7 +320,8 @@ TEST_F(Gpu, LoadingTwiceGivesIdenticalLogits) {
   ASSERT_EQ(la.size(), lb.size());
   int64_t compared = 0;
   for (size_t r = 0; r < la.size(); ++r)
-    for (size_t i = 0; i < la[r].size(); ++i, ++compared) ASSERT_EQ(la[r][i], lb[r][i]) << r << "," << i;
+    for (size_t i = 0; i < la[r].size(); ++i, ++compared)
+      ASSERT_EQ(la[r][i], lb[r][i]) << r << "," << i;
   EXPECT_EQ(compared, 13 * c.vocab_size);
   EXPECT_GT(b->load_report().device_bytes, 0u);
 }

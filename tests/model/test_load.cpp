@@ -28,7 +28,8 @@ namespace fs = std::filesystem;
 using test::ScratchDir;
 
 // Logits of one prefill of `ids` on `device` (every position), as host rows.
-std::vector<std::vector<float>> prefill_logits(NemotronHModel& m, const std::vector<int32_t>& ids, OpContext& ctx) {
+std::vector<std::vector<float>> prefill_logits(NemotronHModel& m, const std::vector<int32_t>& ids,
+                                               OpContext& ctx) {
   const ModelConfig& c = m.config();
   const auto T = static_cast<int64_t>(ids.size());
   cache::ModelCache cache(c, cache::plan_cache_for_tokens(c, 1, T, 4, m.act_dtype()), ctx.device);
@@ -38,7 +39,8 @@ std::vector<std::vector<float>> prefill_logits(NemotronHModel& m, const std::vec
   seq.slot = cache.mamba.allocate();
   seq.tokens = ids;
   seq.blocks = &blocks;
-  const StepInput step = StepInput::build({seq}, cache.kv.block_size(), c.num_attention > 0, ctx.device, ctx);
+  const StepInput step =
+      StepInput::build({seq}, cache.kv.block_size(), c.num_attention > 0, ctx.device, ctx);
   const Tensor logits = m.forward(ctx, step, cache, LogitRows::All);
   auto rows = testing::rows_of(logits);
   blocks.release(cache.kv);
@@ -50,7 +52,8 @@ std::vector<std::vector<float>> host_logits(NemotronHModel& m, const std::vector
   return prefill_logits(m, ids, ctx);
 }
 
-void expect_identical(const std::vector<std::vector<float>>& a, const std::vector<std::vector<float>>& b) {
+void expect_identical(const std::vector<std::vector<float>>& a,
+                      const std::vector<std::vector<float>>& b) {
   ASSERT_EQ(a.size(), b.size());
   int64_t compared = 0;
   for (size_t r = 0; r < a.size(); ++r) {
@@ -67,9 +70,11 @@ TEST(Load, ReportAccountsTheFilesAndTwoLoadsGiveIdenticalLogits) {
   ScratchDir dir;
   const ModelConfig c = testing::tiny_hybrid_config(DType::BF16);
   size_t plan_bytes = 0;
-  const auto written = write_synthetic_checkpoint(dir.sub("m"), c, {.seed = 2, .dtype = DType::BF16}, 30000);
+  const auto written =
+      write_synthetic_checkpoint(dir.sub("m"), c, {.seed = 2, .dtype = DType::BF16}, 30000);
   size_t file_bytes = 0;
-  for (const auto& f : written.files) file_bytes += fs::file_size(dir.path() / "m" / f);
+  for (const auto& f : written.files)
+    file_bytes += fs::file_size(dir.path() / "m" / f);
   plan_bytes = written.total_bytes;
 
   auto a = load_model(dir.sub("m"), Device::Host, false);
@@ -77,7 +82,8 @@ TEST(Load, ReportAccountsTheFilesAndTwoLoadsGiveIdenticalLogits) {
   EXPECT_EQ(r.host_mapped_bytes, file_bytes);
   EXPECT_GT(plan_bytes, 0u);
   EXPECT_EQ(r.tensors, static_cast<int64_t>(io::Checkpoint::open(dir.sub("m")).size()));
-  // bf16 checkpoint: only A = -exp(A_log) (f32, Hm per Mamba layer) and the f32 D converted to bf16 are copies.
+  // bf16 checkpoint: only A = -exp(A_log) (f32, Hm per Mamba layer) and the f32 D converted to bf16
+  // are copies.
   EXPECT_EQ(r.host_copied_bytes, static_cast<size_t>(c.num_mamba * c.mamba_num_heads * (4 + 2)));
   EXPECT_GT(r.host_resident_peak, 0u);
   ASSERT_EQ(r.phases.size(), 2u);
@@ -135,13 +141,18 @@ TEST(Load, Fp8MetadataThatContradictsTheTensorsIsRefused) {
   int cases = 0;
   {  // an FP8 module listed as excluded
     write_synthetic_checkpoint(dir.sub("a"), c, o);
-    edit_quant(dir.sub("a"), [](nlohmann::json& q) { q["exclude_modules"].push_back("backbone.layers.0.mixer.in_proj"); });
+    edit_quant(dir.sub("a"), [](nlohmann::json& q) {
+      q["exclude_modules"].push_back("backbone.layers.0.mixer.in_proj");
+    });
     expect_load_fails(dir.sub("a"), "lists the module in exclude_modules");
     ++cases;
   }
   {  // NVFP4 declared
     write_synthetic_checkpoint(dir.sub("b"), c, o);
-    edit_quant(dir.sub("b"), [](nlohmann::json& q) { q["quant_algo"] = "NVFP4"; q["group_size"] = 16; });
+    edit_quant(dir.sub("b"), [](nlohmann::json& q) {
+      q["quant_algo"] = "NVFP4";
+      q["group_size"] = 16;
+    });
     expect_load_fails(dir.sub("b"), "NVFP4 checkpoints are not supported");
     ++cases;
   }
@@ -161,7 +172,8 @@ TEST(Load, Fp8MetadataThatContradictsTheTensorsIsRefused) {
     {
       const io::SafetensorsFile f = io::SafetensorsFile::open(file);
       for (const auto& t : f.tensors())
-        if (t.name != "backbone.layers.0.mixer.in_proj.input_scale") keep.emplace_back(t.name, f.tensor(t.name).contiguous());
+        if (t.name != "backbone.layers.0.mixer.in_proj.input_scale")
+          keep.emplace_back(t.name, f.tensor(t.name).contiguous());
       for (auto& [n, t] : keep) {  // detach from the mapping before the file is replaced
         Tensor copy = Tensor::empty(t.shape(), t.dtype());
         std::memcpy(copy.raw(), t.raw(), t.nbytes());
@@ -189,7 +201,8 @@ TEST_F(DeviceLoad, WeightsAreCopiedOncePerDeviceIntoTheirSlots) {
   // Slot i of the copy holds tensor i of the loaded weights: same name order, shapes, bytes.
   std::vector<std::pair<std::string, Tensor>> host, dev;
   m->weights().for_each_tensor([&](const std::string& n, Tensor& t) { host.emplace_back(n, t); });
-  const_cast<ModelWeights&>(d1).for_each_tensor([&](const std::string& n, Tensor& t) { dev.emplace_back(n, t); });
+  const_cast<ModelWeights&>(d1).for_each_tensor(
+      [&](const std::string& n, Tensor& t) { dev.emplace_back(n, t); });
   ASSERT_EQ(host.size(), dev.size());
   int64_t compared = 0;
   for (size_t i = 0; i < host.size(); ++i) {
@@ -223,7 +236,8 @@ TEST_F(DeviceLoad, EveryOpForcedThroughTheBounceEqualsTheHostRun) {
     }
   }
   std::string all;
-  for (const auto& n : ops::op_names()) all += (all.empty() ? "" : ",") + n;
+  for (const auto& n : ops::op_names())
+    all += (all.empty() ? "" : ",") + n;
   ops::set_forced_host_ops(all);
   m->check_kernels(Device::Cuda, true);  // every op forced: nothing missing
   OpContext ctx;

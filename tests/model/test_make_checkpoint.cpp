@@ -33,7 +33,8 @@ TEST(MakeCheckpoint, ShardedFilesHoldTheSyntheticWeights) {
   const ModelConfig c = tiny_hybrid_config(DType::BF16);
   const SyntheticOptions o{.seed = 21, .dtype = DType::BF16};
   size_t total = 0;
-  for (const SyntheticTensor& t : synthetic_plan(c, o)) total += t.nbytes();
+  for (const SyntheticTensor& t : synthetic_plan(c, o))
+    total += t.nbytes();
   // Shards of a quarter of the model: at least four files.
   const auto written = write_synthetic_checkpoint(dir.sub("ck"), c, o, total / 4);
   ASSERT_GE(written.files.size(), 4u);
@@ -79,7 +80,8 @@ TEST(MakeCheckpoint, Fp8CheckpointCarriesModeloptMetadataAndLoads) {
 
   const io::Checkpoint ck = io::Checkpoint::open(dir.sub("fp8"));
   TensorMapSource src("fp8 checkpoint");
-  for (const std::string& n : ck.names()) src.add(n, ck.get(n));
+  for (const std::string& n : ck.names())
+    src.add(n, ck.get(n));
   const ModelWeights w = load_weights(src, ModelConfig::load_dir(dir.sub("fp8")));
   // Layer 0 (M, not feeding attention) is FP8; layer 1 (M before *) and the attention stay bf16.
   EXPECT_EQ(w.layers[0].mamba.in_proj.weight.dtype(), DType::F8E4M3);
@@ -98,12 +100,13 @@ TEST(MakeCheckpoint, CommandWritesALoadableCheckpoint) {
   ScratchDir dir;
   const ModelConfig c = tiny_hybrid_config(DType::BF16);
   io::write_text_file(dir.sub("config.json"), c.to_json().dump());
-  const auto r = run_strata("make-checkpoint --config " + dir.sub("config.json") + " --dtype fp8 --seed 4 " +
-                            dir.sub("out"));
+  const auto r = run_strata("make-checkpoint --config " + dir.sub("config.json") +
+                            " --dtype fp8 --seed 4 " + dir.sub("out"));
   ASSERT_EQ(r.status, 0) << r.output;
   const io::Checkpoint ck = io::Checkpoint::open(dir.sub("out"));
   // Same bits as the in-process writer with the same options.
-  const TensorMapSource ref = make_synthetic_weights(c, {.seed = 4, .dtype = DType::BF16, .fp8 = true});
+  const TensorMapSource ref =
+      make_synthetic_weights(c, {.seed = 4, .dtype = DType::BF16, .fp8 = true});
   ASSERT_EQ(ck.names(), ref.names());
   for (const std::string& n : ref.names())
     ASSERT_EQ(std::memcmp(ck.get(n).raw(), ref.get(n).raw(), ref.get(n).nbytes()), 0) << n;

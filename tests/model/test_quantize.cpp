@@ -7,8 +7,8 @@
 
 #include <cmath>
 #include <cstring>
-#include <set>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "checkpoint_test_util.h"
 #include "io/checkpoint.h"
@@ -26,7 +26,9 @@ namespace {
 using test::run_strata;
 using test::ScratchDir;
 
-float scalar(const io::Checkpoint& ck, const std::string& name) { return ck.get(name).data<float>()[0]; }
+float scalar(const io::Checkpoint& ck, const std::string& name) {
+  return ck.get(name).data<float>()[0];
+}
 
 TEST(Quantize, ScalesWeightsAndCopiesFollowTheLayout) {
   ScratchDir dir;
@@ -36,7 +38,8 @@ TEST(Quantize, ScalesWeightsAndCopiesFollowTheLayout) {
   o.calib_sequences = 3;
   o.calib_length = 20;
   const QuantizeSummary s = quantize_fp8(dir.sub("bf16"), dir.sub("fp8"), o);
-  const io::Checkpoint in = io::Checkpoint::open(dir.sub("bf16")), out = io::Checkpoint::open(dir.sub("fp8"));
+  const io::Checkpoint in = io::Checkpoint::open(dir.sub("bf16")),
+                       out = io::Checkpoint::open(dir.sub("fp8"));
 
   const auto lm = linear_modules(c);
   const std::set<std::string> linears(lm.begin(), lm.end());
@@ -48,14 +51,17 @@ TEST(Quantize, ScalesWeightsAndCopiesFollowTheLayout) {
     if (is_weight && q.dtype() == DType::F8E4M3) {
       EXPECT_TRUE(fp8_quantized_module(c, module)) << n;
       double amax = 0;
-      for (int64_t i = 0; i < w.numel(); ++i) amax = std::max(amax, std::abs(double(bf16_to_f32(w.data<uint16_t>()[i]))));
+      for (int64_t i = 0; i < w.numel(); ++i)
+        amax = std::max(amax, std::abs(double(bf16_to_f32(w.data<uint16_t>()[i]))));
       const double ws = scalar(out, module + ".weight_scale");
       EXPECT_NEAR(ws, amax / 448, amax / 448 * 1e-6) << n;
       for (int64_t i = 0; i < w.numel(); ++i, ++elements) {
         const double want = bf16_to_f32(w.data<uint16_t>()[i]);
         const double got = fp8e4m3_to_f32(q.data<uint8_t>()[i]) * ws;
         // Half an e4m3 ulp: 2^-4 relative for normals, 2^-10 * scale for subnormals.
-        ASSERT_LE(std::abs(got - want), std::max(std::abs(want) * 0x1p-4, 0x1p-10 * ws) * (1 + 1e-5)) << n << "[" << i << "]";
+        ASSERT_LE(std::abs(got - want),
+                  std::max(std::abs(want) * 0x1p-4, 0x1p-10 * ws) * (1 + 1e-5))
+            << n << "[" << i << "]";
       }
       EXPECT_GT(scalar(out, module + ".input_scale"), 0.f) << n;
       ++quantized;
@@ -74,7 +80,8 @@ TEST(Quantize, ScalesWeightsAndCopiesFollowTheLayout) {
 
   // Layer 0 in_proj's input is RMSNorm_0(embedding rows) of the calibration tokens: its amax,
   // computed here in float64 with the forward's bf16 rounding points (spec 3.1).
-  const Tensor emb = in.get("backbone.embeddings.weight"), nw = in.get("backbone.layers.0.norm.weight");
+  const Tensor emb = in.get("backbone.embeddings.weight"),
+               nw = in.get("backbone.layers.0.norm.weight");
   double amax = 0;
   for (const auto& ids : calibration_prompts(c.vocab_size, o.calib_sequences, o.calib_length))
     for (int32_t id : ids) {
@@ -86,12 +93,14 @@ TEST(Quantize, ScalesWeightsAndCopiesFollowTheLayout) {
       const double r = 1.0 / std::sqrt(ss / static_cast<double>(c.hidden_size) + c.norm_eps);
       for (int64_t h = 0; h < c.hidden_size; ++h) {
         const double v = bf16_to_f32(emb.data<uint16_t>()[id * c.hidden_size + h]);
-        const double y = round_bf16(round_bf16(static_cast<float>(v * r)) * bf16_to_f32(nw.data<uint16_t>()[h]));
+        const double y =
+            round_bf16(round_bf16(static_cast<float>(v * r)) * bf16_to_f32(nw.data<uint16_t>()[h]));
         amax = std::max(amax, std::abs(y));
       }
     }
   // One bf16 ulp (2^-7 relative) of slack: f32 vs float64 rsqrt can round the max element apart.
-  EXPECT_NEAR(scalar(out, "backbone.layers.0.mixer.in_proj.input_scale") * 448.0, amax, amax * 0x1p-7);
+  EXPECT_NEAR(scalar(out, "backbone.layers.0.mixer.in_proj.input_scale") * 448.0, amax,
+              amax * 0x1p-7);
 
   // Metadata and a loadable FP8 model whose host logits stay near the BF16 model's.
   const auto hq = nlohmann::json::parse(io::read_text_file(dir.sub("fp8/hf_quant_config.json")));
@@ -135,7 +144,8 @@ TEST(Quantize, CommandRefusesBadInput) {
     EXPECT_NE(r.status, 0) << k.args;
     EXPECT_NE(r.output.find(k.fragment), std::string::npos) << k.args << ": " << r.output;
   }
-  const auto ok = run_strata("quantize --format fp8 --calib-length 8 " + dir.sub("bf16") + " " + dir.sub("o4"));
+  const auto ok =
+      run_strata("quantize --format fp8 --calib-length 8 " + dir.sub("bf16") + " " + dir.sub("o4"));
   EXPECT_EQ(ok.status, 0) << ok.output;
   EXPECT_TRUE(std::filesystem::exists(dir.sub("o4/hf_quant_config.json")));
 }

@@ -19,7 +19,8 @@ namespace {
 using test::tiny_hybrid_config;
 
 const SyntheticTensor& find(const std::vector<SyntheticTensor>& plan, const std::string& name) {
-  auto it = std::find_if(plan.begin(), plan.end(), [&](const SyntheticTensor& t) { return t.name == name; });
+  auto it = std::find_if(plan.begin(), plan.end(),
+                         [&](const SyntheticTensor& t) { return t.name == name; });
   if (it == plan.end()) throw std::runtime_error("no recipe " + name);
   return *it;
 }
@@ -43,7 +44,8 @@ TEST(SyntheticPlan, SymmetricValuesHaveTheRequestedStdAndBound) {
   EXPECT_NEAR(std / want_std, 1.0, 0.01);
   EXPECT_NEAR(mean / want_std, 0.0, 0.01);  // standard error of the mean: std / 512
   EXPECT_LE(amax, synth_symmetric_bound(t.k));
-  EXPECT_GT(amax, 0.85 * synth_symmetric_bound(t.k));  // tails reached: ~180 of 2^18 draws lie beyond
+  EXPECT_GT(amax,
+            0.85 * synth_symmetric_bound(t.k));  // tails reached: ~180 of 2^18 draws lie beyond
 }
 
 TEST(SyntheticPlan, UniformValuesStayInRange) {
@@ -107,7 +109,8 @@ TEST(SyntheticPlan, Fp8RecipesQuantizeTheBf16Values) {
       const double deq = fp8e4m3_to_f32(stored.data<uint8_t>()[i]) * static_cast<double>(ws);
       // e4m3 keeps 3 mantissa bits: half an ulp is 2^-4 relative for normals (|q| >= 2^-6);
       // subnormals are spaced 2^-9, so the absolute error is at most 2^-10 * weight_scale.
-      const double tol = std::max(std::abs(w) * 0x1p-4, 0x1p-10 * ws) * (1 + 1e-5);  // slack for inv_scale != 1 / weight_scale in f32
+      const double tol = std::max(std::abs(w) * 0x1p-4, 0x1p-10 * ws) *
+                         (1 + 1e-5);  // slack for inv_scale != 1 / weight_scale in f32
       ASSERT_LE(std::abs(deq - w), tol) << t.name << "[" << i << "]";
       ASSERT_LT(std::abs(w / ws), 448.0) << "saturated " << t.name;
     }
@@ -128,9 +131,11 @@ TEST(Fp8Layout, NanoThreeExcludesTheOfficialModules) {
   EXPECT_TRUE(exs.count("backbone.layers.42.mixer.q_proj"));
   EXPECT_TRUE(exs.count("backbone.layers.50.mixer.conv1d"));
   EXPECT_FALSE(exs.count("backbone.layers.2.mixer.in_proj"));
-  // Quantized: 17 Mamba layers x 2, 23 MoE layers x (128 x 2 experts + 2 shared) (spec 2.3's count).
+  // Quantized: 17 Mamba layers x 2, 23 MoE layers x (128 x 2 experts + 2 shared) (spec 2.3's
+  // count).
   int64_t quantized = 0;
-  for (const std::string& m : linear_modules(c)) quantized += exs.count(m) ? 0 : 1;
+  for (const std::string& m : linear_modules(c))
+    quantized += exs.count(m) ? 0 : 1;
   EXPECT_EQ(quantized, 17 * 2 + 23 * 258);
 }
 

@@ -22,7 +22,8 @@ class BounceTest : public test::FakeDeviceTest {
     Tensor h = Tensor::empty(s, dt);
     std::mt19937_64 rng(seed);
     std::normal_distribution<float> nd(0.f, 1.f);
-    for (int64_t i = 0; i < h.numel(); ++i) store_from_f32(h.raw(), dt, static_cast<size_t>(i), nd(rng));
+    for (int64_t i = 0; i < h.numel(); ++i)
+      store_from_f32(h.raw(), dt, static_cast<size_t>(i), nd(rng));
     return h.to(Device::Cuda);
   }
 };
@@ -49,7 +50,8 @@ TEST_F(BounceTest, ForcedOpRunsOnHostWithStridedViewsAndCountsTransfers) {
   for (int64_t t = 0; t < 5; ++t) {
     for (int64_t c = 0; c < 7; ++c, ++compared) {
       const double x = parent_before.data<float>()[t * 11 + 2 + c];
-      const float want = static_cast<float>(x > 0 ? x * x : 0.0);  // one rounding of an exact product
+      const float want =
+          static_cast<float>(x > 0 ? x * x : 0.0);  // one rounding of an exact product
       EXPECT_EQ(a.out.data<float>()[t * 7 + c], want) << t << "," << c;
     }
   }
@@ -137,7 +139,8 @@ TEST_F(BounceTest, RefusedUnlessAllowed) {
     run(plain, a);
     FAIL() << "an op without a device kernel ran";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("op relu2 has no cuda kernel"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("op relu2 has no cuda kernel"), std::string::npos)
+        << e.what();
   }
   OpContext allowed;
   allowed.device = Device::Cuda;
@@ -150,7 +153,8 @@ TEST_F(BounceTest, RefusedUnlessAllowed) {
 TEST(OpObserver, SeesEveryOpWithItsArguments) {
   Relu2Args a;
   a.x = Tensor::empty(Shape{1, 4}, DType::F32);
-  for (int i = 0; i < 4; ++i) a.x.data<float>()[i] = static_cast<float>(i) - 1.5f;
+  for (int i = 0; i < 4; ++i)
+    a.x.data<float>()[i] = static_cast<float>(i) - 1.5f;
   a.out = Tensor::empty(Shape{1, 4}, DType::F32);
   OpContext ctx;
   std::vector<std::string> seen;

@@ -10,7 +10,8 @@
 
 namespace strata::bench {
 
-DecodeBytes decode_bytes_per_token(const model::ModelConfig& c, const model::ModelWeights& w, double context) {
+DecodeBytes decode_bytes_per_token(const model::ModelConfig& c, const model::ModelWeights& w,
+                                   double context) {
   DecodeBytes b;
   const double act = static_cast<double>(dtype_size(w.act_dtype));
   auto lin = [](const model::LinearWeight& l) { return static_cast<double>(l.weight.nbytes()); };
@@ -20,10 +21,12 @@ DecodeBytes decode_bytes_per_token(const model::ModelConfig& c, const model::Mod
     switch (L.kind) {
       case model::LayerKind::Mamba: {
         const auto& m = L.mamba;
-        b.weights += lin(m.in_proj) + lin(m.out_proj) + m.conv_weight.nbytes() + m.conv_bias.nbytes() +
-                     m.dt_bias.nbytes() + m.A.nbytes() + m.D.nbytes() + m.norm.nbytes();
-        const double ssm = static_cast<double>(c.mamba_num_heads * c.mamba_head_dim * c.ssm_state_size) *
-                           static_cast<double>(dtype_size(c.mamba_ssm_cache_dtype));
+        b.weights += lin(m.in_proj) + lin(m.out_proj) + m.conv_weight.nbytes() +
+                     m.conv_bias.nbytes() + m.dt_bias.nbytes() + m.A.nbytes() + m.D.nbytes() +
+                     m.norm.nbytes();
+        const double ssm =
+            static_cast<double>(c.mamba_num_heads * c.mamba_head_dim * c.ssm_state_size) *
+            static_cast<double>(dtype_size(c.mamba_ssm_cache_dtype));
         const double conv = static_cast<double>((c.conv_kernel - 1) * c.conv_dim) * act;
         b.state += 2 * (ssm + conv);  // read and written back
         break;
@@ -31,17 +34,22 @@ DecodeBytes decode_bytes_per_token(const model::ModelConfig& c, const model::Mod
       case model::LayerKind::Attention: {
         const auto& a = L.attention;
         b.weights += lin(a.q_proj) + lin(a.k_proj) + lin(a.v_proj) + lin(a.o_proj);
-        b.kv += 2.0 * static_cast<double>(c.kv_size) * act * (context + 1);  // K and V read, one row written
+        b.kv += 2.0 * static_cast<double>(c.kv_size) * act *
+                (context + 1);  // K and V read, one row written
         break;
       }
-      case model::LayerKind::Mlp: b.weights += lin(L.mlp.up) + lin(L.mlp.down); break;
+      case model::LayerKind::Mlp:
+        b.weights += lin(L.mlp.up) + lin(L.mlp.down);
+        break;
       case model::LayerKind::Moe: {
         const auto& e = L.moe;
         b.weights += lin(e.router) + static_cast<double>(e.correction_bias.nbytes());
         double experts = 0;
-        for (size_t i = 0; i < e.up.size(); ++i) experts += lin(e.up[i]) + lin(e.down[i]);
+        for (size_t i = 0; i < e.up.size(); ++i)
+          experts += lin(e.up[i]) + lin(e.down[i]);
         // One token reads top_k of the E experts.
-        b.weights += experts * static_cast<double>(c.num_experts_per_tok) / static_cast<double>(c.n_routed_experts);
+        b.weights += experts * static_cast<double>(c.num_experts_per_tok) /
+                     static_cast<double>(c.n_routed_experts);
         if (e.has_shared) b.weights += lin(e.shared.up) + lin(e.shared.down);
         break;
       }
@@ -68,7 +76,8 @@ double median(std::vector<double> v) {
 
 std::vector<int32_t> bench_prompt(int64_t n, int64_t vocab) {
   std::vector<int32_t> p;
-  for (int64_t i = 0; i < n; ++i) p.push_back(static_cast<int32_t>((1000 + 7919 * i) % vocab));
+  for (int64_t i = 0; i < n; ++i)
+    p.push_back(static_cast<int32_t>((1000 + 7919 * i) % vocab));
   return p;
 }
 
@@ -81,7 +90,8 @@ BenchRow run_mode(model::NemotronHModel& m, Device device, const BenchOptions& o
   engine::DecodeSession s(m, device, so);
   Tensor logits = s.prefill(bench_prompt(o.prompt_len, m.config().vocab_size));
   int32_t id = s.greedy(logits);
-  for (int64_t i = 0; i < o.warmup; ++i) id = s.greedy(s.decode(id));
+  for (int64_t i = 0; i < o.warmup; ++i)
+    id = s.greedy(s.decode(id));
   if (graph) {
     std::string why;
     Tensor l;
@@ -112,12 +122,15 @@ BenchRow run_mode(model::NemotronHModel& m, Device device, const BenchOptions& o
 
 BenchResult run_decode_bench(model::NemotronHModel& m, Device device, const BenchOptions& o) {
   if (o.prompt_len < 1 || o.steps < 1 || o.repeats < 1 || o.warmup < 0)
-    fail("bench: --prompt-len, --steps and --repeats must be >= 1 (got {}, {}, {})", o.prompt_len, o.steps, o.repeats);
+    fail("bench: --prompt-len, --steps and --repeats must be >= 1 (got {}, {}, {})", o.prompt_len,
+         o.steps, o.repeats);
   BenchResult res;
-  const double mean_context = static_cast<double>(o.prompt_len + o.warmup) + static_cast<double>(o.steps * o.repeats) / 2;
+  const double mean_context =
+      static_cast<double>(o.prompt_len + o.warmup) + static_cast<double>(o.steps * o.repeats) / 2;
   res.bytes = decode_bytes_per_token(m.config(), m.weights_on(device), mean_context);
   res.rows.push_back(run_mode(m, device, o, false, &res.tokens_eager));
-  if (o.graph && device == Device::Cuda) res.rows.push_back(run_mode(m, device, o, true, &res.tokens_graph));
+  if (o.graph && device == Device::Cuda)
+    res.rows.push_back(run_mode(m, device, o, true, &res.tokens_graph));
   for (BenchRow& r : res.rows)
     if (r.tokens_per_s > 0) r.fraction = res.bytes.total() * r.tokens_per_s / o.ceiling_bytes_per_s;
   return res;

@@ -22,7 +22,8 @@ struct DecodeBytes {
 };
 
 // Bytes one decode token touches at context length `context` (see the header).
-DecodeBytes decode_bytes_per_token(const model::ModelConfig& c, const model::ModelWeights& w, double context);
+DecodeBytes decode_bytes_per_token(const model::ModelConfig& c, const model::ModelWeights& w,
+                                   double context);
 
 struct BenchOptions {
   int64_t prompt_len = 16;
@@ -37,9 +38,9 @@ struct BenchRow {
   std::string mode;         // "eager" or "graph"
   double ms_per_token = 0;  // median over repeats
   double tokens_per_s = 0;
-  double fraction = 0;      // bytes/token * tokens/s over the ceiling
+  double fraction = 0;            // bytes/token * tokens/s over the ceiling
   std::vector<double> repeat_ms;  // per repeat, ms per token
-  std::string note;         // why a mode did not run
+  std::string note;               // why a mode did not run
 };
 
 struct BenchResult {

@@ -34,38 +34,51 @@ void run_bench(BenchFlags& f) {
   const bench::BenchResult r = bench::run_decode_bench(*m, device, f.opt);
   const std::string gpu = device == Device::Cuda ? cuda::device_description() : "host";
   const std::string what = m->load_report().source + " " + f.src.dtype;
-  std::printf("decode bench: %s on %s%s%s\n", what.c_str(), gpu.c_str(), f.label.empty() ? "" : ", ",
-              f.label.c_str());
-  std::printf("bytes/token: %.3f GB (weights %.3f, state %.3f, KV %.4f); prompt %lld, %lld steps x %lld repeats\n",
-              r.bytes.total() / 1e9, r.bytes.weights / 1e9, r.bytes.state / 1e9, r.bytes.kv / 1e9,
-              static_cast<long long>(f.opt.prompt_len), static_cast<long long>(f.opt.steps),
-              static_cast<long long>(f.opt.repeats));
-  std::printf("| mode | ms/token | tokens/s | of %.2f TB/s |\n|---|---|---|---|\n", f.opt.ceiling_bytes_per_s / 1e12);
+  std::printf("decode bench: %s on %s%s%s\n", what.c_str(), gpu.c_str(),
+              f.label.empty() ? "" : ", ", f.label.c_str());
+  std::printf(
+      "bytes/token: %.3f GB (weights %.3f, state %.3f, KV %.4f); prompt %lld, %lld steps x %lld "
+      "repeats\n",
+      r.bytes.total() / 1e9, r.bytes.weights / 1e9, r.bytes.state / 1e9, r.bytes.kv / 1e9,
+      static_cast<long long>(f.opt.prompt_len), static_cast<long long>(f.opt.steps),
+      static_cast<long long>(f.opt.repeats));
+  std::printf("| mode | ms/token | tokens/s | of %.2f TB/s |\n|---|---|---|---|\n",
+              f.opt.ceiling_bytes_per_s / 1e12);
   for (const auto& row : r.rows) {
     if (row.tokens_per_s > 0)
-      std::printf("| %s | %.3f | %.1f | %.1f%% |\n", row.mode.c_str(), row.ms_per_token, row.tokens_per_s,
-                  100 * row.fraction);
+      std::printf("| %s | %.3f | %.1f | %.1f%% |\n", row.mode.c_str(), row.ms_per_token,
+                  row.tokens_per_s, 100 * row.fraction);
     else
       std::printf("| %s | - | - | %s |\n", row.mode.c_str(), row.note.c_str());
   }
   const bool both = !r.tokens_eager.empty() && !r.tokens_graph.empty();
-  if (both) std::printf("graph tokens equal eager tokens: %s\n", r.tokens_eager == r.tokens_graph ? "yes" : "NO");
+  if (both)
+    std::printf("graph tokens equal eager tokens: %s\n",
+                r.tokens_eager == r.tokens_graph ? "yes" : "NO");
   if (!f.json_out.empty()) {
     nlohmann::json j;
     j["model"] = what;
     j["gpu"] = gpu;
     j["label"] = f.label;
-    j["bytes_per_token"] = {{"weights", r.bytes.weights}, {"state", r.bytes.state}, {"kv", r.bytes.kv}, {"total", r.bytes.total()}};
+    j["bytes_per_token"] = {{"weights", r.bytes.weights},
+                            {"state", r.bytes.state},
+                            {"kv", r.bytes.kv},
+                            {"total", r.bytes.total()}};
     j["prompt_len"] = f.opt.prompt_len;
     j["steps"] = f.opt.steps;
     j["repeats"] = f.opt.repeats;
     for (const auto& row : r.rows)
-      j["rows"].push_back({{"mode", row.mode}, {"ms_per_token", row.ms_per_token}, {"tokens_per_s", row.tokens_per_s},
-                           {"fraction_of_ceiling", row.fraction}, {"repeat_ms_per_token", row.repeat_ms}, {"note", row.note}});
+      j["rows"].push_back({{"mode", row.mode},
+                           {"ms_per_token", row.ms_per_token},
+                           {"tokens_per_s", row.tokens_per_s},
+                           {"fraction_of_ceiling", row.fraction},
+                           {"repeat_ms_per_token", row.repeat_ms},
+                           {"note", row.note}});
     if (both) j["graph_tokens_equal_eager"] = r.tokens_eager == r.tokens_graph;
     std::ofstream(f.json_out) << j.dump(2) << "\n";
   }
-  if (both && r.tokens_eager != r.tokens_graph) fail("bench: the graph replay produced other tokens than the eager steps");
+  if (both && r.tokens_eager != r.tokens_graph)
+    fail("bench: the graph replay produced other tokens than the eager steps");
 }
 
 void setup_bench(CLI::App& app) {
@@ -73,9 +86,11 @@ void setup_bench(CLI::App& app) {
   CLI::App* sub = app.add_subcommand("bench", "Batch-1 decode tokens/s (eager and CUDA graph)");
   add_model_source_flags(sub, f->src);
   sub->add_option("--device", f->device, "cuda or cpu")->capture_default_str();
-  sub->add_option("--prompt-len", f->opt.prompt_len, "Prompt tokens prefilled first")->capture_default_str();
+  sub->add_option("--prompt-len", f->opt.prompt_len, "Prompt tokens prefilled first")
+      ->capture_default_str();
   sub->add_option("--steps", f->opt.steps, "Decode steps per timed repeat")->capture_default_str();
-  sub->add_option("--repeats", f->opt.repeats, "Timed repeats (the median is reported)")->capture_default_str();
+  sub->add_option("--repeats", f->opt.repeats, "Timed repeats (the median is reported)")
+      ->capture_default_str();
   sub->add_option("--warmup", f->opt.warmup, "Untimed decode steps first")->capture_default_str();
   sub->add_flag("--no-graph", f->no_graph, "Only the eager decode step");
   sub->add_option("--json", f->json_out, "Also write the numbers as JSON to this file");

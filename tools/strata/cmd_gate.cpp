@@ -33,17 +33,19 @@ void run_gate(const GateFlags& f) {
   engine::prepare_device(device, ctx);
   auto m = model::load_model(lo);
   const auto rows = model::run_block_gate(*m, ctx, f.opt);
-  std::printf("gate: %s (%s) on %s, prompt %lld tokens + 1 decode token\n", m->load_report().source.c_str(),
-              f.src.load_format == "dummy" ? f.src.dtype.c_str() : dtype_name(m->act_dtype()).data(),
-              cuda::device_description().c_str(), static_cast<long long>(f.opt.prompt_len));
-  std::printf("%5s %-9s %-7s %3s %10s %10s %10s  %s\n", "layer", "block", "phase", "fp8", "rel_l2", "max_abs", "band",
-              "");
+  std::printf(
+      "gate: %s (%s) on %s, prompt %lld tokens + 1 decode token\n", m->load_report().source.c_str(),
+      f.src.load_format == "dummy" ? f.src.dtype.c_str() : dtype_name(m->act_dtype()).data(),
+      cuda::device_description().c_str(), static_cast<long long>(f.opt.prompt_len));
+  std::printf("%5s %-9s %-7s %3s %10s %10s %10s  %s\n", "layer", "block", "phase", "fp8", "rel_l2",
+              "max_abs", "band", "");
   int64_t bad = 0;
   double worst = 0;
   for (const auto& r : rows) {
     std::printf("%5lld %-9s %-7s %3lld %10.3e %10.3e %10.3e  %s\n", static_cast<long long>(r.layer),
                 std::string(model::layer_kind_name(r.kind)).c_str(), r.phase.c_str(),
-                static_cast<long long>(r.fp8_linears), r.rel_l2, r.max_abs, r.band, r.ok() ? "ok" : "OUT OF BAND");
+                static_cast<long long>(r.fp8_linears), r.rel_l2, r.max_abs, r.band,
+                r.ok() ? "ok" : "OUT OF BAND");
     bad += r.ok() ? 0 : 1;
     worst = std::max(worst, r.rel_l2 / r.band);
   }
@@ -52,8 +54,13 @@ void run_gate(const GateFlags& f) {
   if (!f.json_out.empty()) {
     nlohmann::json j = nlohmann::json::array();
     for (const auto& r : rows)
-      j.push_back({{"layer", r.layer}, {"kind", model::layer_kind_name(r.kind)}, {"phase", r.phase},
-                   {"fp8_linears", r.fp8_linears}, {"rel_l2", r.rel_l2}, {"max_abs", r.max_abs}, {"band", r.band},
+      j.push_back({{"layer", r.layer},
+                   {"kind", model::layer_kind_name(r.kind)},
+                   {"phase", r.phase},
+                   {"fp8_linears", r.fp8_linears},
+                   {"rel_l2", r.rel_l2},
+                   {"max_abs", r.max_abs},
+                   {"band", r.band},
                    {"elements", r.elements}});
     std::ofstream(f.json_out) << j.dump(1) << "\n";
   }
@@ -65,7 +72,8 @@ void setup_gate(CLI::App& app) {
   CLI::App* sub = app.add_subcommand("gate", "Per-block host vs device numeric gate");
   add_model_source_flags(sub, f->src);
   sub->add_option("--device", f->device, "The device to check (cuda)")->capture_default_str();
-  sub->add_option("--prompt-len", f->opt.prompt_len, "Prompt tokens (prefill), then one decode token")
+  sub->add_option("--prompt-len", f->opt.prompt_len,
+                  "Prompt tokens (prefill), then one decode token")
       ->capture_default_str();
   sub->add_option("--prompt-seed", f->opt.seed, "Seed of the prompt ids")->capture_default_str();
   sub->add_option("--json", f->json_out, "Also write every row as JSON to this file");

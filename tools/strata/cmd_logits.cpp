@@ -4,12 +4,12 @@
 #include <string>
 
 #include "command.h"
-#include "model_source_flags.h"
 #include "core/check.h"
 #include "engine/device.h"
 #include "engine/generator.h"
 #include "io/npy.h"
 #include "model/nemotron_h/load.h"
+#include "model_source_flags.h"
 
 namespace strata::cli {
 namespace {
@@ -45,7 +45,8 @@ void run_logits(const LogitsFlags& f) {
     const int64_t len = std::min(chunk, T - done);
     seq.num_computed = done;
     seq.tokens.assign(ids.begin() + done, ids.begin() + done + len);
-    const model::StepInput step = model::StepInput::build({seq}, cache.kv.block_size(), c.num_attention > 0, device, ctx);
+    const model::StepInput step =
+        model::StepInput::build({seq}, cache.kv.block_size(), c.num_attention > 0, device, ctx);
     Tensor logits = model->forward(ctx, step, cache, model::LogitRows::All);  // [len, V] f32
     if (logits.device() != Device::Host) {
       logits = logits.to(Device::Host);
@@ -58,12 +59,15 @@ void run_logits(const LogitsFlags& f) {
 
 void setup_logits(CLI::App& app) {
   auto f = std::make_shared<LogitsFlags>();
-  CLI::App* sub = app.add_subcommand("logits", "Write the f32 logits of every prompt position as .npy");
+  CLI::App* sub =
+      app.add_subcommand("logits", "Write the f32 logits of every prompt position as .npy");
   add_model_source_flags(sub, f->src);
-  sub->add_option("--prompt-ids", f->prompt_ids, "Comma-separated token ids, e.g. 1,2,3")->required();
+  sub->add_option("--prompt-ids", f->prompt_ids, "Comma-separated token ids, e.g. 1,2,3")
+      ->required();
   sub->add_option("--out", f->out, "Output .npy file [tokens, vocab] float32")->required();
   sub->add_option("--device", f->device, "cpu or cuda")->capture_default_str();
-  sub->add_option("--prefill-chunk", f->prefill_chunk, "Prefill in chunks of this many tokens; 0 = all at once")
+  sub->add_option("--prefill-chunk", f->prefill_chunk,
+                  "Prefill in chunks of this many tokens; 0 = all at once")
       ->capture_default_str();
   sub->callback([f] { run_logits(*f); });
 }

@@ -30,19 +30,23 @@ void run_make_checkpoint(const MakeCheckpointFlags& f) {
     fail("make-checkpoint: {} exists and is not empty (use --force to write into it)", f.out);
   const size_t shard = parse_byte_size(f.max_shard, "--max-shard-size");
   const auto written = model::write_synthetic_checkpoint(f.out, c, o, shard);
-  std::printf("wrote %s: %s, %s, %zu file(s), %.3f GB of tensors\n", f.out.c_str(), c.source.c_str(),
-              f.dtype.c_str(), written.files.size(), static_cast<double>(written.total_bytes) / 1e9);
+  std::printf("wrote %s: %s, %s, %zu file(s), %.3f GB of tensors\n", f.out.c_str(),
+              c.source.c_str(), f.dtype.c_str(), written.files.size(),
+              static_cast<double>(written.total_bytes) / 1e9);
 }
 
 void setup_make_checkpoint(CLI::App& app) {
   auto f = std::make_shared<MakeCheckpointFlags>();
-  CLI::App* sub = app.add_subcommand("make-checkpoint", "Write a synthetic checkpoint of a preset or config.json");
+  CLI::App* sub = app.add_subcommand("make-checkpoint",
+                                     "Write a synthetic checkpoint of a preset or config.json");
   sub->add_option("--preset", f->preset, "Built-in configuration (strata inspect --presets)");
   sub->add_option("--config", f->config, "A config.json to take the architecture from");
-  sub->add_option("--dtype", f->dtype, "bf16, f32 or fp8 (ModelOpt FP8, the official selective layout)")
+  sub->add_option("--dtype", f->dtype,
+                  "bf16, f32 or fp8 (ModelOpt FP8, the official selective layout)")
       ->capture_default_str();
   sub->add_option("--seed", f->seed, "Seed of the random weights")->capture_default_str();
-  sub->add_option("--max-shard-size", f->max_shard, "Largest shard, e.g. 5GB, 500MB")->capture_default_str();
+  sub->add_option("--max-shard-size", f->max_shard, "Largest shard, e.g. 5GB, 500MB")
+      ->capture_default_str();
   sub->add_flag("--force", f->force, "Write into a non-empty directory");
   sub->add_option("out", f->out, "Output directory")->required();
   sub->callback([f] { run_make_checkpoint(*f); });

@@ -25,15 +25,16 @@ std::vector<std::string> split_lines(const std::string& text) {
 }
 }  // namespace
 
-model::ModelConfig config_from_preset_or_file(const std::string& preset, const std::string& config_path,
-                                              const char* cmd) {
+model::ModelConfig config_from_preset_or_file(const std::string& preset,
+                                              const std::string& config_path, const char* cmd) {
   if (preset.empty() == config_path.empty())
     fail("{}: give exactly one of --preset NAME and --config config.json", cmd);
   if (!preset.empty()) return model::ModelConfig::preset(preset);
   return model::ModelConfig::from_json_text(io::read_text_file(config_path), config_path);
 }
 
-model::SyntheticOptions synthetic_options(const std::string& dtype, uint64_t seed, const char* cmd) {
+model::SyntheticOptions synthetic_options(const std::string& dtype, uint64_t seed,
+                                          const char* cmd) {
   model::SyntheticOptions o;
   o.seed = seed;
   if (dtype == "bf16") {
@@ -51,27 +52,36 @@ model::SyntheticOptions synthetic_options(const std::string& dtype, uint64_t see
 
 void add_model_source_flags(CLI::App* sub, ModelSourceFlags& f) {
   sub->add_option("--model", f.model, "Model directory (config.json + safetensors)");
-  sub->add_option("--load-format", f.load_format, "auto (the --model directory) or dummy (random weights, no files)")
+  sub->add_option("--load-format", f.load_format,
+                  "auto (the --model directory) or dummy (random weights, no files)")
       ->capture_default_str();
-  sub->add_option("--preset", f.preset, "dummy: a built-in configuration (strata inspect --presets)");
+  sub->add_option("--preset", f.preset,
+                  "dummy: a built-in configuration (strata inspect --presets)");
   sub->add_option("--config", f.config, "dummy: the architecture of this config.json");
   sub->add_option("--dtype", f.dtype, "dummy: bf16, f32 or fp8 (the official selective FP8 layout)")
       ->capture_default_str();
-  sub->add_option("--dummy-seed", f.dummy_seed, "dummy: seed of the random weights")->capture_default_str();
+  sub->add_option("--dummy-seed", f.dummy_seed, "dummy: seed of the random weights")
+      ->capture_default_str();
   sub->add_option("--force-host-ops", f.force_host_ops,
-                  "Device runs: run these ops (comma-separated names) on host kernels through a counted bounce; "
+                  "Device runs: run these ops (comma-separated names) on host kernels through a "
+                  "counted bounce; "
                   "default: env STRATA_FORCE_HOST_OPS");
 }
 
-model::LoadOptions load_options(const ModelSourceFlags& f, Device device, bool sampling, const char* cmd) {
+model::LoadOptions load_options(const ModelSourceFlags& f, Device device, bool sampling,
+                                const char* cmd) {
   if (!f.force_host_ops.empty()) ops::set_forced_host_ops(f.force_host_ops);
   model::LoadOptions o;
   o.device = device;
   o.sampling = sampling;
   if (f.load_format == "auto" || f.load_format == "safetensors") {
-    if (f.model.empty()) fail("{}: give --model DIR (or --load-format dummy with --preset or --config)", cmd);
+    if (f.model.empty())
+      fail("{}: give --model DIR (or --load-format dummy with --preset or --config)", cmd);
     if (!f.preset.empty() || !f.config.empty())
-      fail("{}: --preset and --config choose dummy weights' architecture; use them with --load-format dummy", cmd);
+      fail(
+          "{}: --preset and --config choose dummy weights' architecture; use them with "
+          "--load-format dummy",
+          cmd);
     o.format = model::LoadFormat::Safetensors;
     o.dir = f.model;
   } else if (f.load_format == "dummy") {
@@ -86,16 +96,18 @@ model::LoadOptions load_options(const ModelSourceFlags& f, Device device, bool s
   return o;
 }
 
-std::unique_ptr<model::NemotronHModel> load_from_flags(const ModelSourceFlags& f, Device device, bool sampling,
-                                                       const char* cmd) {
+std::unique_ptr<model::NemotronHModel> load_from_flags(const ModelSourceFlags& f, Device device,
+                                                       bool sampling, const char* cmd) {
   auto m = model::load_model(load_options(f, device, sampling, cmd));
-  for (const auto& line : split_lines(m->load_report().text())) log::info("{}", line);
+  for (const auto& line : split_lines(m->load_report().text()))
+    log::info("{}", line);
   return m;
 }
 
 size_t parse_byte_size(const std::string& text, const char* flag) {
   size_t i = 0;
-  while (i < text.size() && (std::isdigit(static_cast<unsigned char>(text[i])) || text[i] == '.')) ++i;
+  while (i < text.size() && (std::isdigit(static_cast<unsigned char>(text[i])) || text[i] == '.'))
+    ++i;
   const std::string num = text.substr(0, i), unit = text.substr(i);
   double v = 0;
   try {
@@ -106,14 +118,22 @@ size_t parse_byte_size(const std::string& text, const char* flag) {
     fail("{}: \"{}\" is not a size (e.g. 5GB, 500MB, 1048576)", flag, text);
   }
   double mult = 0;
-  if (unit.empty() || unit == "B") mult = 1;
-  else if (unit == "KB") mult = 1e3;
-  else if (unit == "MB") mult = 1e6;
-  else if (unit == "GB") mult = 1e9;
-  else if (unit == "KiB") mult = 1024.0;
-  else if (unit == "MiB") mult = 1024.0 * 1024;
-  else if (unit == "GiB") mult = 1024.0 * 1024 * 1024;
-  else fail("{}: unknown unit \"{}\" in \"{}\" (B, KB, MB, GB, KiB, MiB, GiB)", flag, unit, text);
+  if (unit.empty() || unit == "B")
+    mult = 1;
+  else if (unit == "KB")
+    mult = 1e3;
+  else if (unit == "MB")
+    mult = 1e6;
+  else if (unit == "GB")
+    mult = 1e9;
+  else if (unit == "KiB")
+    mult = 1024.0;
+  else if (unit == "MiB")
+    mult = 1024.0 * 1024;
+  else if (unit == "GiB")
+    mult = 1024.0 * 1024 * 1024;
+  else
+    fail("{}: unknown unit \"{}\" in \"{}\" (B, KB, MB, GB, KiB, MiB, GiB)", flag, unit, text);
   const double bytes = v * mult;
   if (!(bytes >= 1) || bytes > 1e15) fail("{}: size {} out of range", flag, text);
   return static_cast<size_t>(std::llround(bytes));

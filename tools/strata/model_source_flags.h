@@ -28,15 +28,16 @@ struct ModelSourceFlags {
 void add_model_source_flags(CLI::App* sub, ModelSourceFlags& f);
 
 // Validates the combination and applies --force-host-ops; `cmd` names the command in errors.
-model::LoadOptions load_options(const ModelSourceFlags& f, Device device, bool sampling, const char* cmd);
+model::LoadOptions load_options(const ModelSourceFlags& f, Device device, bool sampling,
+                                const char* cmd);
 
 // load_options + load_model, then the load report at info level.
-std::unique_ptr<model::NemotronHModel> load_from_flags(const ModelSourceFlags& f, Device device, bool sampling,
-                                                       const char* cmd);
+std::unique_ptr<model::NemotronHModel> load_from_flags(const ModelSourceFlags& f, Device device,
+                                                       bool sampling, const char* cmd);
 
 // Exactly one of `preset` / `config_path` must be given; `cmd` names the command in errors.
-model::ModelConfig config_from_preset_or_file(const std::string& preset, const std::string& config_path,
-                                              const char* cmd);
+model::ModelConfig config_from_preset_or_file(const std::string& preset,
+                                              const std::string& config_path, const char* cmd);
 
 // "bf16" | "f32" | "fp8" (bf16 with the FP8 layout) -> options.
 model::SyntheticOptions synthetic_options(const std::string& dtype, uint64_t seed, const char* cmd);

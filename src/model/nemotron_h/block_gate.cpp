@@ -10,15 +10,21 @@ namespace {
 
 int64_t storage_points(LayerKind k) {
   switch (k) {
-    case LayerKind::Mamba: return 5;
-    case LayerKind::Attention: return 4;
-    case LayerKind::Mlp: return 3;
-    case LayerKind::Moe: return 6;
+    case LayerKind::Mamba:
+      return 5;
+    case LayerKind::Attention:
+      return 4;
+    case LayerKind::Mlp:
+      return 3;
+    case LayerKind::Moe:
+      return 6;
   }
   return 6;
 }
 
-bool is_w8a8(const LinearWeight& w) { return w.weight.dtype() == DType::F8E4M3 && w.input_scale > 0.f; }
+bool is_w8a8(const LinearWeight& w) {
+  return w.weight.dtype() == DType::F8E4M3 && w.input_scale > 0.f;
+}
 
 // The input scale every routed expert's up_proj shares, or 0 when they differ (or are not W8A8).
 float shared_expert_input_scale(const std::vector<LinearWeight>& up) {
@@ -34,7 +40,8 @@ float shared_expert_input_scale(const std::vector<LinearWeight>& up) {
 int64_t unemulated_fp8(const LayerWeights& L) {
   if (L.kind != LayerKind::Moe || L.moe.up.empty()) return 0;
   int64_t n = 0;
-  for (size_t e = 0; e < L.moe.down.size() && n == 0; ++e) n = is_w8a8(L.moe.down[e]) ? 1 : 0;
+  for (size_t e = 0; e < L.moe.down.size() && n == 0; ++e)
+    n = is_w8a8(L.moe.down[e]) ? 1 : 0;
   if (is_w8a8(L.moe.up[0]) && shared_expert_input_scale(L.moe.up) == 0.f) ++n;
   return n;
 }
@@ -46,7 +53,8 @@ Tensor fake_quantize(const Tensor& x, float s, DType dtype) {
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t i = 0; i < cols; ++i) {
       const float v = load_as_f32(x.raw(), x.dtype(), static_cast<size_t>(r * x.stride(0) + i));
-      store_from_f32(out.raw(), dtype, static_cast<size_t>(r * cols + i), fp8e4m3_to_f32(fp8e4m3_from_f32_sat(v / s)) * s);
+      store_from_f32(out.raw(), dtype, static_cast<size_t>(r * cols + i),
+                     fp8e4m3_to_f32(fp8e4m3_from_f32_sat(v / s)) * s);
     }
   return out;
 }
@@ -69,7 +77,9 @@ void emulate_w8a8(const char* op, const void* args) {
   }
 }
 
-Tensor to_host(const Tensor& t) { return t.device() == Device::Host ? t : t.to(Device::Host); }
+Tensor to_host(const Tensor& t) {
+  return t.device() == Device::Host ? t : t.to(Device::Host);
+}
 
 // ||a - b|| / ||b|| and max |a - b| over two host tensors of the same shape (any float dtype).
 void compare(const Tensor& dev_out, const Tensor& host_out, BlockGateRow* row) {
@@ -99,7 +109,8 @@ void compare(const Tensor& dev_out, const Tensor& host_out, BlockGateRow* row) {
 struct Side {
   Side(const NemotronHModel& m, OpContext* ctx_, int64_t tokens)
       : ctx(ctx_),
-        cache(m.config(), cache::plan_cache_for_tokens(m.config(), 1, tokens, 16, m.act_dtype()), ctx_->device) {
+        cache(m.config(), cache::plan_cache_for_tokens(m.config(), 1, tokens, 16, m.act_dtype()),
+              ctx_->device) {
     slot = cache.mamba.allocate();
     if (!blocks.ensure(cache.kv, tokens)) fail("gate: no KV blocks for {} tokens", tokens);
   }
@@ -119,13 +130,21 @@ struct Side {
   bool need_kv = false;
 };
 
-void run_block(OpContext& ctx, const ModelConfig& c, const LayerWeights& L, int64_t k, const Tensor& a,
-               const StepInput& step, cache::ModelCache& cache, Tensor& out) {
+void run_block(OpContext& ctx, const ModelConfig& c, const LayerWeights& L, int64_t k,
+               const Tensor& a, const StepInput& step, cache::ModelCache& cache, Tensor& out) {
   switch (L.kind) {
-    case LayerKind::Mamba: mamba_block(ctx, c, L.mamba, a, step, cache.mamba, k, out); break;
-    case LayerKind::Attention: attention_block(ctx, c, L.attention, a, step, cache.kv, k, out); break;
-    case LayerKind::Mlp: mlp_block(ctx, L.mlp, a, out); break;
-    case LayerKind::Moe: moe_block(ctx, c, L.moe, a, out); break;
+    case LayerKind::Mamba:
+      mamba_block(ctx, c, L.mamba, a, step, cache.mamba, k, out);
+      break;
+    case LayerKind::Attention:
+      attention_block(ctx, c, L.attention, a, step, cache.kv, k, out);
+      break;
+    case LayerKind::Mlp:
+      mlp_block(ctx, L.mlp, a, out);
+      break;
+    case LayerKind::Moe:
+      moe_block(ctx, c, L.moe, a, out);
+      break;
   }
 }
 
@@ -133,10 +152,12 @@ void run_block(OpContext& ctx, const ModelConfig& c, const LayerWeights& L, int6
 
 double block_band(LayerKind kind, DType act, int64_t fp8_linears) {
   const double per_store = act == DType::F32 ? std::ldexp(1.0, -20) : std::ldexp(1.0, -7);
-  return static_cast<double>(storage_points(kind)) * per_store + static_cast<double>(fp8_linears) * std::ldexp(1.0, -4);
+  return static_cast<double>(storage_points(kind)) * per_store +
+         static_cast<double>(fp8_linears) * std::ldexp(1.0, -4);
 }
 
-std::vector<BlockGateRow> run_block_gate(NemotronHModel& m, OpContext& dctx, const BlockGateOptions& o) {
+std::vector<BlockGateRow> run_block_gate(NemotronHModel& m, OpContext& dctx,
+                                         const BlockGateOptions& o) {
   const ModelConfig& c = m.config();
   if (dctx.device == Device::Host) fail("gate: give a device run (the host is the reference)");
   if (o.prompt_len < 1) fail("gate: the prompt needs at least one token");

@@ -41,7 +41,7 @@ namespace strata::model {
 struct BlockGateRow {
   int64_t layer = 0;
   LayerKind kind = LayerKind::Mamba;
-  std::string phase;   // "prefill" or "decode"
+  std::string phase;        // "prefill" or "decode"
   int64_t fp8_linears = 0;  // W8A8 linears on the path whose quantization is not emulated
   double rel_l2 = 0, max_abs = 0, band = 0;
   int64_t elements = 0;
@@ -50,7 +50,7 @@ struct BlockGateRow {
 
 struct BlockGateOptions {
   int64_t prompt_len = 16;
-  uint64_t seed = 1;   // prompt ids
+  uint64_t seed = 1;  // prompt ids
 };
 
 // The band of one block (see the header).
@@ -58,6 +58,7 @@ double block_band(LayerKind kind, DType act, int64_t fp8_linears);
 
 // Runs the gate for a model whose weights are usable on both `device` and the host. Throws
 // strata::Error when a block output is not finite on either side (reported as out of band).
-std::vector<BlockGateRow> run_block_gate(NemotronHModel& m, OpContext& device_ctx, const BlockGateOptions& o);
+std::vector<BlockGateRow> run_block_gate(NemotronHModel& m, OpContext& device_ctx,
+                                         const BlockGateOptions& o);
 
 }  // namespace strata::model

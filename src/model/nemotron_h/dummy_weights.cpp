@@ -9,8 +9,8 @@ namespace {
 constexpr int64_t kDeviceMinElements = 65536;  // smaller tensors are made on the host
 }
 
-ModelWeights load_dummy_weights(const ModelConfig& c, const SyntheticOptions& o, Device device, void* stream,
-                                LoadReport* report) {
+ModelWeights load_dummy_weights(const ModelConfig& c, const SyntheticOptions& o, Device device,
+                                void* stream, LoadReport* report) {
   TensorMapSource src("dummy weights of " + c.source);
   for (const SyntheticTensor& t : synthetic_plan(c, o)) {
     if (device != Device::Host && t.shape.numel() >= kDeviceMinElements) {

@@ -14,7 +14,7 @@ namespace strata::model {
 
 // `stream` is the device stream for device == Cuda (ignored on the host). Fills the report's
 // host/device byte counts.
-ModelWeights load_dummy_weights(const ModelConfig& c, const SyntheticOptions& o, Device device, void* stream,
-                                LoadReport* report);
+ModelWeights load_dummy_weights(const ModelConfig& c, const SyntheticOptions& o, Device device,
+                                void* stream, LoadReport* report);
 
 }  // namespace strata::model

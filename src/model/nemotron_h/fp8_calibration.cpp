@@ -14,7 +14,8 @@ float amax_rows(const Tensor& t, int64_t row_begin = 0, int64_t rows = -1) {
   float m = 0.f;
   for (int64_t r = row_begin; r < row_begin + n; ++r)
     for (int64_t i = 0; i < t.dim(1); ++i)
-      m = std::max(m, std::abs(load_as_f32(t.raw(), t.dtype(), static_cast<size_t>(r * t.stride(0) + i))));
+      m = std::max(
+          m, std::abs(load_as_f32(t.raw(), t.dtype(), static_cast<size_t>(r * t.stride(0) + i))));
   return m;
 }
 
@@ -66,7 +67,8 @@ struct Recorder {
 
 }  // namespace
 
-std::vector<std::vector<int32_t>> calibration_prompts(int64_t vocab, int64_t count, int64_t length) {
+std::vector<std::vector<int32_t>> calibration_prompts(int64_t vocab, int64_t count,
+                                                      int64_t length) {
   std::vector<std::vector<int32_t>> out;
   uint64_t s = 0x5DEECE66Dull;
   for (int64_t p = 0; p < count; ++p) {
@@ -80,25 +82,39 @@ std::vector<std::vector<int32_t>> calibration_prompts(int64_t vocab, int64_t cou
   return out;
 }
 
-std::map<std::string, float> calibrate_input_amax(NemotronHModel& m, const std::vector<std::vector<int32_t>>& prompts) {
+std::map<std::string, float> calibrate_input_amax(
+    NemotronHModel& m, const std::vector<std::vector<int32_t>>& prompts) {
   const ModelConfig& c = m.config();
   const ModelWeights& w = m.weights_on(Device::Host);
   Recorder rec;
   for (int64_t i = 0; i < c.num_layers(); ++i) {
     const LayerWeights& L = w.layers[static_cast<size_t>(i)];
     const std::string p = "backbone.layers." + std::to_string(i) + ".mixer.";
-    auto add = [&](const LinearWeight& lw, const char* name) { rec.linear_by_weight[lw.weight.raw()] = p + name; };
+    auto add = [&](const LinearWeight& lw, const char* name) {
+      rec.linear_by_weight[lw.weight.raw()] = p + name;
+    };
     switch (L.kind) {
-      case LayerKind::Mamba: add(L.mamba.in_proj, "in_proj"); add(L.mamba.out_proj, "out_proj"); break;
-      case LayerKind::Attention:
-        add(L.attention.q_proj, "q_proj"); add(L.attention.k_proj, "k_proj");
-        add(L.attention.v_proj, "v_proj"); add(L.attention.o_proj, "o_proj");
+      case LayerKind::Mamba:
+        add(L.mamba.in_proj, "in_proj");
+        add(L.mamba.out_proj, "out_proj");
         break;
-      case LayerKind::Mlp: add(L.mlp.up, "up_proj"); add(L.mlp.down, "down_proj"); break;
+      case LayerKind::Attention:
+        add(L.attention.q_proj, "q_proj");
+        add(L.attention.k_proj, "k_proj");
+        add(L.attention.v_proj, "v_proj");
+        add(L.attention.o_proj, "o_proj");
+        break;
+      case LayerKind::Mlp:
+        add(L.mlp.up, "up_proj");
+        add(L.mlp.down, "down_proj");
+        break;
       case LayerKind::Moe:
         add(L.moe.router, "gate");
         rec.experts_by_list[&L.moe.up] = p;
-        if (L.moe.has_shared) { add(L.moe.shared.up, "shared_experts.up_proj"); add(L.moe.shared.down, "shared_experts.down_proj"); }
+        if (L.moe.has_shared) {
+          add(L.moe.shared.up, "shared_experts.up_proj");
+          add(L.moe.shared.down, "shared_experts.down_proj");
+        }
         break;
     }
   }
@@ -108,18 +124,21 @@ std::map<std::string, float> calibrate_input_amax(NemotronHModel& m, const std::
   ctx.observer = [&](const char* op, const void* args) {
     const std::string name(op);
     if (name == ops::LinearArgs::kName) rec.on_linear(*static_cast<const ops::LinearArgs*>(args));
-    if (name == ops::MoeExpertsArgs::kName) rec.on_experts(*static_cast<const ops::MoeExpertsArgs*>(args));
+    if (name == ops::MoeExpertsArgs::kName)
+      rec.on_experts(*static_cast<const ops::MoeExpertsArgs*>(args));
   };
   for (const auto& ids : prompts) {
     const auto T = static_cast<int64_t>(ids.size());
-    cache::ModelCache cache(c, cache::plan_cache_for_tokens(c, 1, T, 16, m.act_dtype()), Device::Host);
+    cache::ModelCache cache(c, cache::plan_cache_for_tokens(c, 1, T, 16, m.act_dtype()),
+                            Device::Host);
     cache::BlockTable blocks;
     if (!blocks.ensure(cache.kv, T)) fail("calibration: no KV blocks for {} tokens", T);
     SequenceChunk seq;
     seq.slot = cache.mamba.allocate();
     seq.tokens = ids;
     seq.blocks = &blocks;
-    const StepInput step = StepInput::build({seq}, cache.kv.block_size(), c.num_attention > 0, Device::Host, ctx);
+    const StepInput step =
+        StepInput::build({seq}, cache.kv.block_size(), c.num_attention > 0, Device::Host, ctx);
     m.forward(ctx, step, cache, LogitRows::LastPerSequence);
     blocks.release(cache.kv);
   }

@@ -21,6 +21,7 @@ std::vector<std::vector<int32_t>> calibration_prompts(int64_t vocab, int64_t cou
 
 // Module name (checkpoint name without ".weight") -> input amax over every calibration token
 // that reached it. Runs on the host.
-std::map<std::string, float> calibrate_input_amax(NemotronHModel& m, const std::vector<std::vector<int32_t>>& prompts);
+std::map<std::string, float> calibrate_input_amax(NemotronHModel& m,
+                                                  const std::vector<std::vector<int32_t>>& prompts);
 
 }  // namespace strata::model

@@ -6,7 +6,9 @@
 namespace strata::model {
 namespace {
 
-std::string layer_prefix(int64_t i) { return "backbone.layers." + std::to_string(i) + ".mixer."; }
+std::string layer_prefix(int64_t i) {
+  return "backbone.layers." + std::to_string(i) + ".mixer.";
+}
 
 }  // namespace
 
@@ -39,10 +41,14 @@ std::vector<std::string> fp8_excluded_modules(const ModelConfig& c) {
         out.push_back(m + "conv1d");
         break;
       case LayerKind::Attention:
-        for (const char* p : {"q_proj", "k_proj", "v_proj", "o_proj"}) out.push_back(m + p);
+        for (const char* p : {"q_proj", "k_proj", "v_proj", "o_proj"})
+          out.push_back(m + p);
         break;
-      case LayerKind::Moe: out.push_back(m + "gate"); break;
-      case LayerKind::Mlp: break;
+      case LayerKind::Moe:
+        out.push_back(m + "gate");
+        break;
+      case LayerKind::Mlp:
+        break;
     }
   }
   out.push_back("lm_head");
@@ -59,7 +65,8 @@ std::vector<std::string> linear_modules(const ModelConfig& c) {
         out.push_back(m + "out_proj");
         break;
       case LayerKind::Attention:
-        for (const char* p : {"q_proj", "k_proj", "v_proj", "o_proj"}) out.push_back(m + p);
+        for (const char* p : {"q_proj", "k_proj", "v_proj", "o_proj"})
+          out.push_back(m + p);
         break;
       case LayerKind::Mlp:
         out.push_back(m + "up_proj");

@@ -44,7 +44,8 @@ std::unique_ptr<NemotronHModel> load_model(const LoadOptions& o) {
     config = o.dummy_config;
     weights = load_dummy_weights(config, o.dummy, o.device,
                                  o.device == Device::Cuda ? cuda::stream() : nullptr, &report);
-    if (o.device == Device::Cuda) cuda::synchronize();  // the fills are asynchronous: time them whole
+    if (o.device == Device::Cuda)
+      cuda::synchronize();  // the fills are asynchronous: time them whole
     report.phase("generate", seconds_since(t0));
   }
   auto model = std::make_unique<NemotronHModel>(std::move(config), std::move(weights));
@@ -84,11 +85,15 @@ int64_t parameter_count(const ModelConfig& c) {
         n += c.in_proj_rows * H + c.conv_dim * c.conv_kernel + (c.use_conv_bias ? c.conv_dim : 0) +
              3 * c.mamba_num_heads + c.d_inner + H * c.d_inner;
         break;
-      case LayerKind::Attention: n += (c.q_size + 2 * c.kv_size) * H + H * c.q_size; break;
-      case LayerKind::Mlp: n += 2 * c.mlp_intermediate(l) * H; break;
+      case LayerKind::Attention:
+        n += (c.q_size + 2 * c.kv_size) * H + H * c.q_size;
+        break;
+      case LayerKind::Mlp:
+        n += 2 * c.mlp_intermediate(l) * H;
+        break;
       case LayerKind::Moe:
-        n += c.n_routed_experts * H + c.n_routed_experts + c.n_routed_experts * 2 * c.moe_intermediate_size * H +
-             2 * c.shared_intermediate * H;
+        n += c.n_routed_experts * H + c.n_routed_experts +
+             c.n_routed_experts * 2 * c.moe_intermediate_size * H + 2 * c.shared_intermediate * H;
         break;
     }
   }

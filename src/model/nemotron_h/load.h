@@ -17,9 +17,9 @@ struct LoadOptions {
   Device device = Device::Host;
   bool sampling = true;  // the run also samples (the sample op must exist on `device`)
   LoadFormat format = LoadFormat::Safetensors;
-  std::string dir;            // Safetensors: the model directory
-  ModelConfig dummy_config;   // Dummy: the architecture
-  SyntheticOptions dummy;     // Dummy: dtype (bf16 | f32), fp8 layout, seed
+  std::string dir;           // Safetensors: the model directory
+  ModelConfig dummy_config;  // Dummy: the architecture
+  SyntheticOptions dummy;    // Dummy: dtype (bf16 | f32), fp8 layout, seed
   // Keep the loaded host weights next to the device copy (the per-block gate compares both);
   // otherwise a device run releases them once uploaded.
   bool keep_host_weights = false;
@@ -27,7 +27,8 @@ struct LoadOptions {
 
 // Throws strata::Error naming the directory, file or tensor at fault.
 std::unique_ptr<NemotronHModel> load_model(const LoadOptions& options);
-std::unique_ptr<NemotronHModel> load_model(const std::string& dir, Device device, bool sampling = true);
+std::unique_ptr<NemotronHModel> load_model(const std::string& dir, Device device,
+                                           bool sampling = true);
 
 // Parameters the config implies (tensors of spec 2.1; a tied lm_head counted once).
 int64_t parameter_count(const ModelConfig& c);

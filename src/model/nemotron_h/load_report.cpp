@@ -24,11 +24,16 @@ size_t peak_resident_bytes() {
 std::string LoadReport::text() const {
   auto mib = [](size_t b) { return static_cast<double>(b) / 1048576.0; };
   std::string s = fmt::format("load: {} on {}: {} tensors\n", source, device, tensors);
-  s += fmt::format("load: host mapped {:.1f} MiB, host copies {:.1f} MiB, host resident peak {:.1f} MiB (VmHWM)\n",
-                   mib(host_mapped_bytes), mib(host_copied_bytes), mib(host_resident_peak));
+  s += fmt::format(
+      "load: host mapped {:.1f} MiB, host copies {:.1f} MiB, host resident peak {:.1f} MiB "
+      "(VmHWM)\n",
+      mib(host_mapped_bytes), mib(host_copied_bytes), mib(host_resident_peak));
   if (device != "host")
-    s += fmt::format("load: device weights {:.1f} MiB ({:.1f} MiB generated there, {:.1f} MiB uploaded, staging peak {:.1f} MiB)\n",
-                     mib(device_bytes), mib(device_generated_bytes), mib(device_uploaded_bytes), mib(staging_peak));
+    s += fmt::format(
+        "load: device weights {:.1f} MiB ({:.1f} MiB generated there, {:.1f} MiB uploaded, staging "
+        "peak {:.1f} MiB)\n",
+        mib(device_bytes), mib(device_generated_bytes), mib(device_uploaded_bytes),
+        mib(staging_peak));
   std::string p;
   double total = 0;
   for (const auto& [name, sec] : phases) {

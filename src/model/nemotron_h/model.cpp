@@ -17,14 +17,17 @@ NemotronHModel::NemotronHModel(ModelConfig config, ModelWeights weights)
   STRATA_CHECK_EQ(static_cast<int64_t>(weights_.loaded().layers.size()), config_.num_layers());
 }
 
-Tensor NemotronHModel::forward(OpContext& ctx, const StepInput& step, cache::ModelCache& cache, LogitRows rows) {
+Tensor NemotronHModel::forward(OpContext& ctx, const StepInput& step, cache::ModelCache& cache,
+                               LogitRows rows) {
   const ModelConfig& c = config_;
   const ModelWeights& W = weights_.on(ctx.device);  // uploaded on the first use of a device
   const DType act = W.act_dtype;
   const int64_t T = step.num_tokens(), B = step.num_seqs(), H = c.hidden_size;
   if (cache.mamba.num_layers() != c.num_mamba || cache.kv.num_layers() != c.num_attention)
-    fail("forward: the cache was sized for another model ({} Mamba / {} attention layers, model has {} / {})",
-         cache.mamba.num_layers(), cache.kv.num_layers(), c.num_mamba, c.num_attention);
+    fail(
+        "forward: the cache was sized for another model ({} Mamba / {} attention layers, model has "
+        "{} / {})",
+        cache.mamba.num_layers(), cache.kv.num_layers(), c.num_mamba, c.num_attention);
 
   // h = Embedding[ids]                                           [T, H]
   Tensor h = workspace(ctx, Shape{T, H}, act);
@@ -34,8 +37,8 @@ Tensor NemotronHModel::forward(OpContext& ctx, const StepInput& step, cache::Mod
   emb.out = h;
   ops::run(ctx, emb);
 
-  Tensor residual;                          // [T, H] the residual stream, stored act
-  Tensor a = workspace(ctx, Shape{T, H}, act);  // [T, H] normalized mixer input
+  Tensor residual;                                  // [T, H] the residual stream, stored act
+  Tensor a = workspace(ctx, Shape{T, H}, act);      // [T, H] normalized mixer input
   Tensor mixed = workspace(ctx, Shape{T, H}, act);  // [T, H] mixer output
   for (int64_t l = 0; l < c.num_layers(); ++l) {
     const LayerWeights& L = W.layers[static_cast<size_t>(l)];
@@ -51,10 +54,18 @@ Tensor NemotronHModel::forward(OpContext& ctx, const StepInput& step, cache::Mod
 
     const int64_t k = c.kind_index[static_cast<size_t>(l)];
     switch (L.kind) {
-      case LayerKind::Mamba: mamba_block(ctx, c, L.mamba, a, step, cache.mamba, k, mixed); break;
-      case LayerKind::Attention: attention_block(ctx, c, L.attention, a, step, cache.kv, k, mixed); break;
-      case LayerKind::Mlp: mlp_block(ctx, L.mlp, a, mixed); break;
-      case LayerKind::Moe: moe_block(ctx, c, L.moe, a, mixed); break;
+      case LayerKind::Mamba:
+        mamba_block(ctx, c, L.mamba, a, step, cache.mamba, k, mixed);
+        break;
+      case LayerKind::Attention:
+        attention_block(ctx, c, L.attention, a, step, cache.kv, k, mixed);
+        break;
+      case LayerKind::Mlp:
+        mlp_block(ctx, L.mlp, a, mixed);
+        break;
+      case LayerKind::Moe:
+        moe_block(ctx, c, L.moe, a, mixed);
+        break;
     }
   }
 
@@ -128,10 +139,13 @@ void NemotronHModel::check_kernels(Device device, bool sampling) const {
   need(ops::AddArgs{}, c.num_moe > 0);
   if (!missing.empty()) {
     std::string list;
-    for (const auto& m : missing) list += (list.empty() ? "" : ", ") + m;
-    fail("the {} backend has no kernel for op(s) this model needs: {} (--force-host-ops {} runs them on the host "
-         "through a counted bounce)",
-         device_name(device), list, list);
+    for (const auto& m : missing)
+      list += (list.empty() ? "" : ", ") + m;
+    fail(
+        "the {} backend has no kernel for op(s) this model needs: {} (--force-host-ops {} runs "
+        "them on the host "
+        "through a counted bounce)",
+        device_name(device), list, list);
   }
 }
 

@@ -11,7 +11,8 @@ namespace strata::model {
 namespace {
 
 // The linear weights of the model by module name (checkpoint names without ".weight").
-std::vector<std::pair<std::string, const LinearWeight*>> linears_by_module(const ModelConfig& c, const ModelWeights& w) {
+std::vector<std::pair<std::string, const LinearWeight*>> linears_by_module(const ModelConfig& c,
+                                                                           const ModelWeights& w) {
   std::vector<std::pair<std::string, const LinearWeight*>> out;
   for (int64_t i = 0; i < c.num_layers(); ++i) {
     const LayerWeights& L = w.layers[static_cast<size_t>(i)];
@@ -60,29 +61,36 @@ float read_scale(const TensorSource& src, const std::string& name) {
 
 }  // namespace
 
-void check_quantization(const TensorSource& source, const ModelConfig& c, const io::QuantConfig& q, ModelWeights& w) {
+void check_quantization(const TensorSource& source, const ModelConfig& c, const io::QuantConfig& q,
+                        ModelWeights& w) {
   if (q.algo == io::QuantAlgo::NVFP4)
-    fail("{}: quant_algo NVFP4 ({}): NVFP4 checkpoints are not supported yet (FP8 and BF16 are)", source.describe(),
-         q.source);
+    fail("{}: quant_algo NVFP4 ({}): NVFP4 checkpoints are not supported yet (FP8 and BF16 are)",
+         source.describe(), q.source);
   const auto linears = linears_by_module(c, w);
   int64_t fp8 = 0;
   for (const auto& [module, lw] : linears) {
     if (lw->weight.dtype() != DType::F8E4M3) continue;
     ++fp8;
     if (q.algo != io::QuantAlgo::FP8)
-      fail("{}: tensor {}.weight is f8e4m3 but the checkpoint declares no FP8 quantization (no hf_quant_config.json "
-           "and no quantization_config with quant_algo FP8 in config.json)",
-           source.describe(), module);
+      fail(
+          "{}: tensor {}.weight is f8e4m3 but the checkpoint declares no FP8 quantization (no "
+          "hf_quant_config.json "
+          "and no quantization_config with quant_algo FP8 in config.json)",
+          source.describe(), module);
     if (q.is_excluded(module))
-      fail("{}: tensor {}.weight is f8e4m3 but {} lists the module in exclude_modules", source.describe(), module,
-           q.source);
-    if (!(lw->input_scale > 0.f))
-      fail("{}: tensor {}.input_scale is missing: quant_algo FP8 ({}) is static per-tensor W8A8 and needs it",
+      fail("{}: tensor {}.weight is f8e4m3 but {} lists the module in exclude_modules",
            source.describe(), module, q.source);
+    if (!(lw->input_scale > 0.f))
+      fail(
+          "{}: tensor {}.input_scale is missing: quant_algo FP8 ({}) is static per-tensor W8A8 and "
+          "needs it",
+          source.describe(), module, q.source);
   }
   if (q.algo == io::QuantAlgo::FP8)
-    log::info("{}: FP8 (ModelOpt, {}): {} of {} linears in e4m3 (W8A8 on the device, W8A16 on the host), the rest {}",
-              source.describe(), q.source, fp8, linears.size(), dtype_name(w.act_dtype));
+    log::info(
+        "{}: FP8 (ModelOpt, {}): {} of {} linears in e4m3 (W8A8 on the device, W8A16 on the host), "
+        "the rest {}",
+        source.describe(), q.source, fp8, linears.size(), dtype_name(w.act_dtype));
 
   // FP8 KV-cache scales.
   int64_t kv_scales = 0;
@@ -100,8 +108,10 @@ void check_quantization(const TensorSource& source, const ModelConfig& c, const 
     }
   }
   if (q.kv_cache_algo == io::QuantAlgo::FP8 || kv_scales > 0)
-    log::info("{}: the checkpoint asks for an FP8 KV cache ({} k/v scales read); strata keeps the KV cache in {}",
-              source.describe(), kv_scales, dtype_name(w.act_dtype));
+    log::info(
+        "{}: the checkpoint asks for an FP8 KV cache ({} k/v scales read); strata keeps the KV "
+        "cache in {}",
+        source.describe(), kv_scales, dtype_name(w.act_dtype));
 }
 
 }  // namespace strata::model

@@ -22,12 +22,13 @@ struct QuantizeOptions {
 };
 
 struct QuantizeSummary {
-  int64_t quantized = 0;        // linears written as e4m3
-  int64_t kept = 0;             // tensors copied unchanged
-  int64_t uncalibrated = 0;     // experts that took their layer's input amax
+  int64_t quantized = 0;     // linears written as e4m3
+  int64_t kept = 0;          // tensors copied unchanged
+  int64_t uncalibrated = 0;  // experts that took their layer's input amax
   size_t bytes_in = 0, bytes_out = 0;
 };
 
-QuantizeSummary quantize_fp8(const std::string& in_dir, const std::string& out_dir, const QuantizeOptions& o);
+QuantizeSummary quantize_fp8(const std::string& in_dir, const std::string& out_dir,
+                             const QuantizeOptions& o);
 
 }  // namespace strata::model

@@ -16,7 +16,8 @@ Tensor copy_tensor(const Tensor& t, Device device, TransferStats* stats) {
   const auto t0 = std::chrono::steady_clock::now();
   Tensor src = t;
   if (!t.is_contiguous()) {
-    if (t.device() != Device::Host) fail("weights: cannot copy the strided device tensor {}", t.str());
+    if (t.device() != Device::Host)
+      fail("weights: cannot copy the strided device tensor {}", t.str());
     src = t.contiguous();  // staging
     stats->staging_peak = std::max(stats->staging_peak, src.nbytes());
   }
@@ -52,9 +53,8 @@ LayerWeights copy_layer_to(const LayerWeights& layer, Device device, TransferSta
 
 bool WeightResidency::all_on(Device device) const {
   bool all = true;
-  const_cast<ModelWeights&>(loaded_).for_each_tensor([&](const std::string&, Tensor& t) {
-    all = all && (!t.defined() || t.device() == device);
-  });
+  const_cast<ModelWeights&>(loaded_).for_each_tensor(
+      [&](const std::string&, Tensor& t) { all = all && (!t.defined() || t.device() == device); });
   return all;
 }
 
@@ -64,8 +64,8 @@ const ModelWeights& WeightResidency::on(Device device) {
   if (it != copies_.end()) return it->second;
   TransferStats& s = stats_[device];
   ModelWeights copy = copy_weights_to(loaded_, device, &s);
-  log::info("weights: {} tensors ({:.1f} MiB) copied to {} in {:.2f} s", s.tensors, s.bytes / 1048576.0,
-            device_name(device), s.seconds);
+  log::info("weights: {} tensors ({:.1f} MiB) copied to {} in {:.2f} s", s.tensors,
+            s.bytes / 1048576.0, device_name(device), s.seconds);
   return copies_.emplace(device, std::move(copy)).first->second;
 }
 

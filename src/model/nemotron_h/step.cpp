@@ -36,15 +36,16 @@ StepInput StepInput::build(const std::vector<SequenceChunk>& seqs, int64_t block
   const int64_t T = s.num_tokens_, B = s.num_seqs_;
   if (options.block_columns > 0) {
     if (options.block_columns < max_blocks)
-      fail("step: the block table needs {} columns, more than the fixed {}", max_blocks, options.block_columns);
+      fail("step: the block table needs {} columns, more than the fixed {}", max_blocks,
+           options.block_columns);
     max_blocks = options.block_columns;
   }
 
   // Layout of the packed buffer: ids | cu_seqlens | slots | has_initial | context_lens |
   // last rows | slot_mapping | block_tables.
-  const int64_t off_ids = 0, off_cu = off_ids + T, off_slots = off_cu + B + 1, off_init = off_slots + B,
-                off_ctx = off_init + B, off_last = off_ctx + B, off_map = off_last + B, off_bt = off_map + T,
-                total = off_bt + B * max_blocks;
+  const int64_t off_ids = 0, off_cu = off_ids + T, off_slots = off_cu + B + 1,
+                off_init = off_slots + B, off_ctx = off_init + B, off_last = off_ctx + B,
+                off_map = off_last + B, off_bt = off_map + T, total = off_bt + B * max_blocks;
   Tensor host = Tensor::zeros(Shape{total}, DType::I32, Device::Host);
   int32_t* p = host.data<int32_t>();
   int64_t t = 0;
@@ -64,15 +65,17 @@ StepInput StepInput::build(const std::vector<SequenceChunk>& seqs, int64_t block
     if (need_kv) {
       const auto& blocks = q.blocks->blocks();
       const int64_t used = (q.num_computed + len + block_size - 1) / block_size;
-      for (int64_t j = 0; j < used; ++j) p[off_bt + b * max_blocks + j] = blocks[static_cast<size_t>(j)];
+      for (int64_t j = 0; j < used; ++j)
+        p[off_bt + b * max_blocks + j] = blocks[static_cast<size_t>(j)];
     }
   }
 
   if (options.target.defined()) {
     const Tensor& dst = options.target;
-    if (dst.device() != device || dst.dtype() != DType::I32 || dst.numel() != total || !dst.is_contiguous())
-      fail("step: the target buffer {} does not fit the packed step input (i32[{}] on {})", dst.str(), total,
-           device_name(device));
+    if (dst.device() != device || dst.dtype() != DType::I32 || dst.numel() != total ||
+        !dst.is_contiguous())
+      fail("step: the target buffer {} does not fit the packed step input (i32[{}] on {})",
+           dst.str(), total, device_name(device));
     s.packed_ = dst;
     s.packed_.copy_from(host);
     if (device != Device::Host) ++ctx.h2d_copies;

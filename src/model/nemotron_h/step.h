@@ -18,8 +18,8 @@ namespace strata::model {
 
 // One sequence's part of a step (host description).
 struct SequenceChunk {
-  int32_t slot = 0;          // Mamba state slot (MambaStatePool)
-  int64_t num_computed = 0;  // tokens of this sequence already in the caches
+  int32_t slot = 0;             // Mamba state slot (MambaStatePool)
+  int64_t num_computed = 0;     // tokens of this sequence already in the caches
   std::vector<int32_t> tokens;  // this step's tokens, >= 1
   // Its KV blocks, covering num_computed + tokens.size() positions; may be null when the
   // model has no attention layers.
@@ -43,7 +43,9 @@ class StepInput {
   static StepInput build(const std::vector<SequenceChunk>& seqs, int64_t block_size, bool need_kv,
                          Device device, OpContext& ctx, const StepBuildOptions& options = {});
   // Elements of the packed buffer for T tokens, B sequences and `block_columns` columns.
-  static int64_t packed_size(int64_t T, int64_t B, int64_t block_columns) { return 2 * T + 5 * B + 1 + B * block_columns; }
+  static int64_t packed_size(int64_t T, int64_t B, int64_t block_columns) {
+    return 2 * T + 5 * B + 1 + B * block_columns;
+  }
 
   int64_t num_tokens() const { return num_tokens_; }  // T
   int64_t num_seqs() const { return num_seqs_; }      // B
@@ -58,8 +60,12 @@ class StepInput {
   const Tensor& slots() const { return slots_; }                // [B] Mamba state slots
   const Tensor& has_initial() const { return has_initial_; }    // [B] 1 when num_computed > 0
   const Tensor& context_lens() const { return context_lens_; }  // [B] num_computed + q_len
-  const Tensor& last_token_rows() const { return last_rows_; }  // [B] row of each sequence's last token
-  const Tensor& slot_mapping() const { return slot_mapping_; }  // [T] flat KV slot of each token (-1: none)
+  const Tensor& last_token_rows() const {
+    return last_rows_;
+  }  // [B] row of each sequence's last token
+  const Tensor& slot_mapping() const {
+    return slot_mapping_;
+  }  // [T] flat KV slot of each token (-1: none)
   const Tensor& block_tables() const { return block_tables_; }  // [B, max_blocks] (0-padded)
   const Tensor& packed() const { return packed_; }
 
@@ -68,7 +74,8 @@ class StepInput {
   bool decode_only_ = false;
   std::vector<int32_t> host_cu_seqlens_;
   Tensor packed_;
-  Tensor token_ids_, cu_seqlens_, slots_, has_initial_, context_lens_, last_rows_, slot_mapping_, block_tables_;
+  Tensor token_ids_, cu_seqlens_, slots_, has_initial_, context_lens_, last_rows_, slot_mapping_,
+      block_tables_;
 };
 
 }  // namespace strata::model

@@ -13,7 +13,9 @@ uint64_t SplitMix::next() {
   return z ^ (z >> 31);
 }
 
-double SplitMix::uniform() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }
+double SplitMix::uniform() {
+  return static_cast<double>(next() >> 11) * 0x1.0p-53;
+}
 
 double SplitMix::normal() {
   const double u1 = 1.0 - uniform();  // (0, 1]
@@ -23,7 +25,8 @@ double SplitMix::normal() {
 
 TensorMapSource make_synthetic_weights(const ModelConfig& c, const SyntheticOptions& o) {
   TensorMapSource src("synthetic " + c.source);
-  for (const SyntheticTensor& t : synthetic_plan(c, o)) src.add(t.name, materialize_synthetic(t));
+  for (const SyntheticTensor& t : synthetic_plan(c, o))
+    src.add(t.name, materialize_synthetic(t));
   return src;
 }
 

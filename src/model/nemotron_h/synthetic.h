@@ -33,6 +33,7 @@ class SplitMix {
   uint64_t next();
   double uniform();  // [0, 1)
   double normal();
+
  private:
   uint64_t s_;
 };

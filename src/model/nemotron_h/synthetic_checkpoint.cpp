@@ -11,11 +11,13 @@
 namespace strata::model {
 
 io::WrittenCheckpoint write_synthetic_checkpoint(const std::string& dir, const ModelConfig& c,
-                                                 const SyntheticOptions& o, size_t max_shard_bytes) {
+                                                 const SyntheticOptions& o,
+                                                 size_t max_shard_bytes) {
   const std::vector<SyntheticTensor> plan = synthetic_plan(c, o);
   std::vector<io::TensorToWrite> list;
   list.reserve(plan.size());
-  for (const SyntheticTensor& t : plan) list.push_back({t.name, t.nbytes()});
+  for (const SyntheticTensor& t : plan)
+    list.push_back({t.name, t.nbytes()});
   const std::map<std::string, std::string> meta{{"format", "pt"}};
   io::WrittenCheckpoint written = io::write_checkpoint(
       dir, list, [&](size_t i) { return materialize_synthetic(plan[i]); }, max_shard_bytes, meta);

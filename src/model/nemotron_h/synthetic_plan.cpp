@@ -12,7 +12,8 @@ namespace {
 
 uint64_t fnv1a(const std::string& s) {
   uint64_t h = 0xcbf29ce484222325ull;
-  for (unsigned char ch : s) h = (h ^ ch) * 0x100000001b3ull;
+  for (unsigned char ch : s)
+    h = (h ^ ch) * 0x100000001b3ull;
   return h;
 }
 
@@ -58,7 +59,8 @@ class Planner {
     const float weight_scale = static_cast<float>(synth_symmetric_bound(w.k) / kFp8E4M3Max);
     w.fp8_inv_scale = 1.0f / weight_scale;
     constant(module + ".weight_scale", weight_scale);
-    constant(module + ".input_scale", static_cast<float>(expected_input_amax(module) / kFp8E4M3Max));
+    constant(module + ".input_scale",
+             static_cast<float>(expected_input_amax(module) / kFp8E4M3Max));
   }
   void norm(const std::string& name, int64_t n) { uniform(name, Shape{n}, 0.9, 1.1, o_.dtype); }
 
@@ -83,8 +85,10 @@ class Planner {
 
 std::vector<SyntheticTensor> synthetic_plan(const ModelConfig& c, const SyntheticOptions& o) {
   if (o.dtype != DType::F32 && o.dtype != DType::BF16)
-    fail("synthetic weights of {}: dtype must be f32 or bf16 (FP8 is a layout on top of bf16), got {}",
-         c.source, dtype_name(o.dtype));
+    fail(
+        "synthetic weights of {}: dtype must be f32 or bf16 (FP8 is a layout on top of bf16), got "
+        "{}",
+        c.source, dtype_name(o.dtype));
   Planner p(c, o);
   const int64_t H = c.hidden_size;
   const double damp = o.residual_damping;
@@ -121,7 +125,8 @@ std::vector<SyntheticTensor> synthetic_plan(const ModelConfig& c, const Syntheti
       }
       case LayerKind::Moe: {
         p.linear(m + "gate", c.n_routed_experts, H);
-        p.symmetric(m + "gate.e_score_correction_bias", Shape{c.n_routed_experts}, 0.05, DType::F32);
+        p.symmetric(m + "gate.e_score_correction_bias", Shape{c.n_routed_experts}, 0.05,
+                    DType::F32);
         for (int64_t e = 0; e < c.n_routed_experts; ++e) {
           const std::string ep = m + "experts." + std::to_string(e) + ".";
           p.linear(ep + "up_proj", c.moe_intermediate_size, H);
@@ -143,9 +148,12 @@ std::vector<SyntheticTensor> synthetic_plan(const ModelConfig& c, const Syntheti
 float synthetic_value(const SyntheticTensor& t, int64_t i) {
   const auto u = static_cast<uint64_t>(i);
   switch (t.kind) {
-    case SynthKind::Symmetric: return synth_symmetric(t.seed, u, t.k);
-    case SynthKind::Uniform: return synth_uniform(t.seed, u, t.lo, t.span);
-    case SynthKind::Constant: return t.value;
+    case SynthKind::Symmetric:
+      return synth_symmetric(t.seed, u, t.k);
+    case SynthKind::Uniform:
+      return synth_uniform(t.seed, u, t.lo, t.span);
+    case SynthKind::Constant:
+      return t.value;
   }
   return 0.f;
 }
@@ -154,14 +162,19 @@ Tensor materialize_synthetic(const SyntheticTensor& t) {
   Tensor out = Tensor::empty(t.shape, t.dtype, Device::Host);
   const int64_t n = t.shape.numel();
   void* base = out.raw();
-  parallel_for(n, [&](int64_t b, int64_t e) {
-    if (t.dtype == DType::F8E4M3) {
-      auto* q = static_cast<uint8_t*>(base);
-      for (int64_t i = b; i < e; ++i) q[i] = fp8e4m3_from_f32_sat(synthetic_value(t, i) * t.fp8_inv_scale);
-    } else {
-      for (int64_t i = b; i < e; ++i) store_from_f32(base, t.dtype, static_cast<size_t>(i), synthetic_value(t, i));
-    }
-  }, 1 << 16);
+  parallel_for(
+      n,
+      [&](int64_t b, int64_t e) {
+        if (t.dtype == DType::F8E4M3) {
+          auto* q = static_cast<uint8_t*>(base);
+          for (int64_t i = b; i < e; ++i)
+            q[i] = fp8e4m3_from_f32_sat(synthetic_value(t, i) * t.fp8_inv_scale);
+        } else {
+          for (int64_t i = b; i < e; ++i)
+            store_from_f32(base, t.dtype, static_cast<size_t>(i), synthetic_value(t, i));
+        }
+      },
+      1 << 16);
   return out;
 }
 

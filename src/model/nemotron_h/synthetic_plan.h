@@ -36,10 +36,10 @@ struct SyntheticTensor {
   DType dtype = DType::F32;  // stored dtype: f32 | bf16 | f8e4m3
   SynthKind kind = SynthKind::Symmetric;
   uint64_t seed = 0;
-  float k = 0.f;                // Symmetric: value = synth_centered * k
-  float lo = 0.f, span = 0.f;   // Uniform: value in [lo, lo + span)
-  float value = 0.f;            // Constant
-  float fp8_inv_scale = 1.f;    // f8e4m3: stored = e4m3_sat(value * fp8_inv_scale)
+  float k = 0.f;               // Symmetric: value = synth_centered * k
+  float lo = 0.f, span = 0.f;  // Uniform: value in [lo, lo + span)
+  float value = 0.f;           // Constant
+  float fp8_inv_scale = 1.f;   // f8e4m3: stored = e4m3_sat(value * fp8_inv_scale)
   size_t nbytes() const { return static_cast<size_t>(shape.numel()) * dtype_size(dtype); }
 };
 

@@ -31,9 +31,13 @@ STRATA_HD inline int32_t synth_centered(uint64_t seed, uint64_t i) {
 
 // The multiplier that turns synth_centered into a value of standard deviation `std`: each
 // 16-bit field has variance ~65536^2/12, four of them 65536^2/3, so k = std * sqrt(3) / 65536.
-inline float synth_symmetric_multiplier(double std) { return static_cast<float>(std * 1.7320508075688772 / 65536.0); }
+inline float synth_symmetric_multiplier(double std) {
+  return static_cast<float>(std * 1.7320508075688772 / 65536.0);
+}
 // The largest |value| a symmetric tensor of multiplier k can hold.
-inline double synth_symmetric_bound(float k) { return 131070.0 * static_cast<double>(k); }
+inline double synth_symmetric_bound(float k) {
+  return 131070.0 * static_cast<double>(k);
+}
 
 STRATA_HD inline float synth_symmetric(uint64_t seed, uint64_t i, float k) {
   return static_cast<float>(synth_centered(seed, i)) * k;

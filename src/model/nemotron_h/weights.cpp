@@ -20,16 +20,21 @@ class WeightReader {
 
   const std::string& prefix() const { return prefix_; }
   bool has(const std::string& name) const { return src_.has(name); }
-  int stored_rank(const std::string& name) const { return src_.has(name) ? src_.get(name).rank() : -1; }
+  int stored_rank(const std::string& name) const {
+    return src_.has(name) ? src_.get(name).rank() : -1;
+  }
 
   // The tensor as stored, shape-checked. `expected` may hold -1 for "any" in one dimension.
   Tensor raw(const std::string& name, const Shape& expected) {
-    if (!src_.has(name)) fail("{}: missing tensor {} (expected shape {})", src_.describe(), name, expected.str());
+    if (!src_.has(name))
+      fail("{}: missing tensor {} (expected shape {})", src_.describe(), name, expected.str());
     Tensor t = src_.get(name);
     bool ok = t.rank() == expected.rank();
-    for (int i = 0; ok && i < t.rank(); ++i) ok = expected[i] < 0 || expected[i] == t.dim(i);
+    for (int i = 0; ok && i < t.rank(); ++i)
+      ok = expected[i] < 0 || expected[i] == t.dim(i);
     if (!ok)
-      fail("{}: tensor {}: expected shape {}, found {}", src_.describe(), name, expected.str(), t.shape().str());
+      fail("{}: tensor {}: expected shape {}, found {}", src_.describe(), name, expected.str(),
+           t.shape().str());
     // Device tensors (dummy weights generated on the device) are taken as they are; only
     // host tensors can be converted (see convert).
     used_.insert(name);
@@ -41,8 +46,8 @@ class WeightReader {
   Tensor as(const std::string& name, const Shape& expected, DType want) {
     Tensor t = raw(name, expected);
     if (!is_float(t.dtype()) || t.dtype() == DType::F8E4M3)
-      fail("{}: tensor {}: expected a float tensor (bf16, f16 or f32), found {}", src_.describe(), name,
-           dtype_name(t.dtype()));
+      fail("{}: tensor {}: expected a float tensor (bf16, f16 or f32), found {}", src_.describe(),
+           name, dtype_name(t.dtype()));
     if (t.dtype() == want) {
       report_->viewed_bytes += t.nbytes();
       return t;
@@ -64,7 +69,8 @@ class WeightReader {
       return w;
     }
     if (src_.has(name) && src_.get(name).dtype() == DType::U8)
-      fail("{}: tensor {} is NVFP4-packed (u8); NVFP4 checkpoints are not supported yet", src_.describe(), name);
+      fail("{}: tensor {} is NVFP4-packed (u8); NVFP4 checkpoints are not supported yet",
+           src_.describe(), name);
     w.weight = act(name, Shape{out, in});
     return w;
   }
@@ -85,13 +91,14 @@ class WeightReader {
 
   Tensor convert(const Tensor& t, DType want) {
     if (t.device() != Device::Host)
-      fail("{}: tensor {} is {} on the device; the model needs {} (no device-side conversion)", src_.describe(),
-           t.str(), dtype_name(t.dtype()), dtype_name(want));
+      fail("{}: tensor {} is {} on the device; the model needs {} (no device-side conversion)",
+           src_.describe(), t.str(), dtype_name(t.dtype()), dtype_name(want));
     const Tensor src = t.contiguous();
     Tensor out = Tensor::empty(t.shape(), want, Device::Host);
     const int64_t n = t.numel();
     for (int64_t i = 0; i < n; ++i)
-      store_from_f32(out.raw(), want, static_cast<size_t>(i), load_as_f32(src.raw(), src.dtype(), static_cast<size_t>(i)));
+      store_from_f32(out.raw(), want, static_cast<size_t>(i),
+                     load_as_f32(src.raw(), src.dtype(), static_cast<size_t>(i)));
     report_->converted_bytes += out.nbytes();
     return out;
   }
@@ -114,8 +121,10 @@ std::string detect_prefix(const TensorSource& src) {
   for (const char* p : {"backbone.", "model.", ""})
     for (const char* e : {"embeddings.weight", "embedding.weight", "embed_tokens.weight"})
       if (src.has(std::string(p) + e)) return p;
-  fail("{}: no embedding tensor (looked for backbone.embeddings.weight and backbone.embedding.weight)",
-       src.describe());
+  fail(
+      "{}: no embedding tensor (looked for backbone.embeddings.weight and "
+      "backbone.embedding.weight)",
+      src.describe());
 }
 
 std::string embedding_name(const TensorSource& src, const std::string& prefix) {
@@ -176,7 +185,8 @@ MoeWeights load_moe(WeightReader& r, const ModelConfig& c, const std::string& m)
   const int64_t E = c.n_routed_experts, I = c.moe_intermediate_size, H = c.hidden_size;
   w.router = r.linear(m + "gate", E, H);
   w.correction_bias = r.as(m + "gate.e_score_correction_bias", Shape{E}, DType::F32);
-  // Official layout: one tensor per expert. HF-native in-memory layout: fused [E, I, H] / [E, H, I].
+  // Official layout: one tensor per expert. HF-native in-memory layout: fused [E, I, H] / [E, H,
+  // I].
   const std::string fused_up = m + "experts.up_proj", fused_down = m + "experts.down_proj";
   if (!r.has(m + "experts.0.up_proj.weight") && r.has(fused_up)) {
     const Tensor up = r.act(fused_up, Shape{E, I, H});
@@ -220,10 +230,18 @@ ModelWeights load_weights(const TensorSource& source, const ModelConfig& c) {
     L.norm = r.act(lp + "norm.weight", Shape{c.hidden_size});
     const std::string m = lp + "mixer.";
     switch (L.kind) {
-      case LayerKind::Mamba: L.mamba = load_mamba(r, c, m); break;
-      case LayerKind::Attention: L.attention = load_attention(r, c, m); break;
-      case LayerKind::Mlp: L.mlp = load_mlp(r, c, m, c.mlp_intermediate(i)); break;
-      case LayerKind::Moe: L.moe = load_moe(r, c, m); break;
+      case LayerKind::Mamba:
+        L.mamba = load_mamba(r, c, m);
+        break;
+      case LayerKind::Attention:
+        L.attention = load_attention(r, c, m);
+        break;
+      case LayerKind::Mlp:
+        L.mlp = load_mlp(r, c, m, c.mlp_intermediate(i));
+        break;
+      case LayerKind::Moe:
+        L.moe = load_moe(r, c, m);
+        break;
     }
     w.layers.push_back(std::move(L));
   }
@@ -247,9 +265,10 @@ ModelWeights load_weights(const TensorSource& source, const ModelConfig& c) {
   }
   if (!w.report.unexpected.empty()) {
     std::string list;
-    for (size_t i = 0; i < w.report.unexpected.size() && i < 5; ++i) list += " " + w.report.unexpected[i];
-    log::warn("{}: {} tensors are not used by the model:{}{}", source.describe(), w.report.unexpected.size(),
-              list, w.report.unexpected.size() > 5 ? " ..." : "");
+    for (size_t i = 0; i < w.report.unexpected.size() && i < 5; ++i)
+      list += " " + w.report.unexpected[i];
+    log::warn("{}: {} tensors are not used by the model:{}{}", source.describe(),
+              w.report.unexpected.size(), list, w.report.unexpected.size() > 5 ? " ..." : "");
   }
   w.report.mapped_bytes = source.mapped_bytes();
   w.report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

@@ -52,12 +52,12 @@ struct MlpWeights {
 };
 
 struct MoeWeights {
-  LinearWeight router;            // [E, H] (act, or f32 when stored so)
-  Tensor correction_bias;         // [E] f32 (selection only)
-  std::vector<LinearWeight> up;   // E x [moe_I, H]
-  std::vector<LinearWeight> down; // E x [H, moe_I]
+  LinearWeight router;             // [E, H] (act, or f32 when stored so)
+  Tensor correction_bias;          // [E] f32 (selection only)
+  std::vector<LinearWeight> up;    // E x [moe_I, H]
+  std::vector<LinearWeight> down;  // E x [H, moe_I]
   bool has_shared = false;
-  MlpWeights shared;              // [shared_I, H] / [H, shared_I]
+  MlpWeights shared;  // [shared_I, H] / [H, shared_I]
 };
 
 struct LayerWeights {
@@ -71,11 +71,11 @@ struct LayerWeights {
 };
 
 struct WeightLoadReport {
-  int64_t tensors = 0;          // tensors used
-  size_t viewed_bytes = 0;      // bytes used as views of the source (no copy)
-  size_t converted_bytes = 0;   // bytes of host copies made (dtype conversions, A)
-  size_t mapped_bytes = 0;      // the source's mapped file bytes
-  int64_t ignored_mtp = 0;      // mtp.* tensors skipped
+  int64_t tensors = 0;                  // tensors used
+  size_t viewed_bytes = 0;              // bytes used as views of the source (no copy)
+  size_t converted_bytes = 0;           // bytes of host copies made (dtype conversions, A)
+  size_t mapped_bytes = 0;              // the source's mapped file bytes
+  int64_t ignored_mtp = 0;              // mtp.* tensors skipped
   std::vector<std::string> unexpected;  // tensors the model does not use
   double seconds = 0;
 };
@@ -84,8 +84,8 @@ struct ModelWeights {
   DType act_dtype = DType::BF16;
   Tensor embedding;  // [V, H] act
   std::vector<LayerWeights> layers;
-  Tensor norm_f;          // [H] act
-  LinearWeight lm_head;   // [V, H] (the embedding when tie_word_embeddings)
+  Tensor norm_f;         // [H] act
+  LinearWeight lm_head;  // [V, H] (the embedding when tie_word_embeddings)
   bool tied_lm_head = false;
   WeightLoadReport report;
 
