@@ -2,6 +2,8 @@
 // directory, a tiny configuration with every layer kind, and running the strata binary.
 #pragma once
 
+#include "../common/scratch_dir.h"
+
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
@@ -14,26 +16,7 @@
 
 namespace strata::model::test {
 
-// A fresh directory under $TMPDIR, removed with everything in it at scope exit.
-class ScratchDir {
- public:
-  ScratchDir() {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "strata-ckpt-XXXXXX").string();
-    if (!mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed for " + tmpl);
-    path_ = tmpl;
-  }
-  ~ScratchDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  ScratchDir(const ScratchDir&) = delete;
-  ScratchDir& operator=(const ScratchDir&) = delete;
-  std::string sub(const std::string& name) const { return (path_ / name).string(); }
-  const std::filesystem::path& path() const { return path_; }
-
- private:
-  std::filesystem::path path_;
-};
+using ScratchDir = ::strata::test_util::ScratchDir;
 
 // Every layer kind, with a Mamba layer feeding each attention layer (the FP8 guard rule) and
 // one that does not: pattern "M*M-ME", odd widths so nothing lines up by accident.

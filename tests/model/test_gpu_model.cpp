@@ -309,13 +309,13 @@ TEST_F(Gpu, Fp8DeviceDifferenceIsTheActivationQuantization) {
 TEST_F(Gpu, LoadingTwiceGivesIdenticalLogits) {
   test::ScratchDir dir;
   const ModelConfig c = gpu_tiny_config();
-  write_synthetic_checkpoint(dir.sub("m"), c, {.seed = 6, .dtype = DType::BF16, .fp8 = true});
+  write_synthetic_checkpoint(dir.file("m"), c, {.seed = 6, .dtype = DType::BF16, .fp8 = true});
   const auto ids = testing::random_ids(13, c.vocab_size, 8);
-  auto a = load_model(dir.sub("m"), Device::Cuda, false);
+  auto a = load_model(dir.file("m"), Device::Cuda, false);
   const auto la = device_prefill(*a, ids, ctx_);
   EXPECT_EQ(ctx_.host_bounces.load(), 0);
   a.reset();
-  auto b = load_model(dir.sub("m"), Device::Cuda, false);
+  auto b = load_model(dir.file("m"), Device::Cuda, false);
   const auto lb = device_prefill(*b, ids, ctx_);
   ASSERT_EQ(la.size(), lb.size());
   int64_t compared = 0;

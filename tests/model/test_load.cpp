@@ -71,17 +71,17 @@ TEST(Load, ReportAccountsTheFilesAndTwoLoadsGiveIdenticalLogits) {
   const ModelConfig c = testing::tiny_hybrid_config(DType::BF16);
   size_t plan_bytes = 0;
   const auto written =
-      write_synthetic_checkpoint(dir.sub("m"), c, {.seed = 2, .dtype = DType::BF16}, 30000);
+      write_synthetic_checkpoint(dir.file("m"), c, {.seed = 2, .dtype = DType::BF16}, 30000);
   size_t file_bytes = 0;
   for (const auto& f : written.files)
     file_bytes += fs::file_size(dir.path() / "m" / f);
   plan_bytes = written.total_bytes;
 
-  auto a = load_model(dir.sub("m"), Device::Host, false);
+  auto a = load_model(dir.file("m"), Device::Host, false);
   const LoadReport& r = a->load_report();
   EXPECT_EQ(r.host_mapped_bytes, file_bytes);
   EXPECT_GT(plan_bytes, 0u);
-  EXPECT_EQ(r.tensors, static_cast<int64_t>(io::Checkpoint::open(dir.sub("m")).size()));
+  EXPECT_EQ(r.tensors, static_cast<int64_t>(io::Checkpoint::open(dir.file("m")).size()));
   // bf16 checkpoint: only A = -exp(A_log) (f32, Hm per Mamba layer) and the f32 D converted to bf16
   // are copies.
   EXPECT_EQ(r.host_copied_bytes, static_cast<size_t>(c.num_mamba * c.mamba_num_heads * (4 + 2)));
@@ -91,7 +91,7 @@ TEST(Load, ReportAccountsTheFilesAndTwoLoadsGiveIdenticalLogits) {
   EXPECT_EQ(r.phases[1].first, "weights");
   EXPECT_NE(r.text().find("host mapped"), std::string::npos);
 
-  auto b = load_model(dir.sub("m"), Device::Host, false);
+  auto b = load_model(dir.file("m"), Device::Host, false);
   const auto ids = testing::random_ids(11, c.vocab_size, 5);
   expect_identical(host_logits(*a, ids), host_logits(*b, ids));
 }
@@ -100,14 +100,14 @@ TEST(Load, DummyWeightsEqualTheWrittenCheckpoint) {
   ScratchDir dir;
   const ModelConfig c = testing::tiny_hybrid_config(DType::BF16);
   const SyntheticOptions o{.seed = 9, .dtype = DType::BF16, .fp8 = true};
-  write_synthetic_checkpoint(dir.sub("m"), c, o);
+  write_synthetic_checkpoint(dir.file("m"), c, o);
   LoadOptions d;
   d.format = LoadFormat::Dummy;
   d.dummy_config = c;
   d.dummy = o;
   d.sampling = false;
   auto dummy = load_model(d);
-  auto file = load_model(dir.sub("m"), Device::Host, false);
+  auto file = load_model(dir.file("m"), Device::Host, false);
   EXPECT_EQ(dummy->load_report().phases.at(0).first, "generate");
   const auto ids = testing::random_ids(9, c.vocab_size, 6);
   expect_identical(host_logits(*dummy, ids), host_logits(*file, ids));
@@ -140,34 +140,34 @@ TEST(Load, Fp8MetadataThatContradictsTheTensorsIsRefused) {
   const SyntheticOptions o{.seed = 1, .dtype = DType::BF16, .fp8 = true};
   int cases = 0;
   {  // an FP8 module listed as excluded
-    write_synthetic_checkpoint(dir.sub("a"), c, o);
-    edit_quant(dir.sub("a"), [](nlohmann::json& q) {
+    write_synthetic_checkpoint(dir.file("a"), c, o);
+    edit_quant(dir.file("a"), [](nlohmann::json& q) {
       q["exclude_modules"].push_back("backbone.layers.0.mixer.in_proj");
     });
-    expect_load_fails(dir.sub("a"), "lists the module in exclude_modules");
+    expect_load_fails(dir.file("a"), "lists the module in exclude_modules");
     ++cases;
   }
   {  // NVFP4 declared
-    write_synthetic_checkpoint(dir.sub("b"), c, o);
-    edit_quant(dir.sub("b"), [](nlohmann::json& q) {
+    write_synthetic_checkpoint(dir.file("b"), c, o);
+    edit_quant(dir.file("b"), [](nlohmann::json& q) {
       q["quant_algo"] = "NVFP4";
       q["group_size"] = 16;
     });
-    expect_load_fails(dir.sub("b"), "NVFP4 checkpoints are not supported");
+    expect_load_fails(dir.file("b"), "NVFP4 checkpoints are not supported");
     ++cases;
   }
   {  // e4m3 tensors, no metadata at all
-    write_synthetic_checkpoint(dir.sub("c"), c, o);
-    fs::remove(dir.sub("c/hf_quant_config.json"));
-    auto cfg = nlohmann::json::parse(io::read_text_file(dir.sub("c/config.json")));
+    write_synthetic_checkpoint(dir.file("c"), c, o);
+    fs::remove(dir.file("c/hf_quant_config.json"));
+    auto cfg = nlohmann::json::parse(io::read_text_file(dir.file("c/config.json")));
     cfg.erase("quantization_config");
-    io::write_text_file(dir.sub("c/config.json"), cfg.dump());
-    expect_load_fails(dir.sub("c"), "declares no FP8 quantization");
+    io::write_text_file(dir.file("c/config.json"), cfg.dump());
+    expect_load_fails(dir.file("c"), "declares no FP8 quantization");
     ++cases;
   }
   {  // a static input scale missing
-    write_synthetic_checkpoint(dir.sub("d"), c, o);
-    const std::string file = dir.sub("d/model.safetensors");
+    write_synthetic_checkpoint(dir.file("d"), c, o);
+    const std::string file = dir.file("d/model.safetensors");
     std::vector<std::pair<std::string, Tensor>> keep;
     {
       const io::SafetensorsFile f = io::SafetensorsFile::open(file);
@@ -181,7 +181,7 @@ TEST(Load, Fp8MetadataThatContradictsTheTensorsIsRefused) {
       }
     }
     io::write_safetensors(file, keep);
-    expect_load_fails(dir.sub("d"), "backbone.layers.0.mixer.in_proj.input_scale is missing");
+    expect_load_fails(dir.file("d"), "backbone.layers.0.mixer.in_proj.input_scale is missing");
     ++cases;
   }
   EXPECT_EQ(cases, 4);

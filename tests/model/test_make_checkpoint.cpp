@@ -36,10 +36,10 @@ TEST(MakeCheckpoint, ShardedFilesHoldTheSyntheticWeights) {
   for (const SyntheticTensor& t : synthetic_plan(c, o))
     total += t.nbytes();
   // Shards of a quarter of the model: at least four files.
-  const auto written = write_synthetic_checkpoint(dir.sub("ck"), c, o, total / 4);
+  const auto written = write_synthetic_checkpoint(dir.file("ck"), c, o, total / 4);
   ASSERT_GE(written.files.size(), 4u);
   EXPECT_EQ(written.total_bytes, total);
-  const io::Checkpoint ck = io::Checkpoint::open(dir.sub("ck"));
+  const io::Checkpoint ck = io::Checkpoint::open(dir.file("ck"));
   const TensorMapSource ref = make_synthetic_weights(c, o);
   ASSERT_EQ(ck.names(), ref.names());
   int64_t compared = 0;
@@ -51,38 +51,38 @@ TEST(MakeCheckpoint, ShardedFilesHoldTheSyntheticWeights) {
     ++compared;
   }
   EXPECT_EQ(compared, static_cast<int64_t>(ref.names().size()));
-  const auto index = read_json(dir.sub("ck/model.safetensors.index.json"));
+  const auto index = read_json(dir.file("ck/model.safetensors.index.json"));
   EXPECT_EQ(index["metadata"]["total_size"].get<size_t>(), written.total_bytes);
   EXPECT_EQ(index["weight_map"].size(), ref.names().size());
 
   // config.json describes the same model.
-  const ModelConfig back = ModelConfig::load_dir(dir.sub("ck"));
+  const ModelConfig back = ModelConfig::load_dir(dir.file("ck"));
   EXPECT_EQ(back.pattern(), c.pattern());
   EXPECT_EQ(back.in_proj_rows, c.in_proj_rows);
   EXPECT_EQ(back.n_routed_experts, c.n_routed_experts);
   EXPECT_EQ(back.act_dtype(), DType::BF16);
-  EXPECT_FALSE(std::filesystem::exists(dir.sub("ck/hf_quant_config.json")));
+  EXPECT_FALSE(std::filesystem::exists(dir.file("ck/hf_quant_config.json")));
 }
 
 TEST(MakeCheckpoint, Fp8CheckpointCarriesModeloptMetadataAndLoads) {
   ScratchDir dir;
   const ModelConfig c = tiny_hybrid_config(DType::BF16);
-  write_synthetic_checkpoint(dir.sub("fp8"), c, {.seed = 5, .dtype = DType::BF16, .fp8 = true});
-  const auto hq = read_json(dir.sub("fp8/hf_quant_config.json"));
+  write_synthetic_checkpoint(dir.file("fp8"), c, {.seed = 5, .dtype = DType::BF16, .fp8 = true});
+  const auto hq = read_json(dir.file("fp8/hf_quant_config.json"));
   EXPECT_EQ(hq["quantization"]["quant_algo"], "FP8");
   EXPECT_TRUE(hq["producer"].contains("name"));
   const auto ex = fp8_excluded_modules(c);
   EXPECT_EQ(hq["quantization"]["exclude_modules"].get<std::vector<std::string>>(), ex);
-  const auto cfg = read_json(dir.sub("fp8/config.json"));
+  const auto cfg = read_json(dir.file("fp8/config.json"));
   EXPECT_EQ(cfg["quantization_config"]["quant_method"], "modelopt");
   EXPECT_EQ(cfg["quantization_config"]["quant_algo"], "FP8");
   EXPECT_EQ(cfg["torch_dtype"], "bfloat16");
 
-  const io::Checkpoint ck = io::Checkpoint::open(dir.sub("fp8"));
+  const io::Checkpoint ck = io::Checkpoint::open(dir.file("fp8"));
   TensorMapSource src("fp8 checkpoint");
   for (const std::string& n : ck.names())
     src.add(n, ck.get(n));
-  const ModelWeights w = load_weights(src, ModelConfig::load_dir(dir.sub("fp8")));
+  const ModelWeights w = load_weights(src, ModelConfig::load_dir(dir.file("fp8")));
   // Layer 0 (M, not feeding attention) is FP8; layer 1 (M before *) and the attention stay bf16.
   EXPECT_EQ(w.layers[0].mamba.in_proj.weight.dtype(), DType::F8E4M3);
   EXPECT_GT(w.layers[0].mamba.in_proj.weight_scale, 0.f);
@@ -99,11 +99,11 @@ TEST(MakeCheckpoint, Fp8CheckpointCarriesModeloptMetadataAndLoads) {
 TEST(MakeCheckpoint, CommandWritesALoadableCheckpoint) {
   ScratchDir dir;
   const ModelConfig c = tiny_hybrid_config(DType::BF16);
-  io::write_text_file(dir.sub("config.json"), c.to_json().dump());
-  const auto r = run_strata("make-checkpoint --config " + dir.sub("config.json") +
-                            " --dtype fp8 --seed 4 " + dir.sub("out"));
+  io::write_text_file(dir.file("config.json"), c.to_json().dump());
+  const auto r = run_strata("make-checkpoint --config " + dir.file("config.json") +
+                            " --dtype fp8 --seed 4 " + dir.file("out"));
   ASSERT_EQ(r.status, 0) << r.output;
-  const io::Checkpoint ck = io::Checkpoint::open(dir.sub("out"));
+  const io::Checkpoint ck = io::Checkpoint::open(dir.file("out"));
   // Same bits as the in-process writer with the same options.
   const TensorMapSource ref =
       make_synthetic_weights(c, {.seed = 4, .dtype = DType::BF16, .fp8 = true});
@@ -118,12 +118,12 @@ TEST(MakeCheckpoint, CommandRejectsBadFlagsWithOneLine) {
     std::string args, fragment;
   };
   const Case cases[] = {
-      {"--preset nemotron-h-8b --config x.json " + dir.sub("a"), "exactly one of"},
-      {dir.sub("a"), "exactly one of"},
-      {"--preset no-such-model " + dir.sub("a"), "unknown preset"},
-      {"--preset nemotron-h-8b --dtype int4 " + dir.sub("a"), "--dtype must be"},
-      {"--preset nemotron-h-8b --max-shard-size 5XB " + dir.sub("a"), "unknown unit"},
-      {"--config " + dir.sub("missing.json") + " " + dir.sub("a"), "missing.json"},
+      {"--preset nemotron-h-8b --config x.json " + dir.file("a"), "exactly one of"},
+      {dir.file("a"), "exactly one of"},
+      {"--preset no-such-model " + dir.file("a"), "unknown preset"},
+      {"--preset nemotron-h-8b --dtype int4 " + dir.file("a"), "--dtype must be"},
+      {"--preset nemotron-h-8b --max-shard-size 5XB " + dir.file("a"), "unknown unit"},
+      {"--config " + dir.file("missing.json") + " " + dir.file("a"), "missing.json"},
   };
   int checked = 0;
   for (const Case& k : cases) {

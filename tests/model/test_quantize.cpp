@@ -33,13 +33,13 @@ float scalar(const io::Checkpoint& ck, const std::string& name) {
 TEST(Quantize, ScalesWeightsAndCopiesFollowTheLayout) {
   ScratchDir dir;
   const ModelConfig c = test::tiny_hybrid_config(DType::BF16);
-  write_synthetic_checkpoint(dir.sub("bf16"), c, {.seed = 12, .dtype = DType::BF16});
+  write_synthetic_checkpoint(dir.file("bf16"), c, {.seed = 12, .dtype = DType::BF16});
   QuantizeOptions o;
   o.calib_sequences = 3;
   o.calib_length = 20;
-  const QuantizeSummary s = quantize_fp8(dir.sub("bf16"), dir.sub("fp8"), o);
-  const io::Checkpoint in = io::Checkpoint::open(dir.sub("bf16")),
-                       out = io::Checkpoint::open(dir.sub("fp8"));
+  const QuantizeSummary s = quantize_fp8(dir.file("bf16"), dir.file("fp8"), o);
+  const io::Checkpoint in = io::Checkpoint::open(dir.file("bf16")),
+                       out = io::Checkpoint::open(dir.file("fp8"));
 
   const auto lm = linear_modules(c);
   const std::set<std::string> linears(lm.begin(), lm.end());
@@ -103,10 +103,10 @@ TEST(Quantize, ScalesWeightsAndCopiesFollowTheLayout) {
               amax * 0x1p-7);
 
   // Metadata and a loadable FP8 model whose host logits stay near the BF16 model's.
-  const auto hq = nlohmann::json::parse(io::read_text_file(dir.sub("fp8/hf_quant_config.json")));
+  const auto hq = nlohmann::json::parse(io::read_text_file(dir.file("fp8/hf_quant_config.json")));
   EXPECT_EQ(hq["quantization"]["quant_algo"], "FP8");
-  auto q8 = load_model(dir.sub("fp8"), Device::Host, false);
-  auto b16 = load_model(dir.sub("bf16"), Device::Host, false);
+  auto q8 = load_model(dir.file("fp8"), Device::Host, false);
+  auto b16 = load_model(dir.file("bf16"), Device::Host, false);
   EXPECT_EQ(q8->weights().layers[0].mamba.in_proj.weight.dtype(), DType::F8E4M3);
   testing::Runner rq(*q8, 1, 16), rb(*b16, 1, 16);
   auto sq = rq.start(), sb = rb.start();
@@ -128,16 +128,16 @@ TEST(Quantize, ScalesWeightsAndCopiesFollowTheLayout) {
 TEST(Quantize, CommandRefusesBadInput) {
   ScratchDir dir;
   const ModelConfig c = test::tiny_hybrid_config(DType::BF16);
-  write_synthetic_checkpoint(dir.sub("fp8"), c, {.seed = 1, .dtype = DType::BF16, .fp8 = true});
-  write_synthetic_checkpoint(dir.sub("bf16"), c, {.seed = 1, .dtype = DType::BF16});
+  write_synthetic_checkpoint(dir.file("fp8"), c, {.seed = 1, .dtype = DType::BF16, .fp8 = true});
+  write_synthetic_checkpoint(dir.file("bf16"), c, {.seed = 1, .dtype = DType::BF16});
   struct Case {
     std::string args, fragment;
   };
   const Case cases[] = {
-      {"--format int4 " + dir.sub("bf16") + " " + dir.sub("o1"), "--format must be fp8"},
-      {"--format fp8 " + dir.sub("fp8") + " " + dir.sub("o2"), "already quantized"},
-      {"--format fp8 " + dir.sub("bf16") + " " + dir.sub("fp8"), "is not empty"},
-      {"--format fp8 " + dir.sub("nope") + " " + dir.sub("o3"), "nope"},
+      {"--format int4 " + dir.file("bf16") + " " + dir.file("o1"), "--format must be fp8"},
+      {"--format fp8 " + dir.file("fp8") + " " + dir.file("o2"), "already quantized"},
+      {"--format fp8 " + dir.file("bf16") + " " + dir.file("fp8"), "is not empty"},
+      {"--format fp8 " + dir.file("nope") + " " + dir.file("o3"), "nope"},
   };
   for (const Case& k : cases) {
     const auto r = run_strata("quantize " + k.args);
@@ -145,9 +145,9 @@ TEST(Quantize, CommandRefusesBadInput) {
     EXPECT_NE(r.output.find(k.fragment), std::string::npos) << k.args << ": " << r.output;
   }
   const auto ok =
-      run_strata("quantize --format fp8 --calib-length 8 " + dir.sub("bf16") + " " + dir.sub("o4"));
+      run_strata("quantize --format fp8 --calib-length 8 " + dir.file("bf16") + " " + dir.file("o4"));
   EXPECT_EQ(ok.status, 0) << ok.output;
-  EXPECT_TRUE(std::filesystem::exists(dir.sub("o4/hf_quant_config.json")));
+  EXPECT_TRUE(std::filesystem::exists(dir.file("o4/hf_quant_config.json")));
 }
 
 }  // namespace

@@ -1,6 +1,8 @@
 // Helpers shared by the io tests: a scratch directory, random bytes, hand-built files.
 #pragma once
 
+#include "../common/scratch_dir.h"
+
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
@@ -13,26 +15,7 @@
 
 namespace strata::io::test {
 
-// A fresh directory under $TMPDIR, removed with everything in it at scope exit.
-class ScratchDir {
- public:
-  ScratchDir() {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "strata-io-XXXXXX").string();
-    if (!mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed for " + tmpl);
-    path_ = tmpl;
-  }
-  ~ScratchDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  ScratchDir(const ScratchDir&) = delete;
-  ScratchDir& operator=(const ScratchDir&) = delete;
-  std::string file(const std::string& name) const { return (path_ / name).string(); }
-  const std::filesystem::path& path() const { return path_; }
-
- private:
-  std::filesystem::path path_;
-};
+using ScratchDir = ::strata::test_util::ScratchDir;
 
 inline std::vector<uint8_t> random_bytes(size_t n, uint64_t seed) {
   std::mt19937_64 rng(seed);
