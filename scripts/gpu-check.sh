@@ -75,12 +75,13 @@ MODELS="nemotron-3-nano-30b-a3b:fp8 nemotron-nano-9b-v2:bf16"
 for md in $MODELS; do
   preset=${md%%:*}; dtype=${md##*:}; tag="${preset}_${dtype}"
   timeout "$(limit 120)" "$BIN/strata" bench --load-format dummy --preset "$preset" --dtype "$dtype" --device cuda \
-    --prompt-len 16 --steps "$STEPS" --repeats "$REPS" --label "commit $COMMIT" \
+    --prompt-len 16 --steps "$STEPS" --repeats "$REPS" --profile-ops 8 --label "commit $COMMIT" \
     --json "$OUT/logs/bench_$tag.json" > "$OUT/logs/bench_$tag.log" 2>&1
   rc=$?
   [ "$rc" = 0 ] || FAILED=1
   note "bench $preset $dtype: rc=$rc ($(elapsed) s)"
-  grep -E "^(bytes/token|\| (eager|graph)|graph tokens)" "$OUT/logs/bench_$tag.log" | sed 's/^/  /' | tee -a "$SUMMARY"
+  grep -E "^(bytes/token|\| (eager|graph)|graph tokens|op profile)" "$OUT/logs/bench_$tag.log" | sed 's/^/  /' | tee -a "$SUMMARY"
+  grep -A10 "^| op |" "$OUT/logs/bench_$tag.log" | sed 's/^/  /' | tee -a "$SUMMARY"  # the 8 costliest ops
   [ "$rc" = 0 ] || tail -3 "$OUT/logs/bench_$tag.log" | sed 's/^/  /' | tee -a "$SUMMARY"
 done
 
@@ -100,7 +101,7 @@ run_test() {  # name timeout
   echo "$name: $status, passed ${passed:-0}, failed ${failed:-0}, skipped ${skipped:-0}" > "$log.summary"
 }
 TEST_LIMIT=$(limit 180)
-for t in test_unit test_reference test_text test_engine test_model test_ops; do run_test "$t" "$TEST_LIMIT" & done
+for t in test_unit test_reference test_text test_model test_ops; do run_test "$t" "$TEST_LIMIT" & done
 wait
 for f in "$OUT"/logs/*.log.summary; do
   line=$(cat "$f"); note "tests: $line"

@@ -33,13 +33,17 @@ std::vector<Jinja2Result> render_with_jinja2(const nlohmann::ordered_json& cases
     out << cases.dump();
   }
   const std::string script = std::string(STRATA_SOURCE_DIR) + "/tests/text/render_with_jinja2.py";
-  const std::string cmd =
-      "/usr/bin/python3 '" + script + "' '" + in_path.string() + "' '" + out_path.string() + "'";
+  // The first python3 on PATH (Debian's, with python3-jinja2, in CI; the GPU machine's own,
+  // which has jinja2 beside PyTorch); STRATA_PYTHON names another interpreter.
+  const char* python = std::getenv("STRATA_PYTHON");
+  const std::string cmd = std::string(python && *python ? python : "python3") + " '" + script +
+                          "' '" + in_path.string() + "' '" + out_path.string() + "'";
   const int rc = std::system(cmd.c_str());
   std::vector<Jinja2Result> results;
   if (rc != 0) {
     ADD_FAILURE() << "the jinja2 reference did not run (" << cmd << " exited with " << rc
-                  << "); scripts/install-deps.sh installs python3-jinja2";
+                  << "); scripts/install-deps.sh installs python3-jinja2; STRATA_PYTHON picks the "
+                     "interpreter";
   } else {
     const auto parsed = nlohmann::json::parse(read_file(out_path.string()));
     for (const auto& r : parsed) {

@@ -1,6 +1,6 @@
-// Runs Python's jinja2 (Debian python3-jinja2 under /usr/bin/python3) as the independent
-// reference for the chat-template tests: tests/text/render_with_jinja2.py builds the environment
-// transformers builds and renders a batch of cases in one process.
+// Runs Python's jinja2 (python3 on PATH, or $STRATA_PYTHON; Debian's python3-jinja2 in CI) as the
+// independent reference for the chat-template tests: tests/text/render_with_jinja2.py builds the
+// environment transformers builds and renders a batch of cases in one process.
 #pragma once
 
 #include <nlohmann/json.hpp>

@@ -9,6 +9,7 @@
 #include <memory>
 
 #include "bench/decode_bench.h"
+#include "bench/op_profile.h"
 #include "command.h"
 #include "core/check.h"
 #include "engine/device.h"
@@ -23,7 +24,23 @@ struct BenchFlags {
   std::string device = "cuda", json_out, label;
   bench::BenchOptions opt;
   bool no_graph = false;
+  int64_t profile_steps = 0;  // > 0: also profile this many eager steps op by op
 };
+
+void print_op_profile(model::NemotronHModel& m, Device device, const BenchFlags& f) {
+  if (device != Device::Cuda)
+    fail("bench --profile-ops needs --device cuda (it times CUDA events)");
+  const bench::OpProfile p =
+      bench::profile_decode_ops(m, f.opt.prompt_len, f.opt.warmup, f.profile_steps);
+  std::printf(
+      "\nop profile: %lld eager decode steps, kernels back to back (a spinning kernel holds the "
+      "stream while the step is enqueued); sum %.1f us/step\n",
+      static_cast<long long>(p.steps), p.step_us);
+  std::printf("| op | calls/step | us/step | us/call | of step |\n|---|---|---|---|---|\n");
+  for (const bench::OpProfileRow& r : p.rows)
+    std::printf("| %s | %.0f | %.1f | %.2f | %.1f%% |\n", r.op.c_str(), r.calls, r.us,
+                r.us / r.calls, 100 * r.us / p.step_us);
+}
 
 void run_bench(BenchFlags& f) {
   const Device device = engine::parse_device(f.device);
@@ -79,6 +96,7 @@ void run_bench(BenchFlags& f) {
   }
   if (both && r.tokens_eager != r.tokens_graph)
     fail("bench: the graph replay produced other tokens than the eager steps");
+  if (f.profile_steps > 0) print_op_profile(*m, device, f);
 }
 
 void setup_bench(CLI::App& app) {
@@ -93,6 +111,8 @@ void setup_bench(CLI::App& app) {
       ->capture_default_str();
   sub->add_option("--warmup", f->opt.warmup, "Untimed decode steps first")->capture_default_str();
   sub->add_flag("--no-graph", f->no_graph, "Only the eager decode step");
+  sub->add_option("--profile-ops", f->profile_steps,
+                  "Then time this many eager decode steps op by op (CUDA events per op)");
   sub->add_option("--json", f->json_out, "Also write the numbers as JSON to this file");
   sub->add_option("--label", f->label, "Free text printed with the results (commit, notes)");
   sub->callback([f] { run_bench(*f); });

@@ -11,6 +11,7 @@
 
 #include "core/log.h"
 #include "ops/cuda/cuda_check.h"
+#include "ops/cuda/spin.h"
 
 namespace strata::cuda {
 
@@ -162,6 +163,41 @@ double time_graph_ms(const std::function<void()>& fn, int warmup, int reps) {
   return ms;
 }
 
+StreamTimeline::~StreamTimeline() {
+  for (void* e : events_)
+    cudaEventDestroy(static_cast<cudaEvent_t>(e));  // no check: destructors must not throw
+}
+
+void StreamTimeline::mark() {
+  Backend& b = ready();
+  if (used_ == events_.size()) {
+    cudaEvent_t e;
+    STRATA_CUDA_CHECK(cudaEventCreate(&e));
+    events_.push_back(e);
+  }
+  STRATA_CUDA_CHECK(cudaEventRecord(static_cast<cudaEvent_t>(events_[used_++]), b.stream));
+}
+
+std::vector<double> StreamTimeline::intervals_ms() {
+  std::vector<double> out;
+  if (used_ < 2) return out;
+  STRATA_CUDA_CHECK(cudaEventSynchronize(static_cast<cudaEvent_t>(events_[used_ - 1])));
+  for (size_t i = 0; i + 1 < used_; ++i) {
+    float ms = 0;
+    STRATA_CUDA_CHECK(cudaEventElapsedTime(&ms, static_cast<cudaEvent_t>(events_[i]),
+                                           static_cast<cudaEvent_t>(events_[i + 1])));
+    out.push_back(ms);
+  }
+  return out;
+}
+
+void spin(double microseconds) {
+  Backend& b = ready();
+  int khz = 0;  // SM clock in kHz = cycles per millisecond
+  STRATA_CUDA_CHECK(cudaDeviceGetAttribute(&khz, cudaDevAttrClockRate, b.device));
+  launch_spin(static_cast<int64_t>(microseconds * khz / 1000.0), b.stream);
+}
+
 }  // namespace strata::cuda
 
 #else  // built without CUDA: the backend exists only to say why it cannot run
@@ -218,6 +254,16 @@ double time_ms(const std::function<void()>&, int, int) {
   no_cuda();
 }
 double time_graph_ms(const std::function<void()>&, int, int) {
+  no_cuda();
+}
+StreamTimeline::~StreamTimeline() = default;
+void StreamTimeline::mark() {
+  no_cuda();
+}
+std::vector<double> StreamTimeline::intervals_ms() {
+  no_cuda();
+}
+void spin(double) {
   no_cuda();
 }
 

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "ops/cuda/cuda_arena.h"
 #include "ops/registry.h"
@@ -51,5 +52,27 @@ double time_ms(const std::function<void()>& fn, int warmup, int reps);
 // milliseconds of one replay over `reps` replays after `warmup` (launch gaps removed, as the
 // engine's decode graphs will run). `fn` must not synchronize or copy to/from the host.
 double time_graph_ms(const std::function<void()>& fn, int warmup, int reps);
+
+// Profiling (strata bench --profile-ops): events recorded on stream() in order; after the work
+// is done, intervals_ms()[i] is the time from mark i to mark i + 1.
+class StreamTimeline {
+ public:
+  StreamTimeline() = default;
+  ~StreamTimeline();
+  StreamTimeline(const StreamTimeline&) = delete;
+  StreamTimeline& operator=(const StreamTimeline&) = delete;
+  void mark();
+  void clear() { used_ = 0; }  // reuse the events for the next step
+  size_t marks() const { return used_; }
+  std::vector<double> intervals_ms();  // synchronizes on the last mark
+
+ private:
+  std::vector<void*> events_;  // cudaEvent_t, grown on demand
+  size_t used_ = 0;
+};
+
+// Holds stream() busy for about `microseconds` (a one-thread spinning kernel): put in front of
+// an eager step, the host enqueues the step meanwhile and its kernels then run back to back.
+void spin(double microseconds);
 
 }  // namespace strata::cuda

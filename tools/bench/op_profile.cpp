@@ -1,0 +1,93 @@
+#include "op_profile.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+
+#include "core/check.h"
+#include "engine/decode_session.h"
+#include "ops/cuda/cuda_backend.h"
+#include "ops/ops.h"
+
+namespace strata::bench {
+
+namespace {
+
+// Long enough for the host to enqueue an eager step (~7 ms for Nano-3 when it was measured).
+constexpr double kSpinMicroseconds = 30000;
+
+std::string weight_tag(const ops::LinearWeight& w) {
+  return fmt::format("{} N={} K={}", dtype_name(w.weight.dtype()), w.out_features(),
+                     w.in_features());
+}
+
+// The row an op call is counted under.
+std::string op_key(const char* op, const void* args) {
+  const std::string name = op;
+  if (name == ops::LinearArgs::kName) {
+    const auto& a = *static_cast<const ops::LinearArgs*>(args);
+    return fmt::format("linear {} M={}", weight_tag(a.w), a.x.dim(0));
+  }
+  if (name == ops::MoeExpertsArgs::kName) {
+    const auto& a = *static_cast<const ops::MoeExpertsArgs*>(args);
+    return fmt::format("moe_experts up {} top_k={}", weight_tag(a.up->front()), a.ids.dim(1));
+  }
+  return name;
+}
+
+}  // namespace
+
+OpProfile profile_decode_ops(model::NemotronHModel& m, int64_t prompt_len, int64_t warmup,
+                             int64_t steps) {
+  if (steps < 1 || prompt_len < 1)
+    fail("bench --profile-ops: steps and prompt length must be >= 1");
+  engine::DecodeSessionOptions so;
+  so.max_context = prompt_len + warmup + steps + 8;
+  engine::DecodeSession s(m, Device::Cuda, so);
+  std::vector<int32_t> prompt;
+  for (int64_t i = 0; i < prompt_len; ++i)
+    prompt.push_back(static_cast<int32_t>((1000 + 7919 * i) % m.config().vocab_size));
+  int32_t id = s.greedy(s.prefill(prompt));
+  for (int64_t i = 0; i < warmup; ++i)
+    id = s.greedy(s.decode(id));
+
+  cuda::StreamTimeline timeline;
+  std::vector<std::string> keys;  // keys[i]: the op that runs from mark i to mark i + 1
+  std::map<std::string, OpProfileRow> rows;
+  for (int64_t step = 0; step < steps; ++step) {
+    timeline.clear();
+    keys.clear();
+    s.context().observer = [&](const char* op, const void* args) {
+      // The step's one h2d copy synchronizes the stream before the first op: spin from here.
+      if (keys.empty()) cuda::spin(kSpinMicroseconds);
+      timeline.mark();
+      keys.push_back(op_key(op, args));
+    };
+    Tensor logits = s.decode(id);
+    timeline.mark();  // end of the last op
+    s.context().observer = nullptr;
+    const std::vector<double> ms = timeline.intervals_ms();
+    STRATA_CHECK_EQ(ms.size(), keys.size());
+    for (size_t i = 0; i < ms.size(); ++i) {
+      OpProfileRow& r = rows[keys[i]];
+      r.op = keys[i];
+      r.calls += 1;
+      r.us += ms[i] * 1000.0;
+    }
+    id = s.greedy(logits);
+  }
+  OpProfile p;
+  p.steps = steps;
+  for (auto& [key, r] : rows) {
+    r.calls /= static_cast<double>(steps);
+    r.us /= static_cast<double>(steps);
+    p.step_us += r.us;
+    p.rows.push_back(r);
+  }
+  std::sort(p.rows.begin(), p.rows.end(),
+            [](const OpProfileRow& a, const OpProfileRow& b) { return a.us > b.us; });
+  return p;
+}
+
+}  // namespace strata::bench

@@ -1,0 +1,33 @@
+// Where a decode step's time goes (`strata bench --profile-ops`): the step is run eagerly with
+// a CUDA event recorded before every op, behind a spinning kernel that holds the stream until
+// the host has enqueued the whole step, so the kernels run back to back as in the CUDA graph
+// and each interval is one op's device time (its kernels plus the gaps between them). The
+// sum over ops approximates the graph step (minus the graph's own launch savings).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "model/nemotron_h/model.h"
+
+namespace strata::bench {
+
+struct OpProfileRow {
+  std::string op;    // op name; linears and experts with their weight dtype and shape
+  double calls = 0;  // per step
+  double us = 0;     // device microseconds per step (mean over the profiled steps)
+};
+
+struct OpProfile {
+  int64_t steps = 0;
+  double step_us = 0;              // sum of the rows
+  std::vector<OpProfileRow> rows;  // most expensive first
+};
+
+// Prefills `prompt_len` tokens, runs `warmup` decode steps, then profiles `steps` steps.
+// CUDA only.
+OpProfile profile_decode_ops(model::NemotronHModel& m, int64_t prompt_len, int64_t warmup,
+                             int64_t steps);
+
+}  // namespace strata::bench
