@@ -21,6 +21,21 @@ std::string read_file(const std::string& path) {
   return ss.str();
 }
 
+namespace {
+std::string python() {
+  const char* p = std::getenv("STRATA_PYTHON");
+  return p && *p ? p : "/usr/bin/python3";
+}
+}  // namespace
+
+std::optional<std::string> jinja2_missing() {
+  static const int rc = std::system((python() + " -c 'import jinja2' 2>/dev/null").c_str());
+  if (rc == 0 || std::getenv("STRATA_REQUIRE_JINJA2")) return std::nullopt;
+  return python() +
+         " cannot import jinja2, the reference these tests compare with (Debian's "
+         "python3-jinja2: scripts/install-deps.sh installs it; CI sets STRATA_REQUIRE_JINJA2=1)";
+}
+
 std::vector<Jinja2Result> render_with_jinja2(const nlohmann::ordered_json& cases) {
   static std::atomic<int> counter{0};
   const auto dir = std::filesystem::temp_directory_path();
@@ -33,11 +48,8 @@ std::vector<Jinja2Result> render_with_jinja2(const nlohmann::ordered_json& cases
     out << cases.dump();
   }
   const std::string script = std::string(STRATA_SOURCE_DIR) + "/tests/text/render_with_jinja2.py";
-  // The first python3 on PATH (Debian's, with python3-jinja2, in CI; the GPU machine's own,
-  // which has jinja2 beside PyTorch); STRATA_PYTHON names another interpreter.
-  const char* python = std::getenv("STRATA_PYTHON");
-  const std::string cmd = std::string(python && *python ? python : "python3") + " '" + script +
-                          "' '" + in_path.string() + "' '" + out_path.string() + "'";
+  const std::string cmd =
+      python() + " '" + script + "' '" + in_path.string() + "' '" + out_path.string() + "'";
   const int rc = std::system(cmd.c_str());
   std::vector<Jinja2Result> results;
   if (rc != 0) {

@@ -70,6 +70,7 @@ Jinja2Result reference(const std::string& source, const nlohmann::ordered_json& 
 }
 
 TEST(ModelChatTemplates, TokenizerConfigStringTemplateAndAddedTokenObjects) {
+  STRATA_SKIP_WITHOUT_JINJA2();
   const std::string source = read_file(kTemplates + "NVIDIA-Nemotron-3-Nano-30B-A3B-BF16.jinja");
   ModelDir dir;
   nlohmann::ordered_json config;
@@ -95,6 +96,7 @@ TEST(ModelChatTemplates, TokenizerConfigStringTemplateAndAddedTokenObjects) {
 }
 
 TEST(ModelChatTemplates, NamedTemplatesChooseToolUseOnlyWithTools) {
+  STRATA_SKIP_WITHOUT_JINJA2();
   const std::string dflt =
       "default:{{ messages|length }}:{{ tools is none }}:{{ bos_token is defined }}";
   const std::string tool_use =
@@ -121,6 +123,7 @@ TEST(ModelChatTemplates, NamedTemplatesChooseToolUseOnlyWithTools) {
 }
 
 TEST(ModelChatTemplates, ChatTemplateJinjaFileWinsAndAdditionalTemplatesAreNamed) {
+  STRATA_SKIP_WITHOUT_JINJA2();
   const std::string in_config = "from tokenizer_config {{ messages[0].role }}";
   const std::string in_file = "from chat_template.jinja {{ messages[-1].content }}\n";
   const std::string extra = "extra {{ tools|length }}";
@@ -247,6 +250,7 @@ TEST(ChatTemplate, ReservedKwargsAndMalformedInputsAreRefused) {
 }
 
 TEST(ChatTemplate, KwargsAndTokensReachTheTemplate) {
+  STRATA_SKIP_WITHOUT_JINJA2();
   const std::string source =
       "{{ bos_token }}|{{ eos_token }}|{{ extra }}|{{ documents }}|{{ add_generation_prompt }}|{{ "
       "tools }}";

@@ -52,6 +52,7 @@ class ChatTemplateCli : public ::testing::Test {
 };
 
 TEST_F(ChatTemplateCli, RendersTheRequestLikeJinja2) {
+  STRATA_SKIP_WITHOUT_JINJA2();
   const auto request = nlohmann::ordered_json::parse(R"({
     "model": "ignored",
     "messages": [{"role": "system", "content": "Sé breve."},
@@ -90,6 +91,7 @@ TEST_F(ChatTemplateCli, RendersTheRequestLikeJinja2) {
 // OpenAI clients send tool-call arguments as JSON strings; like vLLM the command parses them, so
 // the Nemotron 3 template (which iterates `arguments | items`) renders them as it renders objects.
 TEST_F(ChatTemplateCli, ArgumentStringsAreParsedLikeVllm) {
+  STRATA_SKIP_WITHOUT_JINJA2();
   const char* as_strings = R"({"messages": [{"role": "user", "content": "Weather?"},
       {"role": "assistant", "content": null, "tool_calls": [
         {"id": "a", "type": "function", "function": {"name": "get_weather", "arguments": "{\"city\": \"Paris\", \"days\": [1, 2]}"}},
@@ -128,6 +130,7 @@ TEST_F(ChatTemplateCli, ArgumentStringsAreParsedLikeVllm) {
 }
 
 TEST_F(ChatTemplateCli, TemplateFileOverridesTheModels) {
+  STRATA_SKIP_WITHOUT_JINJA2();
   const std::string other =
       "{{ bos_token }}{% for m in messages %}[{{ m.role }}]{% endfor %}{{ eos_token }}";
   std::ofstream(dir_ / "other.jinja", std::ios::binary) << other;

@@ -7,6 +7,7 @@ namespace strata::testing {
 namespace {
 
 TEST(JinjaVsJinja2, StringFilters) {
+  STRATA_SKIP_WITHOUT_JINJA2();
   const std::vector<JinjaCase> cases = {
       {"[{{ s|trim }}] [{{ s|trim('x ') }}] [{{ 'xxaxx'|trim('x') }}]",
        R"({"s": "  \t hello \n "})"},
@@ -37,6 +38,7 @@ TEST(JinjaVsJinja2, StringFilters) {
 }
 
 TEST(JinjaVsJinja2, SequenceFilters) {
+  STRATA_SKIP_WITHOUT_JINJA2();
   const std::vector<JinjaCase> cases = {
       {"{{ l|length }} {{ l|first }} {{ l|last }} {{ l|join }} {{ l|join(', ') }} {{ l|list }} {{ "
        "'abc'|list }}",
@@ -102,6 +104,7 @@ TEST(JinjaVsJinja2, SequenceFilters) {
 }
 
 TEST(JinjaVsJinja2, ValueFilters) {
+  STRATA_SKIP_WITHOUT_JINJA2();
   const std::vector<JinjaCase> cases = {
       {"{{ u|default('d') }} {{ u|d('d') }} {{ ''|default('d') }} {{ ''|default('d', true) }} {{ "
        "0|d('z', boolean=true) }} {{ none|default('d') }}"},
@@ -125,6 +128,7 @@ TEST(JinjaVsJinja2, ValueFilters) {
 }
 
 TEST(JinjaVsJinja2, ToJson) {
+  STRATA_SKIP_WITHOUT_JINJA2();
   const char* data =
       R"({"x": {"s": "héllo \"q\" \\ / \n\t\b\f\r \u0001\u001f\u007f \u2028 😀 <&>", "i": -12, "f": [1.0, 0.1, 1e-7, 1e16, 123456789.125, -0.0, 1e300],
       "b": [true, false, null], "nested": {"empty_list": [], "empty_dict": {}, "list": [[1, [2, {"k": "v"}]]]}, "zz": 1, "aa": 2}})";
@@ -153,6 +157,7 @@ TEST(JinjaVsJinja2, ToJson) {
 }
 
 TEST(JinjaVsJinja2, Tests) {
+  STRATA_SKIP_WITHOUT_JINJA2();
   const std::vector<JinjaCase> cases = {
       {"{% for v in vals %}{{ v is string }}{{ v is number }}{{ v is integer }}{{ v is float }}{{ "
        "v is boolean }}{{ v is true }}{{ v is false }}"
@@ -183,6 +188,7 @@ TEST(JinjaVsJinja2, Tests) {
 }
 
 TEST(JinjaVsJinja2, StringMethods) {
+  STRATA_SKIP_WITHOUT_JINJA2();
   const std::vector<JinjaCase> cases = {
       {"[{{ s.strip() }}] [{{ s.lstrip() }}] [{{ s.rstrip() }}] [{{ s.strip(' \\nx') }}] [{{ "
        "'xxhixx'.strip('x') }}] [{{ 'abc'.lstrip('ba') }}]",
@@ -236,6 +242,7 @@ TEST(JinjaVsJinja2, StringMethods) {
 }
 
 TEST(JinjaVsJinja2, GlobalsAndNamespaces) {
+  STRATA_SKIP_WITHOUT_JINJA2();
   const std::vector<JinjaCase> cases = {
       {"{% set ns = namespace(items=[], n=0) %}{% for x in [1, 2, 3] %}{% set ns.items = ns.items "
        "+ [x * 2] %}{% set ns.n = ns.n + 1 %}{% endfor %}{{ ns.items }} {{ ns.n }}"},
