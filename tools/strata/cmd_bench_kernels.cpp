@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <fstream>
 #include <memory>
+#include <tuple>
 
 #include "command.h"
 #include "core/check.h"
@@ -252,6 +253,108 @@ Row bench_moe(const char* what, DType wt, bool w8a8) {
   return r;
 }
 
+// ---- prefill: the chunked scan (ssm_scan) ----
+// One ssm_scan call per row: bf16 activations, f32 state, chunk 128, every sequence continuing
+// from an initial state, inputs laid out as column ranges of one row (the model's layout), A and
+// dt_bias drawn like Mamba2's init (A in [-16, -1], dt ~ 1e-3..1e-1). The working set (x, B, C,
+// y and the chunk states) is far above the L2, so no rotation is needed. Reported: microseconds
+// of one call, tokens/s, and TFLOP/s of the four chunk-local matrix products counted causally:
+// C.B per group over s <= l (G N Lc(Lc+1)/2 per chunk), the chunk states and Y_off (Hm P N per
+// token each), Y_diag over s <= l (Hm P Lc(Lc+1)/2 per chunk); two FLOPs per multiply-add.
+
+struct ScanRow {
+  std::string kernel, shape;
+  double tokens = 0, flops = 0, us = 0;
+};
+
+double scan_flops(int64_t Hm, int64_t P, int64_t G, int64_t N, int64_t Q, int64_t seqs,
+                  int64_t len) {
+  double pairs = 0;  // sum over a sequence's chunks of Lc (Lc + 1) / 2
+  for (int64_t c0 = 0; c0 < len; c0 += Q) {
+    const double lc = static_cast<double>(std::min(Q, len - c0));
+    pairs += lc * (lc + 1) / 2;
+  }
+  pairs *= static_cast<double>(seqs);
+  const double T = static_cast<double>(seqs * len);
+  return 2.0 * (static_cast<double>(G * N) * pairs + 2.0 * static_cast<double>(Hm * P * N) * T +
+                static_cast<double>(Hm * P) * pairs);
+}
+
+ScanRow bench_ssm_scan(const char* kernel, const char* what, int64_t Hm, int64_t P, int64_t G,
+                       int64_t N, int64_t seqs, int64_t len) {
+  const int64_t Q = 128, T = seqs * len, width = Hm * P + 2 * G * N + Hm;
+  SsmScanArgs a;
+  Tensor row = random_device(Shape{T, width}, DType::BF16, 1.f);  // [T, x | B | C | dt]
+  a.x = row.slice(1, 0, Hm * P);
+  a.B = row.slice(1, Hm * P, G * N);
+  a.C = row.slice(1, Hm * P + G * N, G * N);
+  a.dt_raw = row.slice(1, Hm * P + 2 * G * N, Hm);
+  Tensor A = Tensor::empty(Shape{Hm}, DType::F32, Device::Host);
+  Tensor bias = Tensor::empty(Shape{Hm}, DType::F32, Device::Host);
+  for (int64_t h = 0; h < Hm; ++h) {
+    const float u = 0.5f + 0.5f * next_uniform(), v = 0.5f + 0.5f * next_uniform();
+    A.data<float>()[h] = -std::exp(2.77f * u);
+    const float dt0 = std::exp(std::log(1e-3f) + v * (std::log(1e-1f) - std::log(1e-3f)));
+    bias.data<float>()[h] = std::log(std::expm1(dt0));
+  }
+  a.A = A.to(Device::Cuda);
+  a.dt_bias = bias.to(Device::Cuda);
+  a.D = random_device(Shape{Hm}, DType::F32, 1.f);
+  a.ssm_states = random_device(Shape{seqs, Hm, P, N}, DType::F32, 0.5f);
+  std::vector<int32_t> cu{0}, slots, init;
+  for (int64_t b = 0; b < seqs; ++b) {
+    cu.push_back(static_cast<int32_t>((b + 1) * len));
+    slots.push_back(static_cast<int32_t>(b));
+    init.push_back(1);
+  }
+  a.cu_seqlens = device_i32(cu);
+  a.slots = device_i32(slots);
+  a.has_initial = device_i32(init);
+  a.heads = Hm;
+  a.head_dim = P;
+  a.groups = G;
+  a.state_size = N;
+  a.chunk_size = Q;
+  a.out = Tensor::empty(Shape{T, Hm * P}, DType::BF16, Device::Cuda);
+  const auto& k = kernel_named<SsmScanArgs>(kernel);
+  OpContext ctx;
+  cuda::bind(ctx);
+  std::string why;
+  if (!k.supports(a, &why)) fail("bench ssm_scan {}: {}", kernel, why);
+  ScanRow r;
+  r.kernel = fmt::format("ssm_scan {} (bf16)", kernel);
+  r.shape = fmt::format("{} {}x{} tokens heads {}x{} G={} N={}", what, seqs, len, Hm, P, G, N);
+  r.tokens = static_cast<double>(T);
+  r.flops = scan_flops(Hm, P, G, N, Q, seqs, len);
+  r.us = time_launches(1, [&](int) { k.run(a, ctx); });
+  return r;
+}
+
+// Measures and prints the scan rows whose label contains `only` (all when empty).
+std::vector<ScanRow> run_scan_rows(const std::string& only) {
+  std::vector<ScanRow> rows;
+  for (const char* kernel : {"cuda"})
+    for (const auto& [what, Hm, P] : {std::tuple{"nano3", 64, 64}, std::tuple{"9b", 128, 80}})
+      for (const auto& [seqs, len] : {std::pair{1, 4096}, std::pair{8, 512}}) {
+        const std::string label = fmt::format("ssm_scan {} {} {}x{}", kernel, what, seqs, len);
+        if (!only.empty() && label.find(only) == std::string::npos) continue;
+        const ScanRow r = bench_ssm_scan(kernel, what, Hm, P, 8, 128, seqs, len);
+        std::printf("%-34s %-40s %9.2f us %10.0f tokens/s %7.1f TFLOP/s\n", r.kernel.c_str(),
+                    r.shape.c_str(), r.us, r.tokens / r.us * 1e6, r.flops / r.us / 1e6);
+        std::fflush(stdout);
+        rows.push_back(r);
+      }
+  return rows;
+}
+
+void write_scan_rows(std::ofstream& f, const std::vector<ScanRow>& rows) {
+  if (rows.empty()) return;
+  f << "\n| kernel | shape | time (us) | tokens/s | GFLOP | TFLOP/s |\n|---|---|---|---|---|---|\n";
+  for (const ScanRow& r : rows)
+    f << fmt::format("| {} | {} | {:.2f} | {:.0f} | {:.2f} | {:.1f} |\n", r.kernel, r.shape, r.us,
+                     r.tokens / r.us * 1e6, r.flops / 1e9, r.flops / r.us / 1e6);
+}
+
 void run_bench(const std::string& out_path, const std::string& only) {
   cuda::init_backend(0);
   // (label for --only, the measurement)
@@ -343,6 +446,7 @@ void run_bench(const std::string& out_path, const std::string& only) {
     std::fflush(stdout);
     rows.push_back(r);
   }
+  const std::vector<ScanRow> scan_rows = run_scan_rows(only);
   if (!out_path.empty()) {
     std::ofstream f(out_path);
     if (!f) fail("bench-kernels: cannot write {}", out_path);
@@ -353,6 +457,7 @@ void run_bench(const std::string& out_path, const std::string& only) {
       f << fmt::format("| {} | {} | {:.3f} | {:.2f} | {:.0f} | {:.1f}% |\n", r.kernel, r.shape,
                        r.bytes / 1e6, r.us, r.bytes / r.us / 1e3,
                        100.0 * r.bytes / r.us / 1e3 / kCeilingGBs);
+    write_scan_rows(f, scan_rows);
   }
 }
 
