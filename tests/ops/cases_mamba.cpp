@@ -90,8 +90,11 @@ struct SsmS {
   int64_t Hm, P, G, N, chunk;
   std::vector<int32_t> lens;
   std::vector<int32_t> has_initial;
-  bool bf16_params;  // D and dt_bias stored in the act dtype (vLLM) instead of f32
+  bool bf16_params;   // D and dt_bias stored in the act dtype (vLLM) instead of f32
+  bool tensor_cores;  // bf16 runs must include the tensor-core kernel (shapes of cuda/ssm.h)
 };
+
+constexpr const char* kScanMmaKernel = "cuda.ssd_mma";
 
 constexpr int64_t kSsmSlots = 5;
 
@@ -136,6 +139,24 @@ Tolerance ssm_tolerance(int64_t chunk, int64_t N) {
   return tol;
 }
 
+// bf16 runs may take the tensor-core kernel, which rounds three operands to bf16 before their
+// products, as vLLM's Triton SSD kernels do (tl.dot on the input dtype): the decayed scores
+// CB[l][s] exp(cum_l - cum_s) dt_s (Y_diag), the decay-weighted rows w_s B_s of the chunk states
+// (hence the final state and every later chunk's Y_off) and the carried state S_in (Y_off),
+// once per chunk product. The reference is the host op in f32 on the same bf16 inputs, which
+// rounds none of them. Each rounding is a relative error of at most u_bf16 on one term of a
+// sum; with random signs the terms' errors add like the terms do, so each rounded operand
+// moves its sum by ~u_bf16 of the sum's size: 2 u_bf16 * rms per operand in the harness's form
+// (roundings_before_sum = 3). A sum dominated by one term (the diagonal score of a fast-decaying
+// head, a single state term) keeps that term's own rounding: 2 u_bf16 relative (roundings = 1).
+// An f64 emulation of exactly these roundings on the nano3 case's data lands at ~0.5 of this
+// tolerance (y and final state). f32 runs round nothing: the f32 tolerance is unchanged.
+void add_bf16_operand_rounding(Tolerance& tol, DType act) {
+  if (act != DType::BF16) return;
+  tol.roundings = 1;
+  tol.roundings_before_sum = 3;
+}
+
 // The chunked scan's decay exp(cum_l - cum_s) subtracts two running sums of dt * A; each
 // carries f32 rounding of up to |cum| * u, which the exp turns into a relative error. |cum| is
 // largest at a chunk's end: the largest sum over a chunk of dt * |A| bounds it (4 u: both sums,
@@ -161,9 +182,41 @@ double scan_decay_rel(const SsmScanArgs& a, const std::vector<int32_t>& lens) {
   return 4.0 * worst * unit_roundoff(DType::F32);
 }
 
+// What the harness cannot know about a scan case: that the tensor-core kernel took the bf16
+// runs the table marks, and that every kernel that ran compared all of y [T, Hm*P] and the
+// whole state tensor [slots, Hm, P, N].
+Outcome check_scan_coverage(Outcome o, const SsmS& s, DType act, int64_t T) {
+  if (o.status != Outcome::Passed) return o;
+  if (act == DType::BF16 && s.tensor_cores && o.kernels.find(kScanMmaKernel) == std::string::npos) {
+    o.status = Outcome::Failed;
+    o.detail = fmt::format("{} did not take this bf16 case (ran: {})", kScanMmaKernel, o.kernels);
+    return o;
+  }
+  const int64_t runs = 1 + std::count(o.kernels.begin(), o.kernels.end(), ',');
+  const int64_t per_run = T * s.Hm * s.P + kSsmSlots * s.Hm * s.P * s.N;
+  if (o.compared != runs * per_run) {
+    o.status = Outcome::Failed;
+    o.detail = fmt::format("compared {} elements, expected {} kernel run(s) x {}", o.compared, runs,
+                           per_run);
+  }
+  return o;
+}
+
 std::vector<OpCase> ssm_cases() {
+  // Real head/group/state shapes first; lengths around the chunk (1, Q-1, Q, Q+1, several
+  // chunks) with and without initial states. The "odd" shapes cover the f32-math kernel's
+  // generality (head_dim and state sizes off the mma tiles) and the tensor-core kernel's limits.
   const SsmS scans[] = {
-      {"nano3", Nano3::heads, Nano3::head_dim, Nano3::groups, Nano3::state, 128, {300}, {0}, false},
+      {"nano3",
+       Nano3::heads,
+       Nano3::head_dim,
+       Nano3::groups,
+       Nano3::state,
+       128,
+       {300},
+       {0},
+       false,
+       true},
       {"nano3",
        Nano3::heads,
        Nano3::head_dim,
@@ -172,6 +225,17 @@ std::vector<OpCase> ssm_cases() {
        128,
        {5, 1, 11},
        {1, 0, 1},
+       true,
+       true},
+      {"nano3",
+       Nano3::heads,
+       Nano3::head_dim,
+       Nano3::groups,
+       Nano3::state,
+       128,
+       {1, 127, 128, 129, 300},
+       {1, 0, 1, 0, 1},
+       true,
        true},
       {"nano3 decode-sized",
        Nano3::heads,
@@ -181,7 +245,8 @@ std::vector<OpCase> ssm_cases() {
        128,
        {1},
        {1},
-       false},
+       false,
+       true},
       {"9b",
        Nano9B::heads,
        Nano9B::head_dim,
@@ -190,10 +255,26 @@ std::vector<OpCase> ssm_cases() {
        128,
        {130},
        {1},
-       false},
-      {"odd", 6, 5, 3, 7, 16, {40, 3, 0, 17}, {1, 0, 1, 0}, true},
-      {"odd N=64 chunk 64", 8, 16, 2, 64, 64, {130, 64}, {1, 1}, false},
-      {"odd N=256 chunk 32", 4, 24, 1, 256, 32, {70}, {1}, false},
+       false,
+       true},
+      {"9b",
+       Nano9B::heads,
+       Nano9B::head_dim,
+       Nano9B::groups,
+       Nano9B::state,
+       128,
+       {129, 1, 385, 128, 127},
+       {0, 1, 1, 0, 1},
+       true,
+       true},
+      {"47b/56b state N=256 (32 of 256 heads)", 32, 64, 8, 256, 128, {257, 3}, {1, 0}, false, true},
+      {"odd", 6, 5, 3, 7, 16, {40, 3, 0, 17}, {1, 0, 1, 0}, true, false},
+      {"odd N=64 chunk 64", 8, 16, 2, 64, 64, {130, 64}, {1, 1}, false, false},
+      {"odd N=256 chunk 32", 4, 24, 1, 256, 32, {70}, {1}, false, false},
+      {"mma chunk 32 N=64", 4, 80, 2, 64, 32, {70, 31, 32, 33, 1}, {1, 0, 1, 0, 0}, false, true},
+      {"mma chunk 16 N=16", 2, 64, 1, 16, 16, {40, 15, 0}, {0, 1, 1}, true, true},
+      {"mma chunk 48 N=48", 2, 64, 2, 48, 48, {100, 47}, {1, 0}, false, true},
+      {"chunk 256 (f32-math kernel only)", 2, 64, 1, 128, 256, {300}, {1}, false, false},
   };
   std::vector<OpCase> out;
   for (const SsmS& s : scans)
@@ -220,7 +301,9 @@ std::vector<OpCase> ssm_cases() {
              a.out = Tensor::empty(Shape{T, s.Hm * s.P}, act);
              Tolerance tol = ssm_tolerance(s.chunk, s.N);
              tol.extra_rel = scan_decay_rel(a, s.lens);
-             return run_case(a, act, tol);
+             add_bf16_operand_rounding(tol, act);
+             Outcome o = run_case(a, act, tol);
+             return check_scan_coverage(std::move(o), s, act, T);
            }});
   struct U {
     const char* name;

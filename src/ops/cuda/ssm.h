@@ -22,16 +22,32 @@ struct SsmLaunch {
   int32_t* scratch_i32 = nullptr;
 };
 
-// Limits of the chunked scan kernels.
+// Limits of the chunked scan kernels (f32 math on CUDA cores, ssm_scan.cu).
 constexpr int64_t kMaxScanChunk = 256;  // chunk_size
 constexpr int64_t kMaxScanState = 256;  // state_size N
+
+// Shapes of the bf16 tensor-core scan (ssm_scan_mma.cu): chunk and state sizes in steps of the
+// mma tile (16), a warp per 16 positions of a chunk (at most 8 warps), and the head dims the
+// kernels are instantiated for (every Nemotron-H member uses 64 or 80).
+constexpr int64_t kMaxMmaScanChunk = 128;
+constexpr int64_t kMaxMmaScanState = 256;
+inline bool ssm_scan_mma_head_dim(int64_t P) {
+  return P == 64 || P == 80;
+}
 
 // Upper bound on chunks over all sequences: sum_b ceil(L_b / Q) <= (T + B * (Q - 1)) / Q.
 int64_t ssm_scan_max_chunks(int64_t tokens, int64_t seqs, int64_t chunk);
 int64_t ssm_scan_scratch_f32(const SsmLaunch& p);  // elements
 int64_t ssm_scan_scratch_i32(const SsmLaunch& p);
 
+// The tensor-core scan's scratch: the same bookkeeping, C.B, chunk states, plus the bf16
+// state entering each chunk (f32 and i32 elements).
+int64_t ssm_scan_mma_scratch_f32(const SsmLaunch& p);
+int64_t ssm_scan_mma_scratch_i32(const SsmLaunch& p);
+
 void launch_ssm_update(const SsmLaunch& p, int* index_errors, void* stream);
 void launch_ssm_scan(const SsmLaunch& p, int* index_errors, void* stream);
+// bf16 activations only, shapes within the limits above (checked by its supports).
+void launch_ssm_scan_mma(const SsmLaunch& p, int* index_errors, void* stream);
 
 }  // namespace strata::cuda

@@ -1,4 +1,6 @@
 // Registrations of ssm_scan (chunked prefill) and ssm_update (decode) on the CUDA backend.
+// ssm_scan has two kernels, tried in this order: "cuda.ssd_mma" (bf16 on tensor cores, the
+// shapes of ssm.h) and "cuda" (f32 math on CUDA cores, any act dtype: f32 models and the rest).
 #ifdef STRATA_HAVE_CUDA
 #include "ops/cuda/cuda_backend.h"
 #include "ops/cuda/kernel_support.h"
@@ -85,19 +87,41 @@ bool scan_supports(const SsmScanArgs& a, std::string* why) {
             fmt::format("state_size {} above {}", a.state_size, kMaxScanState));
   return c;
 }
+
+bool scan_mma_supports(const SsmScanArgs& a, std::string* why) {
+  if (!scan_supports(a, why)) return false;
+  ArgCheck c(why);
+  c.require(a.x.dtype() == DType::BF16,
+            fmt::format("act dtype {}: the tensor-core scan takes bf16 (f32 runs on \"cuda\")",
+                        dtype_name(a.x.dtype())));
+  c.require(ssm_scan_mma_head_dim(a.head_dim),
+            fmt::format("head_dim {}: instantiated for 64 and 80", a.head_dim));
+  c.require(
+      a.chunk_size % 16 == 0 && a.chunk_size <= kMaxMmaScanChunk,
+      fmt::format("chunk_size {}: a multiple of 16 up to {}", a.chunk_size, kMaxMmaScanChunk));
+  c.require(
+      a.state_size % 16 == 0 && a.state_size <= kMaxMmaScanState,
+      fmt::format("state_size {}: a multiple of 16 up to {}", a.state_size, kMaxMmaScanState));
+  return c;
+}
+
+template <bool kMma>
 void scan_run(const SsmScanArgs& a, OpContext& ctx) {
   SsmLaunch p = launch_of(a);
   p.cu_seqlens = vec_of(a.cu_seqlens);
   p.has_initial = vec_of(a.has_initial);
   p.chunk_size = a.chunk_size;
+  const int64_t nf = kMma ? ssm_scan_mma_scratch_f32(p) : ssm_scan_scratch_f32(p);
+  const int64_t ni = kMma ? ssm_scan_mma_scratch_i32(p) : ssm_scan_scratch_i32(p);
   // Scratch from the arena, released when this returns: later users are later on the stream.
-  Tensor f =
-      Tensor::empty(Shape{std::max<int64_t>(1, ssm_scan_scratch_f32(p))}, DType::F32, Device::Cuda);
-  Tensor i =
-      Tensor::empty(Shape{std::max<int64_t>(1, ssm_scan_scratch_i32(p))}, DType::I32, Device::Cuda);
+  Tensor f = Tensor::empty(Shape{std::max<int64_t>(1, nf)}, DType::F32, Device::Cuda);
+  Tensor i = Tensor::empty(Shape{std::max<int64_t>(1, ni)}, DType::I32, Device::Cuda);
   p.scratch_f32 = f.data<float>();
   p.scratch_i32 = i.data<int32_t>();
-  launch_ssm_scan(p, index_error_counter(), stream_of(ctx));
+  if (kMma)
+    launch_ssm_scan_mma(p, index_error_counter(), stream_of(ctx));
+  else
+    launch_ssm_scan(p, index_error_counter(), stream_of(ctx));
 }
 
 bool update_supports(const SsmUpdateArgs& a, std::string* why) {
@@ -113,7 +137,9 @@ void update_run(const SsmUpdateArgs& a, OpContext& ctx) {
 
 }  // namespace
 
-STRATA_REGISTER_KERNEL(SsmScanArgs, "cuda", Device::Cuda, scan_supports, scan_run);
+STRATA_REGISTER_KERNEL(SsmScanArgs, "cuda.ssd_mma", Device::Cuda, scan_mma_supports,
+                       scan_run<true>);
+STRATA_REGISTER_KERNEL(SsmScanArgs, "cuda", Device::Cuda, scan_supports, scan_run<false>);
 STRATA_REGISTER_KERNEL(SsmUpdateArgs, "cuda", Device::Cuda, update_supports, update_run);
 
 }  // namespace strata::cuda

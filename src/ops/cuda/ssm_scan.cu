@@ -1,14 +1,15 @@
-// Mamba2 chunked scan (SSD) over packed sequences, f32 throughout. For chunk c of a sequence
-// (Q tokens, never straddling sequences), local positions l, a_l = dt_l * A, cum_l = sum_{j<=l}
-// a_j:
+// Mamba2 chunked scan (SSD) over packed sequences, f32 math on CUDA cores (any act dtype; the
+// f32 models' path: bf16 models take ssm_scan_mma.cu where its shapes allow). For chunk c of a
+// sequence (Q tokens, never straddling sequences), local positions l, a_l = dt_l * A, cum_l =
+// sum_{j<=l} a_j:
 //   Y_diag[l] = sum_{s<=l} (C_l . B_s) exp(cum_l - cum_s) dt_s x_s
 //   S_loc     = sum_s exp(cum_last - cum_s) dt_s x_s (x) B_s
 //   S_in(c+1) = exp(cum_last(c)) S_in(c) + S_loc(c),  S_in(first) = initial state or 0
 //   y_l       = act(Y_diag[l] + exp(cum_l) S_in(c) C_l + D x_l)
 // Kernels, in stream order: chunk table -> dt/cumsum -> C.B per group -> chunk states -> state
-// passing (writes the final state) -> outputs.
-#include "ops/cuda/common.cuh"
-#include "ops/cuda/ssm.h"
+// passing (writes the final state) -> outputs. The first two and the state passing are shared
+// with the tensor-core path (ssm_scan_common.cuh).
+#include "ops/cuda/ssm_scan_common.cuh"
 
 namespace strata::cuda {
 
@@ -16,75 +17,17 @@ namespace {
 
 constexpr int kPTile = 16;  // head_dim rows per block in the state and output kernels
 
-struct Scratch {
-  int64_t max_chunks;
-  float* dt;            // [nc, Hm, Q]
-  float* cum;           // [nc, Hm, Q]
-  float* cb;            // [nc, G, Q(s), Q(l)]
-  float* states;        // [nc, Hm, P, N]
-  int32_t* table;       // [nc, 3]: sequence, first token, length (0 = unused)
-  int32_t* seq_chunks;  // [B, 2]: first chunk, chunk count
+struct Scratch : scan::Chunks {
+  float* cb;      // [nc, G, Q(s), Q(l)]
+  float* states;  // [nc, Hm, P, N]
 };
 
 Scratch scratch_of(const SsmLaunch& p) {
   Scratch s;
-  const int64_t T = p.x.rows, B = p.slots.n, Q = p.chunk_size;
-  s.max_chunks = ssm_scan_max_chunks(T, B, Q);
-  const int64_t nc = s.max_chunks, Hm = p.heads;
-  s.dt = p.scratch_f32;
-  s.cum = s.dt + nc * Hm * Q;
-  s.cb = s.cum + nc * Hm * Q;
-  s.states = s.cb + nc * p.groups * Q * Q;
-  s.table = p.scratch_i32;
-  s.seq_chunks = s.table + nc * 3;
+  static_cast<scan::Chunks&>(s) = scan::chunks_of(p);
+  s.cb = p.scratch_f32 + scan::chunks_f32(p);
+  s.states = s.cb + s.max_chunks * p.groups * p.chunk_size * p.chunk_size;
   return s;
-}
-
-__global__ void chunk_table_kernel(const int32_t* cu, int nseq, int64_t tokens, int Q,
-                                   int64_t max_chunks, int32_t* table, int32_t* seq_chunks,
-                                   int* errors) {
-  if (threadIdx.x != 0) return;
-  int64_t c = 0;
-  for (int b = 0; b < nseq; ++b) {
-    const int32_t start = cu[b], len = cu[b + 1] - cu[b];
-    const bool bad = start < 0 || len < 0 || start + static_cast<int64_t>(len) > tokens;
-    if (bad) atomicAdd(errors, 1);  // offsets outside the packed tokens: skip the sequence
-    const int32_t n = (len > 0 && !bad) ? (len + Q - 1) / Q : 0;
-    seq_chunks[2 * b] = static_cast<int32_t>(c);
-    seq_chunks[2 * b + 1] = n;
-    for (int32_t i = 0; i < n && c < max_chunks; ++i, ++c) {
-      table[3 * c] = b;
-      table[3 * c + 1] = start + i * Q;
-      table[3 * c + 2] = min(Q, len - i * Q);
-    }
-  }
-  for (; c < max_chunks; ++c)
-    table[3 * c + 2] = 0;
-}
-
-// grid (nc, Hm), block Q threads: dt and the inclusive cumsum of dt * A within the chunk.
-template <class T>
-__global__ void chunk_cumsum_kernel(SsmLaunch p, Scratch s) {
-  extern __shared__ float sh[];  // [Q]
-  const int64_t c = blockIdx.x, h = blockIdx.y, Q = p.chunk_size, Hm = p.heads;
-  const int l = threadIdx.x;
-  const int32_t len = s.table[3 * c + 2];
-  if (len == 0) return;
-  const int64_t t = s.table[3 * c + 1] + l;
-  float dt = 0.f;
-  if (l < len)
-    dt = softplusf_(to_f32(static_cast<const T*>(p.dt_raw.p)[t * p.dt_raw.ld + h]) +
-                    load_param(p.dt_bias.p, p.dt_bias.dt == DType::BF16, h));
-  sh[l] = dt * p.A[h];
-  __syncthreads();
-  for (int off = 1; off < Q; off <<= 1) {  // Hillis-Steele inclusive scan
-    const float add = l >= off ? sh[l - off] : 0.f;
-    __syncthreads();
-    sh[l] += add;
-    __syncthreads();
-  }
-  s.dt[(c * Hm + h) * Q + l] = dt;
-  s.cum[(c * Hm + h) * Q + l] = sh[l];
 }
 
 // grid (nc, G, tiles of 32x32 over (s, l)), block 256: cb[s][l] = C_l . B_s for s <= l.
@@ -183,31 +126,6 @@ __global__ void chunk_state_kernel(SsmLaunch p, Scratch s) {
     if (prow[i] >= 0 && p0 + prow[i] < P) out[(p0 + prow[i]) * N + ncol[i]] = acc[i];
 }
 
-// grid (B, Hm, ceil(P*N / 256)): walks a sequence's chunks in order; each chunk's slot in
-// s.states changes from its own contribution to the state entering it. Writes the final state.
-__global__ void state_pass_kernel(SsmLaunch p, Scratch s, int* errors) {
-  const int64_t b = blockIdx.x, h = blockIdx.y, Q = p.chunk_size, Hm = p.heads;
-  const int64_t PN = p.head_dim * p.state_size;
-  const int64_t e = static_cast<int64_t>(blockIdx.z) * blockDim.x + threadIdx.x;
-  if (e >= PN) return;
-  const int32_t slot = static_cast<const int32_t*>(p.slots.p)[b];
-  if (slot < 0 || slot >= p.num_slots) {
-    if (e == 0 && h == 0) atomicAdd(errors, 1);
-    return;
-  }
-  float* final_state = p.states + (static_cast<int64_t>(slot) * Hm + h) * PN + e;
-  float run = static_cast<const int32_t*>(p.has_initial.p)[b] ? *final_state : 0.f;
-  const int32_t first = s.seq_chunks[2 * b], count = s.seq_chunks[2 * b + 1];
-  for (int32_t c = first; c < first + count; ++c) {
-    float* slot_c = s.states + (static_cast<int64_t>(c) * Hm + h) * PN + e;
-    const float loc = *slot_c;
-    *slot_c = run;
-    const int32_t len = s.table[3 * c + 2];
-    run = expf(s.cum[(static_cast<int64_t>(c) * Hm + h) * Q + len - 1]) * run + loc;
-  }
-  *final_state = run;
-}
-
 // grid (nc, Hm, ceil(P / kPTile)), block Q threads (thread = position l): kPTile outputs each.
 template <class T>
 __global__ void chunk_scan_kernel(SsmLaunch p, Scratch s) {
@@ -291,29 +209,22 @@ int64_t ssm_scan_max_chunks(int64_t tokens, int64_t seqs, int64_t chunk) {
 
 int64_t ssm_scan_scratch_f32(const SsmLaunch& p) {
   const int64_t nc = ssm_scan_max_chunks(p.x.rows, p.slots.n, p.chunk_size), Q = p.chunk_size;
-  return nc * p.heads * Q * 2 + nc * p.groups * Q * Q + nc * p.heads * p.head_dim * p.state_size;
+  return scan::chunks_f32(p) + nc * p.groups * Q * Q + nc * p.heads * p.head_dim * p.state_size;
 }
 
 int64_t ssm_scan_scratch_i32(const SsmLaunch& p) {
-  return ssm_scan_max_chunks(p.x.rows, p.slots.n, p.chunk_size) * 3 + p.slots.n * 2;
+  return scan::chunks_i32(p);
 }
 
 void launch_ssm_scan(const SsmLaunch& p, int* index_errors, void* stream) {
   const Scratch sc = scratch_of(p);
   auto st = static_cast<cudaStream_t>(stream);
   const int64_t nc = sc.max_chunks, Q = p.chunk_size, N = p.state_size, P = p.head_dim;
-  const int nseq = static_cast<int>(p.slots.n);
   const unsigned ptiles = static_cast<unsigned>((P + kPTile - 1) / kPTile);
-  chunk_table_kernel<<<1, 32, 0, st>>>(static_cast<const int32_t*>(p.cu_seqlens.p), nseq, p.x.rows,
-                                       static_cast<int>(Q), nc, sc.table, sc.seq_chunks,
-                                       index_errors);
-  STRATA_CUDA_LAUNCH_CHECK();
   with_act(p.x.dt, [&](auto tag) {
     using T = decltype(tag);
+    scan::launch_chunk_prologue<T>(p, sc, index_errors, st);
     if (nc > 0) {
-      chunk_cumsum_kernel<T><<<dim3(static_cast<unsigned>(nc), static_cast<unsigned>(p.heads)),
-                               static_cast<unsigned>(Q), Q * sizeof(float), st>>>(p, sc);
-      STRATA_CUDA_LAUNCH_CHECK();
       const unsigned tiles = static_cast<unsigned>((Q + 31) / 32);
       chunk_cb_kernel<T>
           <<<dim3(static_cast<unsigned>(nc), static_cast<unsigned>(p.groups), tiles * tiles), 256,
@@ -325,11 +236,8 @@ void launch_ssm_scan(const SsmLaunch& p, int* index_errors, void* stream) {
              state_smem, st>>>(p, sc);
       STRATA_CUDA_LAUNCH_CHECK();
     }
-    const int64_t PN = P * N;
-    state_pass_kernel<<<dim3(static_cast<unsigned>(nseq), static_cast<unsigned>(p.heads),
-                             static_cast<unsigned>((PN + 255) / 256)),
-                        256, 0, st>>>(p, sc, index_errors);
-    STRATA_CUDA_LAUNCH_CHECK();
+    // In place: each chunk's slot changes from its own contribution to the state entering it.
+    scan::launch_state_pass<float>(p, sc, sc.states, sc.states, index_errors, st);
     if (nc > 0) {
       const size_t scan_smem = (Q * kPTile + Q + kPTile * N + Q * 33) * sizeof(float);
       if (scan_smem > 48 * 1024)
