@@ -1,5 +1,9 @@
 // Cases: linear in bf16, f32 and FP8 (W8A16, and W8A8 on inputs that are exactly e4m3 values
 // times a power-of-two input scale, where W8A8 and the host's W8A16 compute the same sums).
+// FP8 covers each kernel's regimes: the FP8 GEMV (T <= 16, K % 16 == 0: one or two N tiles,
+// one or several load batches per warp, a partial last chunk, N not a multiple of 16, strided
+// x, weights over every code and over the subnormals), the small-M kernel's fallbacks (odd K,
+// staged x beyond the GEMV's shared memory) and cuBLASLt above.
 #include <cmath>
 
 #include "cases_util.h"
@@ -10,6 +14,9 @@ namespace {
 using namespace strata::ops;
 
 enum class WKind { Act, F32Router, Fp8W8A16, Fp8W8A8 };
+// How e4m3 weights are drawn: values spread over the range (fp8_weight), every code, or only
+// the subnormal and smallest normal codes (fp8_codes).
+enum class Codes { Spread, All, Small };
 
 struct S {
   const char* name;
@@ -19,7 +26,13 @@ struct S {
   DType out;
   bool x_view;
   bool supported;
+  Codes codes = Codes::Spread;
 };
+
+Tensor fp8_of(const S& s, Rng& rng, float wstd, float* scale) {
+  if (s.codes == Codes::Spread) return fp8_weight(rng, Shape{s.N, s.K}, wstd, scale);
+  return fp8_codes(rng, Shape{s.N, s.K}, s.codes == Codes::Small, wstd, scale);
+}
 
 std::string kind_name(WKind k) {
   switch (k) {
@@ -46,13 +59,13 @@ Outcome run_linear(const S& s, Rng& rng) {
       store_from_f32(wide.raw(), s.act, static_cast<size_t>(i),
                      fp8e4m3_to_f32(fp8e4m3_from_f32_sat(rng.normal() * 16.f)) * in_scale);
     a.x = wide.slice(1, s.x_view ? 16 : 0, s.K);
-    a.w.weight = fp8_weight(rng, Shape{s.N, s.K}, wstd, &a.w.weight_scale);
+    a.w.weight = fp8_of(s, rng, wstd, &a.w.weight_scale);
     a.w.input_scale = in_scale;
   } else {
     a.x = s.x_view ? wide_rows(rng, s.T, s.K, 24, 8, s.act, 1.f)
                    : normal_tensor(rng, Shape{s.T, s.K}, s.act, 1.f);
     if (s.kind == WKind::Fp8W8A16)
-      a.w.weight = fp8_weight(rng, Shape{s.N, s.K}, wstd, &a.w.weight_scale);
+      a.w.weight = fp8_of(s, rng, wstd, &a.w.weight_scale);
     else
       a.w.weight = normal_tensor(rng, Shape{s.N, s.K},
                                  s.kind == WKind::F32Router ? DType::F32 : s.act, wstd);
@@ -98,15 +111,45 @@ std::vector<OpCase> linear_cases() {
       {"9b mlp down", 8, Nano9B::hidden, Nano9B::mlp, bf, WKind::Fp8W8A8, bf, false, true},
       {"fp8 odd", 3, 131, 257, bf, WKind::Fp8W8A16, bf, true, true},
       {"fp8 odd", 3, 131, 257, bf, WKind::Fp8W8A8, f32, false, true},
-      // Refusals the table documents: W8A16 beyond the small-M kernel, FP8 GEMM with K % 16 != 0.
+      // The FP8 GEMV's regimes (decode, T <= 16).
+      {"nano3 in_proj", 2, Nano3::in_proj, Nano3::hidden, bf, WKind::Fp8W8A8, bf, false, true},
+      {"nano3 in_proj", 7, Nano3::in_proj, Nano3::hidden, bf, WKind::Fp8W8A8, bf, false, true},
+      {"nano3 in_proj", 16, Nano3::in_proj, Nano3::hidden, bf, WKind::Fp8W8A8, bf, false, true},
+      {"nano3 in_proj", 2, Nano3::in_proj, Nano3::hidden, bf, WKind::Fp8W8A16, bf, false, true},
+      {"nano3 in_proj", 7, Nano3::in_proj, Nano3::hidden, bf, WKind::Fp8W8A16, bf, true, true},
+      {"nano3 shared up", 1, Nano3::shared_width, Nano3::hidden, bf, WKind::Fp8W8A8, bf, false,
+       true},
+      {"nano3 shared down", 1, Nano3::hidden, Nano3::shared_width, bf, WKind::Fp8W8A8, bf, false,
+       true},
+      {"nano3 out_proj", 1, Nano3::hidden, Nano3::d_inner, bf, WKind::Fp8W8A8, bf, false, true},
+      {"nano3 out_proj", 16, Nano3::hidden, Nano3::d_inner, bf, WKind::Fp8W8A8, bf, false, true},
+      {"9b mlp up", 1, Nano9B::mlp, Nano9B::hidden, bf, WKind::Fp8W8A8, bf, false, true},
+      {"9b mlp up", 1, Nano9B::mlp, Nano9B::hidden, bf, WKind::Fp8W8A16, bf, false, true},
+      {"9b mlp down", 1, Nano9B::hidden, Nano9B::mlp, bf, WKind::Fp8W8A8, bf, false, true},
+      {"9b mlp down", 1, Nano9B::hidden, Nano9B::mlp, bf, WKind::Fp8W8A16, bf, false, true},
+      {"9b mlp down", 2, Nano9B::hidden, Nano9B::mlp, bf, WKind::Fp8W8A16, bf, false, true},
+      {"fp8 aligned odd", 3, 131, 272, bf, WKind::Fp8W8A8, bf, true, true},
+      {"fp8 aligned odd", 5, 131, 272, bf, WKind::Fp8W8A16, bf, true, true},
+      {"fp8 aligned odd", 16, 37, 208, bf, WKind::Fp8W8A16, bf, false, true},
+      {"fp8 aligned odd", 11, 1000, 1040, bf, WKind::Fp8W8A8, f32, false, true},
+      {"fp8 all codes", 4, 64, 512, bf, WKind::Fp8W8A8, bf, false, true, Codes::All},
+      {"fp8 all codes", 4, 64, 512, bf, WKind::Fp8W8A16, bf, false, true, Codes::All},
+      {"fp8 small codes", 3, 64, 512, bf, WKind::Fp8W8A8, bf, false, true, Codes::Small},
+      {"fp8 small codes", 3, 64, 512, bf, WKind::Fp8W8A16, bf, false, true, Codes::Small},
+      // Refusals the table documents: W8A16 beyond the small-M kernel and beyond the FP8 GEMV's
+      // staged x, FP8 GEMM with K % 16 != 0.
       {"fp8 W8A16 prefill", 17, 256, 512, bf, WKind::Fp8W8A16, bf, false, false},
+      {"nano3 in_proj", 16, Nano3::in_proj, Nano3::hidden, bf, WKind::Fp8W8A16, bf, false, false},
       {"fp8 W8A8 odd K prefill", 17, 131, 257, bf, WKind::Fp8W8A8, bf, false, false},
   };
   std::vector<OpCase> out;
   for (const S& s : shapes)
     out.push_back({"linear",
-                   fmt::format("{} T={} N={} K={} x {} {} -> {}{}", s.name, s.T, s.N, s.K,
-                               dt(s.act), kind_name(s.kind), dt(s.out), s.x_view ? " x-view" : ""),
+                   fmt::format("{} T={} N={} K={} x {} {} -> {}{}{}", s.name, s.T, s.N, s.K,
+                               dt(s.act), kind_name(s.kind), dt(s.out), s.x_view ? " x-view" : "",
+                               s.codes == Codes::All     ? " all codes"
+                               : s.codes == Codes::Small ? " small codes"
+                                                         : ""),
                    s.supported, [s](Rng& rng) { return run_linear(s, rng); }});
   return out;
 }

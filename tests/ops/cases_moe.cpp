@@ -1,6 +1,7 @@
 // Cases: moe_route (Nano-3's 128 experts top-6, group-limited routing, Super's 512 top-22) and
-// moe_experts (decode and grouped kernels; bf16, f32, FP8 W8A16 and W8A8) including the full
-// Nano-3 expert shapes.
+// moe_experts (FP8 decode, decode and grouped kernels; bf16, f32, FP8 W8A16 and W8A8) including
+// the full Nano-3 expert shapes, T = 1..8 for the decode kernels and widths that are multiples
+// of 16 but not of the FP8 kernel's 64-value chunks.
 #include <cmath>
 #include <set>
 
@@ -172,10 +173,15 @@ std::vector<OpCase> experts_cases() {
   const int64_t E = Nano3::experts, k = Nano3::top_k, H = Nano3::hidden, I = Nano3::expert_width;
   const ExpS shapes[] = {
       {"nano3", 1, E, k, H, I, bf, WK::Act},
+      {"nano3", 1, E, k, H, I, bf, WK::Fp8W8A8},
       {"nano3", 3, E, k, H, I, bf, WK::Fp8W8A16},
       {"nano3", 17, E, k, H, I, bf, WK::Fp8W8A8},
       {"nano3 widths, 16 experts", 130, 16, k, H, I, bf, WK::Act},
+      {"nano3 widths, 16 experts", 2, 16, k, H, I, bf, WK::Fp8W8A16},
+      {"nano3 widths, 16 experts", 5, 16, k, H, I, bf, WK::Fp8W8A8},
       {"nano3 widths, 16 experts", 8, 16, k, H, I, bf, WK::Fp8W8A8},
+      {"aligned odd", 3, 5, 2, 272, 208, bf, WK::Fp8W8A8},
+      {"aligned odd", 7, 5, 2, 272, 208, bf, WK::Fp8W8A16},
       {"small", 300, 16, 4, 256, 192, bf, WK::Act},
       {"odd", 3, 5, 2, 131, 67, bf, WK::Act},
       {"odd", 17, 5, 2, 131, 67, bf, WK::Fp8W8A16},

@@ -60,13 +60,41 @@ Tensor i32_tensor(const std::vector<int32_t>& values, const Shape& shape) {
 }
 
 Tensor fp8_weight(Rng& rng, const Shape& shape, float stddev, float* scale_out) {
-  // Codes uniform in +-173 (standard deviation 100) within the e4m3 range: the scale maps them
-  // back to `stddev`. Uniform draws keep gigabytes of expert weights cheap to make.
+  // Codes of values uniform in +-173 (standard deviation 100, 4096 bins) within the e4m3 range:
+  // the scale maps them back to `stddev`. A table and five codes per draw keep gigabytes of
+  // expert weights cheap to make.
+  static const std::vector<uint8_t> table = [] {
+    std::vector<uint8_t> v(4096);
+    for (size_t i = 0; i < v.size(); ++i)
+      v[i] = fp8e4m3_from_f32_sat((2.f * (static_cast<float>(i) + 0.5f) / 4096.f - 1.f) * 173.2f);
+    return v;
+  }();
   Tensor t = Tensor::empty(shape, DType::F8E4M3, Device::Host);
   auto* q = static_cast<uint8_t*>(t.raw());
-  for (int64_t i = 0; i < t.numel(); ++i)
-    q[i] = fp8e4m3_from_f32_sat(rng.uniform(-173.2f, 173.2f));
+  const int64_t n = t.numel();
+  for (int64_t i = 0; i < n;) {
+    uint64_t z = rng.next();
+    for (int j = 0; j < 5 && i < n; ++j, ++i, z >>= 12)
+      q[i] = table[z & 4095u];
+  }
   *scale_out = stddev / 100.f;
+  return t;
+}
+
+Tensor fp8_codes(Rng& rng, const Shape& shape, bool small, float stddev, float* scale_out) {
+  Tensor t = Tensor::empty(shape, DType::F8E4M3, Device::Host);
+  auto* q = static_cast<uint8_t*>(t.raw());
+  double sq = 0.0;
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    auto b = static_cast<uint8_t>(rng.next() >> 56);
+    if (small) b &= 0x8f;                // sign, exponent field 0 or 1, mantissa
+    if ((b & 0x7f) == 0x7f) b ^= 1;      // NaN -> +-448
+    q[i] = b;
+    const double v = fp8e4m3_to_f32(b);
+    sq += v * v;
+  }
+  const double rms = std::sqrt(sq / static_cast<double>(std::max<int64_t>(1, t.numel())));
+  *scale_out = static_cast<float>(stddev / std::max(rms, 1e-30));
   return t;
 }
 

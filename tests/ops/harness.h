@@ -62,6 +62,10 @@ Tensor i32_tensor(const std::vector<int32_t>& values);
 Tensor i32_tensor(const std::vector<int32_t>& values, const Shape& shape);
 // e4m3 weight whose dequantized values (code * scale) are ~N(0, stddev^2): codes span the range.
 Tensor fp8_weight(Rng& rng, const Shape& shape, float stddev, float* scale_out);
+// e4m3 weight drawn uniformly over codes: every finite code, or (small) only those with exponent
+// field 0 or 1 (the subnormals and the smallest normals, which a conversion that flushed
+// subnormals would get visibly wrong). The scale makes the dequantized rms `stddev`.
+Tensor fp8_codes(Rng& rng, const Shape& shape, bool small, float stddev, float* scale_out);
 // A [rows, cols] view into a wider random tensor ([rows, cols + pad], starting at column
 // `offset`): the row-view convention of the op table.
 Tensor wide_rows(Rng& rng, int64_t rows, int64_t cols, int64_t pad, int64_t offset, DType dtype,

@@ -37,12 +37,33 @@ float next_uniform() {  // fast, deterministic, never exactly zero in practice
   return static_cast<float>(z >> 40) * (1.0f / 16777216.0f) * 2.f - 1.f;
 }
 
+uint64_t next_bits() {
+  uint64_t z = (g_state += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+// e4m3 codes of values uniform in +-300 (4096 bins), five per random draw: converting one value
+// at a time took seconds for the MoE rows' 1.3 GB of experts.
+void fill_e4m3(uint8_t* q, int64_t n) {
+  static const std::vector<uint8_t> table = [] {
+    std::vector<uint8_t> t(4096);
+    for (size_t i = 0; i < t.size(); ++i)
+      t[i] = fp8e4m3_from_f32_sat((2.f * (static_cast<float>(i) + 0.5f) / 4096.f - 1.f) * 300.f);
+    return t;
+  }();
+  for (int64_t i = 0; i < n;) {
+    uint64_t z = next_bits();
+    for (int j = 0; j < 5 && i < n; ++j, ++i, z >>= 12)
+      q[i] = table[z & 4095u];
+  }
+}
+
 Tensor random_device(const Shape& shape, DType dt, float scale) {
   Tensor h = Tensor::empty(shape, dt, Device::Host);
   if (dt == DType::F8E4M3) {
-    auto* q = static_cast<uint8_t*>(h.raw());
-    for (int64_t i = 0; i < h.numel(); ++i)
-      q[i] = fp8e4m3_from_f32_sat(next_uniform() * 300.f);
+    fill_e4m3(static_cast<uint8_t*>(h.raw()), h.numel());
   } else if (dt == DType::BF16) {
     auto* q = static_cast<uint16_t*>(h.raw());
     for (int64_t i = 0; i < h.numel(); ++i)
@@ -86,18 +107,18 @@ double time_launches(int sets, const std::function<void(int)>& launch) {
 }
 
 Row bench_linear(const char* kernel, const char* what, int64_t N, int64_t K, DType wt, bool w8a8,
-                 DType out_dt) {
+                 DType out_dt, int64_t M = 1) {
   const double wbytes = static_cast<double>(N * K) * static_cast<double>(dtype_size(wt));
   const int sets = sets_for(wbytes);
   std::vector<LinearArgs> args(static_cast<size_t>(sets));
   for (auto& a : args) {
-    a.x = random_device(Shape{1, K}, DType::BF16, 1.f);
+    a.x = random_device(Shape{M, K}, DType::BF16, 1.f);
     a.w.weight = random_device(Shape{N, K}, wt, 1.f / std::sqrt(static_cast<float>(K)));
     if (wt == DType::F8E4M3) {
       a.w.weight_scale = 0.01f;
       a.w.input_scale = w8a8 ? 1.f / 64.f : 0.f;
     }
-    a.out = Tensor::empty(Shape{1, N}, out_dt, Device::Cuda);
+    a.out = Tensor::empty(Shape{M, N}, out_dt, Device::Cuda);
   }
   const auto& k = kernel_named<LinearArgs>(kernel);
   OpContext ctx;
@@ -107,8 +128,8 @@ Row bench_linear(const char* kernel, const char* what, int64_t N, int64_t K, DTy
   Row r;
   r.kernel = fmt::format("linear {} {}", kernel,
                          wt == DType::F8E4M3 ? (w8a8 ? "fp8 W8A8" : "fp8 W8A16") : dtype_name(wt));
-  r.shape = fmt::format("{} M=1 N={} K={}", what, N, K);
-  r.bytes = wbytes + static_cast<double>(K * 2 + N * static_cast<int64_t>(dtype_size(out_dt)));
+  r.shape = fmt::format("{} M={} N={} K={}", what, M, N, K);
+  r.bytes = wbytes + static_cast<double>(M * (K * 2 + N * static_cast<int64_t>(dtype_size(out_dt))));
   r.us = time_launches(sets, [&](int i) { k.run(args[static_cast<size_t>(i)], ctx); });
   return r;
 }
@@ -210,7 +231,7 @@ Row bench_attention(const char* what, int64_t nh, int64_t nkv, int64_t ctx_len) 
   return r;
 }
 
-Row bench_moe(const char* what, DType wt, bool w8a8) {
+Row bench_moe(const char* kernel, const char* what, DType wt, bool w8a8) {
   const int64_t E = 128, k = 6, H = 2688, I = 1856;
   auto up = std::make_shared<std::vector<LinearWeight>>(static_cast<size_t>(E));
   auto down = std::make_shared<std::vector<LinearWeight>>(static_cast<size_t>(E));
@@ -239,16 +260,20 @@ Row bench_moe(const char* what, DType wt, bool w8a8) {
       v.push_back(static_cast<int32_t>(i * k + j));
     ids.push_back(device_i32(v).reshape(Shape{1, k}));
   }
+  a.ids = ids[0];
+  const auto& kern = kernel_named<MoeExpertsArgs>(kernel);
+  std::string why;
+  if (!kern.supports(a, &why)) fail("bench moe_experts {}: {}", kernel, why);
   OpContext ctx;
   cuda::bind(ctx);
   Row r;
-  r.kernel = fmt::format("moe_experts decode {}",
+  r.kernel = fmt::format("moe_experts {} {}", kernel,
                          wt == DType::F8E4M3 ? (w8a8 ? "fp8 W8A8" : "fp8 W8A16") : "bf16");
   r.shape = fmt::format("{} T=1 top{} of {} H={} I={}", what, k, E, H, I);
   r.bytes = static_cast<double>(k * 2 * H * I) * static_cast<double>(dtype_size(wt));
   r.us = time_launches(sets, [&](int i) {
     a.ids = ids[static_cast<size_t>(i)];
-    ops::run(ctx, a);
+    kern.run(a, ctx);
   });
   return r;
 }
@@ -357,85 +382,63 @@ void write_scan_rows(std::ofstream& f, const std::vector<ScanRow>& rows) {
 
 void run_bench(const std::string& out_path, const std::string& only) {
   cuda::init_backend(0);
-  // (label for --only, the measurement)
-  const std::vector<std::pair<std::string, std::function<Row()>>> items = {
-      {"linear cuda.small_m, nano3 in_proj, 10304, 2688, BF16, false, BF16",
-       [] {
-         return bench_linear("cuda.small_m", "nano3 in_proj", 10304, 2688, DType::BF16, false,
-                             DType::BF16);
-       }},
-      {"linear cuda.cublaslt, nano3 in_proj, 10304, 2688, BF16, false, BF16",
-       [] {
-         return bench_linear("cuda.cublaslt", "nano3 in_proj", 10304, 2688, DType::BF16, false,
-                             DType::BF16);
-       }},
-      {"linear cuda.small_m, nano3 out_proj, 2688, 4096, BF16, false, BF16",
-       [] {
-         return bench_linear("cuda.small_m", "nano3 out_proj", 2688, 4096, DType::BF16, false,
-                             DType::BF16);
-       }},
-      {"linear cuda.small_m, nano3 lm_head, 131072, 2688, BF16, false, F32",
-       [] {
-         return bench_linear("cuda.small_m", "nano3 lm_head", 131072, 2688, DType::BF16, false,
-                             DType::F32);
-       }},
-      {"linear cuda.small_m, nano3 in_proj, 10304, 2688, F8E4M3, true, BF16",
-       [] {
-         return bench_linear("cuda.small_m", "nano3 in_proj", 10304, 2688, DType::F8E4M3, true,
-                             DType::BF16);
-       }},
-      {"linear cuda.cublaslt, nano3 in_proj, 10304, 2688, F8E4M3, true, BF16",
-       [] {
-         return bench_linear("cuda.cublaslt", "nano3 in_proj", 10304, 2688, DType::F8E4M3, true,
-                             DType::BF16);
-       }},
-      {"linear cuda.small_m, nano3 in_proj, 10304, 2688, F8E4M3, false, BF16",
-       [] {
-         return bench_linear("cuda.small_m", "nano3 in_proj", 10304, 2688, DType::F8E4M3, false,
-                             DType::BF16);
-       }},
-      {"linear cuda.small_m, nano3 shared up, 3712, 2688, F8E4M3, true, BF16",
-       [] {
-         return bench_linear("cuda.small_m", "nano3 shared up", 3712, 2688, DType::F8E4M3, true,
-                             DType::BF16);
-       }},
-      {"linear cuda.small_m, 9b in_proj, 22656, 4480, BF16, false, BF16",
-       [] {
-         return bench_linear("cuda.small_m", "9b in_proj", 22656, 4480, DType::BF16, false,
-                             DType::BF16);
-       }},
-      {"linear cuda.small_m, 9b mlp up, 15680, 4480, BF16, false, BF16",
-       [] {
-         return bench_linear("cuda.small_m", "9b mlp up", 15680, 4480, DType::BF16, false,
-                             DType::BF16);
-       }},
-      {"linear cuda.small_m, 9b mlp down, 4480, 15680, BF16, false, BF16",
-       [] {
-         return bench_linear("cuda.small_m", "9b mlp down", 4480, 15680, DType::BF16, false,
-                             DType::BF16);
-       }},
-      {"linear cuda.cublaslt, 9b mlp up, 15680, 4480, BF16, false, BF16",
-       [] {
-         return bench_linear("cuda.cublaslt", "9b mlp up", 15680, 4480, DType::BF16, false,
-                             DType::BF16);
-       }},
-      {"linear cuda.small_m, 9b mlp up, 15680, 4480, F8E4M3, true, BF16",
-       [] {
-         return bench_linear("cuda.small_m", "9b mlp up", 15680, 4480, DType::F8E4M3, true,
-                             DType::BF16);
-       }},
-      {"ssm_update nano3, 64, 64, 8, 128",
-       [] { return bench_ssm_update("nano3", 64, 64, 8, 128); }},
-      {"ssm_update 9b, 128, 80, 8, 128", [] { return bench_ssm_update("9b", 128, 80, 8, 128); }},
-      {"conv_update nano3, 6144", [] { return bench_conv_update("nano3", 6144); }},
-      {"conv_update 9b, 12288", [] { return bench_conv_update("9b", 12288); }},
-      {"attention nano3, 32, 2, 4096", [] { return bench_attention("nano3", 32, 2, 4096); }},
-      {"attention nano3, 32, 2, 32768", [] { return bench_attention("nano3", 32, 2, 32768); }},
-      {"attention 9b, 40, 8, 4096", [] { return bench_attention("9b", 40, 8, 4096); }},
-      {"moe nano3, BF16, false", [] { return bench_moe("nano3", DType::BF16, false); }},
-      {"moe nano3, F8E4M3, true", [] { return bench_moe("nano3", DType::F8E4M3, true); }},
-      {"moe nano3, F8E4M3, false", [] { return bench_moe("nano3", DType::F8E4M3, false); }},
+  // (label for --only, the measurement). Linear labels: kernel, shape, N, K, weight dtype,
+  // W8A8, out dtype[, M=tokens].
+  std::vector<std::pair<std::string, std::function<Row()>>> items;
+  const auto linear = [&](const char* kernel, const char* what, int64_t N, int64_t K, DType wt,
+                          bool w8a8, DType out, int64_t M = 1) {
+    items.emplace_back(
+        fmt::format("linear {}, {}, {}, {}, {}, {}, {}{}", kernel, what, N, K, dtype_name(wt),
+                    w8a8, dtype_name(out), M > 1 ? fmt::format(", M={}", M) : ""),
+        [=] { return bench_linear(kernel, what, N, K, wt, w8a8, out, M); });
   };
+  const auto moe = [&](const char* kernel, DType wt, bool w8a8) {
+    items.emplace_back(fmt::format("moe {}, nano3, {}, {}", kernel, dtype_name(wt), w8a8),
+                       [=] { return bench_moe(kernel, "nano3", wt, w8a8); });
+  };
+  const DType bf = DType::BF16, e4 = DType::F8E4M3, f32 = DType::F32;
+  linear("cuda.small_m", "nano3 in_proj", 10304, 2688, bf, false, bf);
+  linear("cuda.cublaslt", "nano3 in_proj", 10304, 2688, bf, false, bf);
+  linear("cuda.small_m", "nano3 out_proj", 2688, 4096, bf, false, bf);
+  linear("cuda.small_m", "nano3 lm_head", 131072, 2688, bf, false, f32);
+  linear("cuda.small_m", "nano3 in_proj", 10304, 2688, e4, true, bf);
+  linear("cuda.cublaslt", "nano3 in_proj", 10304, 2688, e4, true, bf);
+  linear("cuda.small_m", "nano3 in_proj", 10304, 2688, e4, false, bf);
+  linear("cuda.small_m", "nano3 shared up", 3712, 2688, e4, true, bf);
+  linear("cuda.small_m", "nano3 out_proj", 2688, 4096, e4, true, bf);
+  // The FP8 GEMV (tensor cores), the decode choice for e4m3 weights.
+  linear("cuda.fp8_gemv", "nano3 in_proj", 10304, 2688, e4, true, bf);
+  linear("cuda.fp8_gemv", "nano3 in_proj", 10304, 2688, e4, false, bf);
+  linear("cuda.fp8_gemv", "nano3 shared up", 3712, 2688, e4, true, bf);
+  linear("cuda.fp8_gemv", "nano3 shared down", 2688, 3712, e4, true, bf);
+  linear("cuda.fp8_gemv", "nano3 out_proj", 2688, 4096, e4, true, bf);
+  linear("cuda.fp8_gemv", "9b mlp up", 15680, 4480, e4, true, bf);
+  linear("cuda.fp8_gemv", "9b mlp down", 4480, 15680, e4, true, bf);
+  linear("cuda.fp8_gemv", "nano3 in_proj", 10304, 2688, e4, true, bf, 2);
+  linear("cuda.fp8_gemv", "nano3 in_proj", 10304, 2688, e4, true, bf, 8);
+  linear("cuda.fp8_gemv", "nano3 in_proj", 10304, 2688, e4, true, bf, 16);
+  linear("cuda.cublaslt", "nano3 in_proj", 10304, 2688, e4, true, bf, 16);
+  linear("cuda.small_m", "9b in_proj", 22656, 4480, bf, false, bf);
+  linear("cuda.small_m", "9b mlp up", 15680, 4480, bf, false, bf);
+  linear("cuda.small_m", "9b mlp down", 4480, 15680, bf, false, bf);
+  linear("cuda.cublaslt", "9b mlp up", 15680, 4480, bf, false, bf);
+  linear("cuda.small_m", "9b mlp up", 15680, 4480, e4, true, bf);
+  items.emplace_back("ssm_update nano3, 64, 64, 8, 128",
+                     [] { return bench_ssm_update("nano3", 64, 64, 8, 128); });
+  items.emplace_back("ssm_update 9b, 128, 80, 8, 128",
+                     [] { return bench_ssm_update("9b", 128, 80, 8, 128); });
+  items.emplace_back("conv_update nano3, 6144", [] { return bench_conv_update("nano3", 6144); });
+  items.emplace_back("conv_update 9b, 12288", [] { return bench_conv_update("9b", 12288); });
+  items.emplace_back("attention nano3, 32, 2, 4096",
+                     [] { return bench_attention("nano3", 32, 2, 4096); });
+  items.emplace_back("attention nano3, 32, 2, 32768",
+                     [] { return bench_attention("nano3", 32, 2, 32768); });
+  items.emplace_back("attention 9b, 40, 8, 4096", [] { return bench_attention("9b", 40, 8, 4096); });
+  moe("cuda.decode", bf, false);
+  moe("cuda.decode", e4, true);
+  moe("cuda.decode", e4, false);
+  moe("cuda.fp8_decode", e4, true);
+  moe("cuda.fp8_decode", e4, false);
   std::vector<Row> rows;
   for (const auto& [label, measure] : items) {
     if (!only.empty() && label.find(only) == std::string::npos) continue;

@@ -1,6 +1,7 @@
-// Launchers of the linear layer y[t, n] = scale * sum_k x[t, k] * W[n, k]: the small-M kernel of
-// our own (decode: memory-bound, one warp per output feature, 16-byte weight loads), the
-// cuBLASLt GEMM (prefill), and the e4m3 activation quantizer of the W8A8 path.
+// Launchers of the linear layer y[t, n] = scale * sum_k x[t, k] * W[n, k]: the FP8 GEMV on the
+// tensor cores (decode with e4m3 weights), the small-M kernel of our own (decode, any weight
+// dtype: memory-bound, 16-byte weight loads), the cuBLASLt GEMM (prefill), and the e4m3
+// activation quantizer of the W8A8 path.
 #pragma once
 
 #include "ops/cuda/device_views.h"
@@ -17,9 +18,20 @@ struct LinearLaunch {
   DType wt = DType::BF16;
   int64_t n = 0, k = 0;
   float scale = 1.f;
+  float input_scale = 0.f;  // FP8 GEMV only: > 0 quantizes bf16 x inside the kernel (W8A8)
   Mat out;
 };
 void launch_linear_small_m(const LinearLaunch& p, void* stream);
+
+// The FP8 GEMV (linear_fp8_gemv.cu): x bf16 [T <= 16, K] with 16-byte aligned rows, W e4m3
+// [N, K] 16-byte aligned with K % 16 == 0, out f32 | bf16. W8A8 when input_scale > 0 (x is
+// quantized to e4m3 inside; scale = weight_scale * input_scale), W8A16 otherwise. Each block
+// stages the T rows of x in shared memory: fp8_gemv_stage_bytes(T, K, w8a8) must not exceed
+// fp8_gemv_max_stage_bytes().
+constexpr int64_t kFp8GemvMaxRows = 16;
+int64_t fp8_gemv_stage_bytes(int64_t T, int64_t K, bool w8a8);
+int64_t fp8_gemv_max_stage_bytes();
+void launch_linear_fp8_gemv(const LinearLaunch& p, void* stream);
 
 // out[T, K] (contiguous e4m3 bytes) = sat_e4m3(x / input_scale), x f32 | bf16.
 void launch_quantize_fp8(const Mat& x, float input_scale, void* out, void* stream);

@@ -1,6 +1,7 @@
-// Registrations of the linear op on the CUDA backend. Both kernels live in this file so their
-// order is fixed: ops::run takes the first that supports the arguments, which makes the small-M
-// kernel the choice for T <= 8 and cuBLASLt the choice above (and the harness tests both).
+// Registrations of the linear op on the CUDA backend. The kernels live in this file so their
+// order is fixed: ops::run takes the first that supports the arguments, which makes the FP8
+// GEMV the choice for e4m3 weights at T <= 16 (when its staged x fits), the small-M kernel the
+// choice for other weights at T <= 8, and cuBLASLt the choice above (the harness tests all).
 #ifdef STRATA_HAVE_CUDA
 #include "ops/cuda/kernel_support.h"
 #include "ops/cuda/linear.h"
@@ -73,6 +74,36 @@ void small_m_run(const LinearArgs& a, OpContext& ctx) {
   launch_linear_small_m(p, stream_of(ctx));
 }
 
+bool fp8_gemv_supports(const LinearArgs& a, std::string* why) {
+  ArgCheck c(why);
+  check_common(c, a);
+  if (!c) return false;
+  const Tensor& w = a.w.weight;
+  const int64_t T = a.x.dim(0), K = w.dim(1);
+  c.require(w.dtype() == DType::F8E4M3,
+            fmt::format("weight {} is not e4m3 (the FP8 GEMV's weights)", w.str()));
+  c.require(T <= kFp8GemvMaxRows,
+            fmt::format("T = {} above the FP8 GEMV's limit {}", T, kFp8GemvMaxRows));
+  if (!c) return false;
+  c.require(K % 16 == 0 && reinterpret_cast<uintptr_t>(w.raw()) % 16 == 0,
+            fmt::format("weight rows must be 16-byte aligned (K = {}, a multiple of 16)", K));
+  c.require(reinterpret_cast<uintptr_t>(a.x.raw()) % 16 == 0 && (T == 1 || a.x.stride(0) % 8 == 0),
+            fmt::format("x rows must be 16-byte aligned (row stride {})", a.x.stride(0)));
+  const int64_t stage = fp8_gemv_stage_bytes(T, K, is_w8a8(a));
+  c.require(stage <= fp8_gemv_max_stage_bytes(),
+            fmt::format("x [{}, {}] stages {} bytes of shared memory per block (at most {})", T, K,
+                        stage, fp8_gemv_max_stage_bytes()));
+  return c;
+}
+void fp8_gemv_run(const LinearArgs& a, OpContext& ctx) {
+  LinearLaunch p = launch_of(a);
+  if (is_w8a8(a)) {
+    p.input_scale = a.w.input_scale;
+    p.scale = a.w.input_scale * a.w.weight_scale;
+  }
+  launch_linear_fp8_gemv(p, stream_of(ctx));
+}
+
 bool cublaslt_supports(const LinearArgs& a, std::string* why) {
   ArgCheck c(why);
   check_common(c, a);
@@ -107,6 +138,7 @@ void cublaslt_run(const LinearArgs& a, OpContext& ctx) {
 
 }  // namespace
 
+STRATA_REGISTER_KERNEL(LinearArgs, "cuda.fp8_gemv", Device::Cuda, fp8_gemv_supports, fp8_gemv_run);
 STRATA_REGISTER_KERNEL(LinearArgs, "cuda.small_m", Device::Cuda, small_m_supports, small_m_run);
 STRATA_REGISTER_KERNEL(LinearArgs, "cuda.cublaslt", Device::Cuda, cublaslt_supports, cublaslt_run);
 

@@ -47,4 +47,13 @@ void launch_moe_gemv(const MoeExpertsLaunch& p, int* index_errors, void* stream)
 // Any T: pairs bucketed by expert on the device, tiled GEMMs per expert, weighted combine.
 void launch_moe_grouped(const MoeExpertsLaunch& p, int* index_errors, void* stream);
 
+// T <= 8 with e4m3 experts (moe_fp8_decode.cu): the FP8 GEMV core per (pair, 16-row tile) for
+// both projections, x quantized inside the up blocks (W8A8), the weighted combine done by the
+// last down block of each token's feature tile. Needs x bf16 with 16-byte aligned rows,
+// H % 16 == 0, I % 16 == 0, 16-byte aligned expert weights, and one staged row of x and of h
+// within fp8_gemv_max_stage_bytes() (moe_fp8_stage_bytes).
+size_t moe_fp8_scratch_bytes(const MoeExpertsLaunch& p);
+int64_t moe_fp8_stage_bytes(int64_t K, bool w8a8);
+void launch_moe_fp8_decode(const MoeExpertsLaunch& p, int* index_errors, void* stream);
+
 }  // namespace strata::cuda

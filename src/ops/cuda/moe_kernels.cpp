@@ -1,12 +1,15 @@
-// Registrations of moe_route and moe_experts on the CUDA backend. moe_experts has two kernels,
-// registered here in order: the decode kernel for T <= 8, then the grouped kernel for any T.
+// Registrations of moe_route and moe_experts on the CUDA backend. moe_experts has three kernels,
+// registered here in order: the FP8 decode kernel (e4m3 experts, T <= 8), the decode kernel
+// for T <= 8, then the grouped kernel for any T.
 #ifdef STRATA_HAVE_CUDA
+#include <algorithm>
 #include <cstring>
 #include <map>
 #include <mutex>
 
 #include "ops/cuda/cuda_backend.h"
 #include "ops/cuda/kernel_support.h"
+#include "ops/cuda/linear.h"
 #include "ops/cuda/moe.h"
 #include "ops/ops.h"
 
@@ -168,7 +171,7 @@ bool rows_vectorizable(const std::vector<ops::LinearWeight>& ws, int64_t K, size
   return true;
 }
 
-void experts_run(const MoeExpertsArgs& a, OpContext& ctx, bool grouped) {
+MoeExpertsLaunch launch_of(const MoeExpertsArgs& a) {
   MoeExpertsLaunch p;
   p.x = mat_of(a.x);
   p.experts = static_cast<int64_t>(a.up->size());
@@ -188,6 +191,11 @@ void experts_run(const MoeExpertsArgs& a, OpContext& ctx, bool grouped) {
   p.ids = mat_of(a.ids);
   p.weights = mat_of(a.weights);
   p.out = mat_of(a.out);
+  return p;
+}
+
+void experts_run(const MoeExpertsArgs& a, OpContext& ctx, bool grouped) {
+  MoeExpertsLaunch p = launch_of(a);
   Tensor scratch = Tensor::empty(Shape{static_cast<int64_t>(moe_scratch_bytes(p, grouped))},
                                  DType::U8, Device::Cuda);
   p.scratch = scratch.raw();
@@ -195,6 +203,37 @@ void experts_run(const MoeExpertsArgs& a, OpContext& ctx, bool grouped) {
     launch_moe_grouped(p, index_error_counter(), stream_of(ctx));
   else
     launch_moe_gemv(p, index_error_counter(), stream_of(ctx));
+}
+
+bool fp8_decode_supports(const MoeExpertsArgs& a, std::string* why) {
+  if (!experts_common(a, why)) return false;
+  ArgCheck c(why);
+  const int64_t T = a.x.dim(0), H = a.x.dim(1), I = (*a.up)[0].weight.dim(0);
+  const bool w8a8 = (*a.up)[0].input_scale > 0.f;
+  c.require((*a.up)[0].weight.dtype() == DType::F8E4M3,
+            fmt::format("expert weights {} are not e4m3", (*a.up)[0].weight.str()));
+  c.require(T <= kDecodeMaxTokens,
+            fmt::format("T = {} above the decode kernel's {}", T, kDecodeMaxTokens));
+  c.require(H % 16 == 0 && I % 16 == 0,
+            fmt::format("H = {} and I = {} must be multiples of 16 (16-byte weight rows)", H, I));
+  c.require(reinterpret_cast<uintptr_t>(a.x.raw()) % 16 == 0 && (T == 1 || a.x.stride(0) % 8 == 0),
+            fmt::format("x rows must be 16-byte aligned (row stride {})", a.x.stride(0)));
+  for (size_t e = 0; e < a.up->size() && c; ++e)
+    c.require(reinterpret_cast<uintptr_t>((*a.up)[e].weight.raw()) % 16 == 0 &&
+                  reinterpret_cast<uintptr_t>((*a.down)[e].weight.raw()) % 16 == 0,
+              fmt::format("expert {} weights must be 16-byte aligned", e));
+  const int64_t stage = std::max(moe_fp8_stage_bytes(H, w8a8), moe_fp8_stage_bytes(I, w8a8));
+  c.require(stage <= fp8_gemv_max_stage_bytes(),
+            fmt::format("a staged row of x or h takes {} bytes of shared memory (at most {})",
+                        stage, fp8_gemv_max_stage_bytes()));
+  return c;
+}
+void fp8_decode_run(const MoeExpertsArgs& a, OpContext& ctx) {
+  MoeExpertsLaunch p = launch_of(a);
+  Tensor scratch = Tensor::empty(Shape{static_cast<int64_t>(moe_fp8_scratch_bytes(p))},
+                                 DType::U8, Device::Cuda);
+  p.scratch = scratch.raw();
+  launch_moe_fp8_decode(p, index_error_counter(), stream_of(ctx));
 }
 
 bool gemv_supports(const MoeExpertsArgs& a, std::string* why) {
@@ -218,6 +257,8 @@ void grouped_run(const MoeExpertsArgs& a, OpContext& ctx) {
 }  // namespace
 
 STRATA_REGISTER_KERNEL(MoeRouteArgs, "cuda", Device::Cuda, route_supports, route_run);
+STRATA_REGISTER_KERNEL(MoeExpertsArgs, "cuda.fp8_decode", Device::Cuda, fp8_decode_supports,
+                       fp8_decode_run);
 STRATA_REGISTER_KERNEL(MoeExpertsArgs, "cuda.decode", Device::Cuda, gemv_supports, gemv_run);
 STRATA_REGISTER_KERNEL(MoeExpertsArgs, "cuda.grouped", Device::Cuda, grouped_supports, grouped_run);
 

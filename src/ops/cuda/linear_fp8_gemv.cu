@@ -1,0 +1,118 @@
+// The small-M FP8 linear (decode, T <= 16): out[t, n] = scale * sum_k x[t, k] * W[n, k] with
+// e4m3 W on the tensor cores (linear_fp8_mma.cuh). One block per 16 output features; W8A8
+// quantizes x (bf16) to e4m3 with the static input scale inside each block, so the layer is
+// one launch; W8A16 stages x as bf16 and widens the weights to bf16 exactly.
+#include "ops/cuda/linear.h"
+#include "ops/cuda/linear_fp8_mma.cuh"
+
+namespace strata::cuda {
+
+namespace {
+
+using fp8::BKind;
+
+struct Fp8LinearParams {
+  const bf16* x;
+  int64_t ldx;
+  int M;
+  const uint8_t* w;  // [N, K]
+  int64_t N, K;
+  float input_scale, scale;
+  void* out;
+  int64_t ldo;
+  bool out_f32;
+  int64_t stride;  // staged x row stride (bytes)
+};
+
+// grid ceil(N / 16), 256 threads, dynamic shared memory M * stride.
+template <BKind B, int NT, int U>
+__global__ void __launch_bounds__(fp8::kThreads, fp8::min_blocks(U, NT))
+    fp8_linear_kernel(const Fp8LinearParams p) {
+  extern __shared__ __align__(16) uint8_t xs[];  // [M][stride] the staged B operand
+  __shared__ fp8::TileRed<NT> red;
+  const int64_t n0 = static_cast<int64_t>(blockIdx.x) * fp8::kTileRows;
+  const int rows = static_cast<int>(min(static_cast<int64_t>(fp8::kTileRows), p.N - n0));
+  const fp8::TileRows w = fp8::tile_rows(p.w + n0 * p.K, rows, p.K);
+  int c0, c1;
+  fp8::warp_chunks(p.K, c0, c1);
+  uint4 alo[U], ahi[U];
+  fp8::load_batch<U>(w, c0, c1, alo, ahi);  // in flight while x is staged
+  fp8::stage_b<B, B == BKind::E4M3>(p.x, p.ldx, p.M, p.K, p.input_scale, xs, p.stride);
+  __syncthreads();
+  float acc[NT][4];
+  fp8::warp_dot<B, NT, U>(w, c0, c1, alo, ahi, xs, p.stride, p.M, acc);
+  fp8::tile_sum<NT>(acc, red, rows, p.M, [&](int r, int m, float s) {
+    const int64_t i = m * p.ldo + n0 + r;
+    if (p.out_f32)
+      static_cast<float*>(p.out)[i] = s * p.scale;
+    else
+      static_cast<bf16*>(p.out)[i] = __float2bfloat16_rn(s * p.scale);
+  });
+}
+
+template <BKind B, int NT>
+void launch_nt(const Fp8LinearParams& q, cudaStream_t s) {
+  const unsigned blocks = static_cast<unsigned>((q.N + fp8::kTileRows - 1) / fp8::kTileRows);
+  const size_t smem = static_cast<size_t>(q.M * q.stride);
+  switch (fp8::batch_for(q.K)) {
+    case 4:
+      fp8_linear_kernel<B, NT, 4><<<blocks, fp8::kThreads, smem, s>>>(q);
+      break;
+    case 6:
+      fp8_linear_kernel<B, NT, 6><<<blocks, fp8::kThreads, smem, s>>>(q);
+      break;
+    default:
+      fp8_linear_kernel<B, NT, 8><<<blocks, fp8::kThreads, smem, s>>>(q);
+      break;
+  }
+  STRATA_CUDA_LAUNCH_CHECK();
+}
+
+template <BKind B>
+void launch_b(const Fp8LinearParams& q, cudaStream_t s) {
+  if (q.M <= 8)
+    launch_nt<B, 1>(q, s);
+  else
+    launch_nt<B, 2>(q, s);
+}
+
+}  // namespace
+
+int64_t fp8_gemv_stage_bytes(int64_t T, int64_t K, bool w8a8) {
+  return T * (w8a8 ? fp8::stage_stride<BKind::E4M3>(K) : fp8::stage_stride<BKind::BF16>(K));
+}
+
+int64_t fp8_gemv_max_stage_bytes() {
+  return fp8::kMaxStageBytes;
+}
+
+void launch_linear_fp8_gemv(const LinearLaunch& p, void* stream) {
+  if (p.x.rows == 0 || p.n == 0) return;
+  const bool w8a8 = p.input_scale > 0.f;
+  if (p.x.rows > kFp8GemvMaxRows || p.wt != DType::F8E4M3 || p.x.dt != DType::BF16 ||
+      p.k % 16 != 0 || fp8_gemv_stage_bytes(p.x.rows, p.k, w8a8) > fp8::kMaxStageBytes ||
+      (p.out.dt != DType::F32 && p.out.dt != DType::BF16))
+    STRATA_CUDA_FAIL("fp8 GEMV: arguments outside the kernel's limits (checked in supports)");
+  Fp8LinearParams q;
+  q.x = static_cast<const bf16*>(p.x.p);
+  q.ldx = p.x.ld;
+  q.M = static_cast<int>(p.x.rows);
+  q.w = static_cast<const uint8_t*>(p.w);
+  q.N = p.n;
+  q.K = p.k;
+  q.input_scale = p.input_scale;
+  q.scale = p.scale;
+  q.out = p.out.p;
+  q.ldo = p.out.ld;
+  q.out_f32 = p.out.dt == DType::F32;
+  auto s = static_cast<cudaStream_t>(stream);
+  if (w8a8) {
+    q.stride = fp8::stage_stride<BKind::E4M3>(p.k);
+    launch_b<BKind::E4M3>(q, s);
+  } else {
+    q.stride = fp8::stage_stride<BKind::BF16>(p.k);
+    launch_b<BKind::BF16>(q, s);
+  }
+}
+
+}  // namespace strata::cuda
