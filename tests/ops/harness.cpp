@@ -87,8 +87,8 @@ Tensor fp8_codes(Rng& rng, const Shape& shape, bool small, float stddev, float* 
   double sq = 0.0;
   for (int64_t i = 0; i < t.numel(); ++i) {
     auto b = static_cast<uint8_t>(rng.next() >> 56);
-    if (small) b &= 0x8f;                // sign, exponent field 0 or 1, mantissa
-    if ((b & 0x7f) == 0x7f) b ^= 1;      // NaN -> +-448
+    if (small) b &= 0x8f;            // sign, exponent field 0 or 1, mantissa
+    if ((b & 0x7f) == 0x7f) b ^= 1;  // NaN -> +-448
     q[i] = b;
     const double v = fp8e4m3_to_f32(b);
     sq += v * v;

@@ -129,7 +129,8 @@ Row bench_linear(const char* kernel, const char* what, int64_t N, int64_t K, DTy
   r.kernel = fmt::format("linear {} {}", kernel,
                          wt == DType::F8E4M3 ? (w8a8 ? "fp8 W8A8" : "fp8 W8A16") : dtype_name(wt));
   r.shape = fmt::format("{} M={} N={} K={}", what, M, N, K);
-  r.bytes = wbytes + static_cast<double>(M * (K * 2 + N * static_cast<int64_t>(dtype_size(out_dt))));
+  r.bytes =
+      wbytes + static_cast<double>(M * (K * 2 + N * static_cast<int64_t>(dtype_size(out_dt))));
   r.us = time_launches(sets, [&](int i) { k.run(args[static_cast<size_t>(i)], ctx); });
   return r;
 }
@@ -388,8 +389,8 @@ void run_bench(const std::string& out_path, const std::string& only) {
   const auto linear = [&](const char* kernel, const char* what, int64_t N, int64_t K, DType wt,
                           bool w8a8, DType out, int64_t M = 1) {
     items.emplace_back(
-        fmt::format("linear {}, {}, {}, {}, {}, {}, {}{}", kernel, what, N, K, dtype_name(wt),
-                    w8a8, dtype_name(out), M > 1 ? fmt::format(", M={}", M) : ""),
+        fmt::format("linear {}, {}, {}, {}, {}, {}, {}{}", kernel, what, N, K, dtype_name(wt), w8a8,
+                    dtype_name(out), M > 1 ? fmt::format(", M={}", M) : ""),
         [=] { return bench_linear(kernel, what, N, K, wt, w8a8, out, M); });
   };
   const auto moe = [&](const char* kernel, DType wt, bool w8a8) {
@@ -433,7 +434,8 @@ void run_bench(const std::string& out_path, const std::string& only) {
                      [] { return bench_attention("nano3", 32, 2, 4096); });
   items.emplace_back("attention nano3, 32, 2, 32768",
                      [] { return bench_attention("nano3", 32, 2, 32768); });
-  items.emplace_back("attention 9b, 40, 8, 4096", [] { return bench_attention("9b", 40, 8, 4096); });
+  items.emplace_back("attention 9b, 40, 8, 4096",
+                     [] { return bench_attention("9b", 40, 8, 4096); });
   moe("cuda.decode", bf, false);
   moe("cuda.decode", e4, true);
   moe("cuda.decode", e4, false);

@@ -50,22 +50,28 @@ __global__ void __launch_bounds__(fp8::kThreads, fp8::min_blocks(U, NT))
   });
 }
 
+template <auto Kernel, int NT>
+void go(const Fp8LinearParams& q, unsigned blocks, size_t smem, cudaStream_t s) {
+  fp8::fit_smem<Kernel>(smem, sizeof(fp8::TileRed<NT>));
+  Kernel<<<blocks, fp8::kThreads, smem, s>>>(q);
+  STRATA_CUDA_LAUNCH_CHECK();
+}
+
 template <BKind B, int NT>
 void launch_nt(const Fp8LinearParams& q, cudaStream_t s) {
   const unsigned blocks = static_cast<unsigned>((q.N + fp8::kTileRows - 1) / fp8::kTileRows);
   const size_t smem = static_cast<size_t>(q.M * q.stride);
   switch (fp8::batch_for(q.K)) {
     case 4:
-      fp8_linear_kernel<B, NT, 4><<<blocks, fp8::kThreads, smem, s>>>(q);
+      go<fp8_linear_kernel<B, NT, 4>, NT>(q, blocks, smem, s);
       break;
     case 6:
-      fp8_linear_kernel<B, NT, 6><<<blocks, fp8::kThreads, smem, s>>>(q);
+      go<fp8_linear_kernel<B, NT, 6>, NT>(q, blocks, smem, s);
       break;
     default:
-      fp8_linear_kernel<B, NT, 8><<<blocks, fp8::kThreads, smem, s>>>(q);
+      go<fp8_linear_kernel<B, NT, 8>, NT>(q, blocks, smem, s);
       break;
   }
-  STRATA_CUDA_LAUNCH_CHECK();
 }
 
 template <BKind B>

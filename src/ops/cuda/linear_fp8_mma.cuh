@@ -24,15 +24,18 @@
 // so results do not depend on timing.
 #pragma once
 
+#include <atomic>
+#include <cstdlib>
+
 #include "ops/cuda/gemv.cuh"
 
 namespace strata::cuda::fp8 {
 
 constexpr int kWarps = 8;
 constexpr int kThreads = 32 * kWarps;
-constexpr int kTileRows = 16;    // weight rows per block (one mma M tile)
-constexpr int kChunk = 64;       // k values (= weight bytes) per row per chunk
-constexpr int kMaxTokens = 16;   // two mma N tiles of 8
+constexpr int kTileRows = 16;                  // weight rows per block (one mma M tile)
+constexpr int kChunk = 64;                     // k values (= weight bytes) per row per chunk
+constexpr int kMaxTokens = 16;                 // two mma N tiles of 8
 constexpr int64_t kMaxStageBytes = 48 * 1024;  // staged B operand: the default smem limit
 
 // How the staged B operand holds one value.
@@ -59,7 +62,14 @@ __host__ __device__ constexpr int64_t stage_stride(int64_t K) {
 
 // Chunks per 16-byte load batch: enough that a warp's share of K is one batch where possible
 // (ceil(chunks / 8) per warp), at most 8 (2 x 8 loads of 16 bytes in flight per lane).
+// STRATA_FP8_GEMV_BATCH=4|6|8 forces one size (for benchmarking the choice).
 inline int batch_for(int64_t K) {
+  static const int forced = [] {
+    const char* v = std::getenv("STRATA_FP8_GEMV_BATCH");
+    const int b = v ? std::atoi(v) : 0;
+    return b == 4 || b == 6 || b == 8 ? b : 0;
+  }();
+  if (forced) return forced;
   const int64_t per_warp = (padded_k(K) / kChunk + kWarps - 1) / kWarps;
   return per_warp <= 4 ? 4 : per_warp <= 6 ? 6 : 8;
 }
@@ -69,6 +79,22 @@ inline int batch_for(int64_t K) {
 // N tile, else 2 (<= 128 registers, no spills).
 constexpr int min_blocks(int U, int NT) {
   return U <= 6 && NT == 1 ? 3 : 2;
+}
+
+// Lets Kernel take kMaxStageBytes of dynamic shared memory when a block needs more than the
+// default 48 KB (static included): set once per device and kernel, on the first launch that
+// needs it (not again while a graph may be capturing).
+template <auto Kernel>
+void fit_smem(size_t dynamic, size_t static_bytes) {
+  if (dynamic + static_bytes <= 48 * 1024) return;
+  static std::atomic<uint64_t> raised{0};  // one bit per device
+  int device = 0;
+  STRATA_CUDA_CHECK(cudaGetDevice(&device));
+  const uint64_t bit = uint64_t{1} << (device & 63);
+  if (raised.load(std::memory_order_acquire) & bit) return;
+  STRATA_CUDA_CHECK(cudaFuncSetAttribute(Kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                         static_cast<int>(kMaxStageBytes)));
+  raised.fetch_or(bit, std::memory_order_acq_rel);
 }
 
 // ---- fragments ----
@@ -110,8 +136,10 @@ __device__ __forceinline__ void e4m3x4_to_bf16x4(uint32_t v, uint32_t& w01, uint
 // Four bf16 values (two words, value 0 in the low half) -> e4m3(v / s), byte i = value i.
 // Division (not a reciprocal multiply): the host quantizer's rounding.
 __device__ __forceinline__ uint32_t quantize4(uint32_t w01, uint32_t w23, float s) {
-  const float2 a = make_float2(__uint_as_float(w01 << 16) / s, __uint_as_float(w01 & 0xffff0000u) / s);
-  const float2 b = make_float2(__uint_as_float(w23 << 16) / s, __uint_as_float(w23 & 0xffff0000u) / s);
+  const float2 a =
+      make_float2(__uint_as_float(w01 << 16) / s, __uint_as_float(w01 & 0xffff0000u) / s);
+  const float2 b =
+      make_float2(__uint_as_float(w23 << 16) / s, __uint_as_float(w23 & 0xffff0000u) / s);
   const uint32_t lo = __nv_cvt_float2_to_fp8x2(a, __NV_SATFINITE, __NV_E4M3);
   const uint32_t hi = __nv_cvt_float2_to_fp8x2(b, __NV_SATFINITE, __NV_E4M3);
   return lo | (hi << 16);
@@ -267,8 +295,8 @@ __device__ __forceinline__ void mma_batch(const uint4 (&alo)[U], const uint4 (&a
 // (load_batch(w, c0, c1, ...)) and the B operand staged and synchronized.
 template <BKind B, int NT, int U>
 __device__ __forceinline__ void warp_dot(const TileRows& w, int c0, int c1, uint4 (&alo)[U],
-                                         uint4 (&ahi)[U], const uint8_t* xs, int64_t stride,
-                                         int M, float (&acc)[NT][4]) {
+                                         uint4 (&ahi)[U], const uint8_t* xs, int64_t stride, int M,
+                                         float (&acc)[NT][4]) {
 #pragma unroll
   for (int nt = 0; nt < NT; ++nt)
 #pragma unroll

@@ -42,7 +42,8 @@ Fp8Scratch carve(const MoeExpertsLaunch& p, size_t* total) {
   Fp8Scratch s;
   s.h = take(static_cast<size_t>(pairs * p.inter) * (p.w8a8 ? 1 : 2));
   s.d = reinterpret_cast<bf16*>(take(static_cast<size_t>(pairs * p.hidden) * 2));
-  s.done = reinterpret_cast<int32_t*>(take(static_cast<size_t>(p.x.rows * feature_tiles(p.hidden)) * 4));
+  s.done =
+      reinterpret_cast<int32_t*>(take(static_cast<size_t>(p.x.rows * feature_tiles(p.hidden)) * 4));
   *total = off;
   return s;
 }
@@ -123,8 +124,7 @@ __global__ void __launch_bounds__(fp8::kThreads, fp8::min_blocks(U, 1))
     __syncthreads();
     float acc[1][4];
     fp8::warp_dot<B, 1, U>(w, c0, c1, alo, ahi, hs, stride, 1, acc);
-    const float sd =
-        kW8A8 ? p.tables.down_scale[e] * p.tables.down_in[e] : p.tables.down_scale[e];
+    const float sd = kW8A8 ? p.tables.down_scale[e] * p.tables.down_in[e] : p.tables.down_scale[e];
     fp8::tile_sum<1>(acc, red, rows, 1, [&](int r, int, float sum) {
       s.d[pair * H + n0 + r] = __float2bfloat16_rn(sum * sd);
       __threadfence();  // visible to whichever block combines this tile
@@ -151,6 +151,23 @@ __global__ void __launch_bounds__(fp8::kThreads, fp8::min_blocks(U, 1))
   }
 }
 
+constexpr size_t kStaticSmem = sizeof(fp8::TileRed<1>) + 16;  // + the down kernel's flag
+
+template <auto Kernel>
+void up(const MoeExpertsLaunch& p, const Fp8Scratch& s, dim3 grid, size_t smem, int64_t stride,
+        int* errors, cudaStream_t st) {
+  fp8::fit_smem<Kernel>(smem, kStaticSmem);
+  Kernel<<<grid, fp8::kThreads, smem, st>>>(p, s, stride, errors);
+  STRATA_CUDA_LAUNCH_CHECK();
+}
+template <auto Kernel>
+void down(const MoeExpertsLaunch& p, const Fp8Scratch& s, dim3 grid, size_t smem, int64_t stride,
+          cudaStream_t st) {
+  fp8::fit_smem<Kernel>(smem, kStaticSmem);
+  Kernel<<<grid, fp8::kThreads, smem, st>>>(p, s, stride);
+  STRATA_CUDA_LAUNCH_CHECK();
+}
+
 template <BKind B>
 void launch_b(const MoeExpertsLaunch& p, const Fp8Scratch& s, int* errors, cudaStream_t st) {
   const unsigned pairs = static_cast<unsigned>(p.x.rows * p.top_k);
@@ -161,28 +178,26 @@ void launch_b(const MoeExpertsLaunch& p, const Fp8Scratch& s, int* errors, cudaS
   const size_t sm_up = static_cast<size_t>(up_stride), sm_down = static_cast<size_t>(down_stride);
   switch (fp8::batch_for(p.hidden)) {
     case 4:
-      fp8_up_kernel<B, 4><<<g_up, fp8::kThreads, sm_up, st>>>(p, s, up_stride, errors);
+      up<fp8_up_kernel<B, 4>>(p, s, g_up, sm_up, up_stride, errors, st);
       break;
     case 6:
-      fp8_up_kernel<B, 6><<<g_up, fp8::kThreads, sm_up, st>>>(p, s, up_stride, errors);
+      up<fp8_up_kernel<B, 6>>(p, s, g_up, sm_up, up_stride, errors, st);
       break;
     default:
-      fp8_up_kernel<B, 8><<<g_up, fp8::kThreads, sm_up, st>>>(p, s, up_stride, errors);
+      up<fp8_up_kernel<B, 8>>(p, s, g_up, sm_up, up_stride, errors, st);
       break;
   }
-  STRATA_CUDA_LAUNCH_CHECK();
   switch (fp8::batch_for(p.inter)) {
     case 4:
-      fp8_down_kernel<B, 4><<<g_down, fp8::kThreads, sm_down, st>>>(p, s, down_stride);
+      down<fp8_down_kernel<B, 4>>(p, s, g_down, sm_down, down_stride, st);
       break;
     case 6:
-      fp8_down_kernel<B, 6><<<g_down, fp8::kThreads, sm_down, st>>>(p, s, down_stride);
+      down<fp8_down_kernel<B, 6>>(p, s, g_down, sm_down, down_stride, st);
       break;
     default:
-      fp8_down_kernel<B, 8><<<g_down, fp8::kThreads, sm_down, st>>>(p, s, down_stride);
+      down<fp8_down_kernel<B, 8>>(p, s, g_down, sm_down, down_stride, st);
       break;
   }
-  STRATA_CUDA_LAUNCH_CHECK();
 }
 
 }  // namespace

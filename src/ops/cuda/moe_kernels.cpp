@@ -218,10 +218,13 @@ bool fp8_decode_supports(const MoeExpertsArgs& a, std::string* why) {
             fmt::format("H = {} and I = {} must be multiples of 16 (16-byte weight rows)", H, I));
   c.require(reinterpret_cast<uintptr_t>(a.x.raw()) % 16 == 0 && (T == 1 || a.x.stride(0) % 8 == 0),
             fmt::format("x rows must be 16-byte aligned (row stride {})", a.x.stride(0)));
-  for (size_t e = 0; e < a.up->size() && c; ++e)
-    c.require(reinterpret_cast<uintptr_t>((*a.up)[e].weight.raw()) % 16 == 0 &&
-                  reinterpret_cast<uintptr_t>((*a.down)[e].weight.raw()) % 16 == 0,
-              fmt::format("expert {} weights must be 16-byte aligned", e));
+  size_t misaligned = a.up->size();
+  for (size_t e = 0; e < a.up->size() && misaligned == a.up->size(); ++e)
+    if (reinterpret_cast<uintptr_t>((*a.up)[e].weight.raw()) % 16 != 0 ||
+        reinterpret_cast<uintptr_t>((*a.down)[e].weight.raw()) % 16 != 0)
+      misaligned = e;
+  c.require(misaligned == a.up->size(),
+            fmt::format("expert {} weights must be 16-byte aligned", misaligned));
   const int64_t stage = std::max(moe_fp8_stage_bytes(H, w8a8), moe_fp8_stage_bytes(I, w8a8));
   c.require(stage <= fp8_gemv_max_stage_bytes(),
             fmt::format("a staged row of x or h takes {} bytes of shared memory (at most {})",
@@ -230,8 +233,8 @@ bool fp8_decode_supports(const MoeExpertsArgs& a, std::string* why) {
 }
 void fp8_decode_run(const MoeExpertsArgs& a, OpContext& ctx) {
   MoeExpertsLaunch p = launch_of(a);
-  Tensor scratch = Tensor::empty(Shape{static_cast<int64_t>(moe_fp8_scratch_bytes(p))},
-                                 DType::U8, Device::Cuda);
+  Tensor scratch =
+      Tensor::empty(Shape{static_cast<int64_t>(moe_fp8_scratch_bytes(p))}, DType::U8, Device::Cuda);
   p.scratch = scratch.raw();
   launch_moe_fp8_decode(p, index_error_counter(), stream_of(ctx));
 }
