@@ -1,9 +1,9 @@
 // Cases: linear in bf16, f32 and FP8 (W8A16, and W8A8 on inputs that are exactly e4m3 values
 // times a power-of-two input scale, where W8A8 and the host's W8A16 compute the same sums).
-// FP8 covers each kernel's regimes: the FP8 GEMV (T <= 16, K % 16 == 0: one or two N tiles,
-// one or several load batches per warp, a partial last chunk, N not a multiple of 16, strided
-// x, weights over every code and over the subnormals), the small-M kernel's fallbacks (odd K,
-// staged x beyond the GEMV's shared memory) and cuBLASLt above.
+// FP8 covers each kernel's regimes: the FP8 GEMV (K % 16 == 0, W8A8 T <= 8, W8A16 T <= 16: one
+// or two N tiles, one or several load batches per warp, a partial last chunk, N not a multiple
+// of 16, strided x, weights over every code and over the subnormals), the small-M kernel's
+// fallbacks (odd K, staged x beyond the GEMV's shared memory) and cuBLASLt above.
 #include <cmath>
 
 #include "cases_util.h"

@@ -417,7 +417,6 @@ void run_bench(const std::string& out_path, const std::string& only) {
   linear("cuda.fp8_gemv", "9b mlp down", 4480, 15680, e4, true, bf);
   linear("cuda.fp8_gemv", "nano3 in_proj", 10304, 2688, e4, true, bf, 2);
   linear("cuda.fp8_gemv", "nano3 in_proj", 10304, 2688, e4, true, bf, 8);
-  linear("cuda.fp8_gemv", "nano3 in_proj", 10304, 2688, e4, true, bf, 16);
   linear("cuda.cublaslt", "nano3 in_proj", 10304, 2688, e4, true, bf, 16);
   linear("cuda.small_m", "9b in_proj", 22656, 4480, bf, false, bf);
   linear("cuda.small_m", "9b mlp up", 15680, 4480, bf, false, bf);

@@ -23,12 +23,13 @@ struct LinearLaunch {
 };
 void launch_linear_small_m(const LinearLaunch& p, void* stream);
 
-// The FP8 GEMV (linear_fp8_gemv.cu): x bf16 [T <= 16, K] with 16-byte aligned rows, W e4m3
-// [N, K] 16-byte aligned with K % 16 == 0, out f32 | bf16. W8A8 when input_scale > 0 (x is
-// quantized to e4m3 inside; scale = weight_scale * input_scale), W8A16 otherwise. Each block
-// stages the T rows of x in shared memory: fp8_gemv_stage_bytes(T, K, w8a8) must not exceed
-// fp8_gemv_max_stage_bytes().
+// The FP8 GEMV (linear_fp8_gemv.cu): x bf16 [T, K] with 16-byte aligned rows, W e4m3 [N, K]
+// 16-byte aligned with K % 16 == 0, out f32 | bf16. W8A8 when input_scale > 0 (T <= 8; x is
+// quantized to e4m3 inside; scale = weight_scale * input_scale), W8A16 otherwise (T <= 16).
+// Each block stages the T rows of x in shared memory: fp8_gemv_stage_bytes(T, K, w8a8) must
+// not exceed fp8_gemv_max_stage_bytes().
 constexpr int64_t kFp8GemvMaxRows = 16;
+constexpr int64_t kFp8GemvMaxRowsW8A8 = 8;
 int64_t fp8_gemv_stage_bytes(int64_t T, int64_t K, bool w8a8);
 int64_t fp8_gemv_max_stage_bytes();
 void launch_linear_fp8_gemv(const LinearLaunch& p, void* stream);

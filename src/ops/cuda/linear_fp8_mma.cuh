@@ -22,10 +22,14 @@
 // tensor cores keep only ~14 bits in a running sum); the four bf16 mmas of a chunk accumulate
 // in the tensor core (f32) and are added per chunk. The 8 warps' sums are added in warp order,
 // so results do not depend on timing.
+// Speed (docs/BENCHMARKS.md): the fragment layout makes each 16-byte load instruction cover 64
+// bytes of each of 8 rows, half a 128-byte line per row, and the kernel reaches 32-60% of the
+// H200's read ceiling, not the 70% it was built for (cuBLASLt's FP8 GEMM: 53% on the Nano-3
+// in_proj). The next step is to stage the weights through shared memory with whole-line copies
+// (cp.async or bulk copies) and read the fragments from there.
 #pragma once
 
 #include <atomic>
-#include <cstdlib>
 
 #include "ops/cuda/gemv.cuh"
 
@@ -60,25 +64,16 @@ __host__ __device__ constexpr int64_t stage_stride(int64_t K) {
   return bytes + 16;
 }
 
-// Chunks per 16-byte load batch: enough that a warp's share of K is one batch where possible
-// (ceil(chunks / 8) per warp), at most 8 (2 x 8 loads of 16 bytes in flight per lane).
-// STRATA_FP8_GEMV_BATCH=4|6|8 forces one size (for benchmarking the choice).
-inline int batch_for(int64_t K) {
-  static const int forced = [] {
-    const char* v = std::getenv("STRATA_FP8_GEMV_BATCH");
-    const int b = v ? std::atoi(v) : 0;
-    return b == 4 || b == 6 || b == 8 ? b : 0;
-  }();
-  if (forced) return forced;
-  const int64_t per_warp = (padded_k(K) / kChunk + kWarps - 1) / kWarps;
-  return per_warp <= 4 ? 4 : per_warp <= 6 ? 6 : 8;
-}
+// Chunks per load batch: a lane keeps 2 x 4 loads of 16 bytes in flight (80 registers, three
+// blocks per multiprocessor). Measured on the H200 against 6 and 8 (one batch per warp for the
+// Nano-3 widths, but 2 blocks per multiprocessor or spills): 4 was fastest on 10 of the 12 rows
+// of docs/BENCHMARKS.md, so more resident warps beat deeper batches here.
+constexpr int kBatch = 4;
 
 // Blocks per multiprocessor the kernels ask the register allocator for (__launch_bounds__):
-// 3 (80 registers, a few spilled at U = 6) while a lane holds at most 12 weight loads and one
-// N tile, else 2 (<= 128 registers, no spills).
-constexpr int min_blocks(int U, int NT) {
-  return U <= 6 && NT == 1 ? 3 : 2;
+// 3 with one N tile (80 registers), 2 with two.
+constexpr int min_blocks(int NT) {
+  return NT == 1 ? 3 : 2;
 }
 
 // Lets Kernel take kMaxStageBytes of dynamic shared memory when a block needs more than the

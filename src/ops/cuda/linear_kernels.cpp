@@ -1,7 +1,8 @@
 // Registrations of the linear op on the CUDA backend. The kernels live in this file so their
 // order is fixed: ops::run takes the first that supports the arguments, which makes the FP8
-// GEMV the choice for e4m3 weights at T <= 16 (when its staged x fits), the small-M kernel the
-// choice for other weights at T <= 8, and cuBLASLt the choice above (the harness tests all).
+// GEMV the choice for e4m3 weights (W8A8 at T <= 8, W8A16 at T <= 16, when its staged x fits),
+// the small-M kernel the choice for other weights at T <= 8, and cuBLASLt the choice above
+// (the harness tests all).
 #ifdef STRATA_HAVE_CUDA
 #include "ops/cuda/kernel_support.h"
 #include "ops/cuda/linear.h"
@@ -82,8 +83,9 @@ bool fp8_gemv_supports(const LinearArgs& a, std::string* why) {
   const int64_t T = a.x.dim(0), K = w.dim(1);
   c.require(w.dtype() == DType::F8E4M3,
             fmt::format("weight {} is not e4m3 (the FP8 GEMV's weights)", w.str()));
-  c.require(T <= kFp8GemvMaxRows,
-            fmt::format("T = {} above the FP8 GEMV's limit {}", T, kFp8GemvMaxRows));
+  const int64_t max_rows = is_w8a8(a) ? kFp8GemvMaxRowsW8A8 : kFp8GemvMaxRows;
+  c.require(T <= max_rows, fmt::format("T = {} above the FP8 GEMV's limit {} for {}", T, max_rows,
+                                       is_w8a8(a) ? "W8A8" : "W8A16"));
   if (!c) return false;
   c.require(K % 16 == 0 && reinterpret_cast<uintptr_t>(w.raw()) % 16 == 0,
             fmt::format("weight rows must be 16-byte aligned (K = {}, a multiple of 16)", K));

@@ -58,7 +58,7 @@ __device__ __forceinline__ bool valid_expert(const MoeExpertsLaunch& p, int e) {
 
 // grid (ceil(I / 16), pairs), dynamic shared memory: one staged x row (`stride` bytes).
 template <BKind B, int U>
-__global__ void __launch_bounds__(fp8::kThreads, fp8::min_blocks(U, 1))
+__global__ void __launch_bounds__(fp8::kThreads, fp8::min_blocks(1))
     fp8_up_kernel(const MoeExpertsLaunch p, const Fp8Scratch s, int64_t stride, int* errors) {
   extern __shared__ __align__(16) uint8_t xs[];
   __shared__ fp8::TileRed<1> red;
@@ -99,7 +99,7 @@ __global__ void __launch_bounds__(fp8::kThreads, fp8::min_blocks(U, 1))
 
 // grid (ceil(H / 16), pairs), dynamic shared memory: one staged h row (`stride` bytes).
 template <BKind B, int U>
-__global__ void __launch_bounds__(fp8::kThreads, fp8::min_blocks(U, 1))
+__global__ void __launch_bounds__(fp8::kThreads, fp8::min_blocks(1))
     fp8_down_kernel(const MoeExpertsLaunch p, const Fp8Scratch s, int64_t stride) {
   extern __shared__ __align__(16) uint8_t hs[];
   __shared__ fp8::TileRed<1> red;
@@ -176,28 +176,8 @@ void launch_b(const MoeExpertsLaunch& p, const Fp8Scratch& s, int* errors, cudaS
   const dim3 g_up(static_cast<unsigned>(feature_tiles(p.inter)), pairs);
   const dim3 g_down(static_cast<unsigned>(feature_tiles(p.hidden)), pairs);
   const size_t sm_up = static_cast<size_t>(up_stride), sm_down = static_cast<size_t>(down_stride);
-  switch (fp8::batch_for(p.hidden)) {
-    case 4:
-      up<fp8_up_kernel<B, 4>>(p, s, g_up, sm_up, up_stride, errors, st);
-      break;
-    case 6:
-      up<fp8_up_kernel<B, 6>>(p, s, g_up, sm_up, up_stride, errors, st);
-      break;
-    default:
-      up<fp8_up_kernel<B, 8>>(p, s, g_up, sm_up, up_stride, errors, st);
-      break;
-  }
-  switch (fp8::batch_for(p.inter)) {
-    case 4:
-      down<fp8_down_kernel<B, 4>>(p, s, g_down, sm_down, down_stride, st);
-      break;
-    case 6:
-      down<fp8_down_kernel<B, 6>>(p, s, g_down, sm_down, down_stride, st);
-      break;
-    default:
-      down<fp8_down_kernel<B, 8>>(p, s, g_down, sm_down, down_stride, st);
-      break;
-  }
+  up<fp8_up_kernel<B, fp8::kBatch>>(p, s, g_up, sm_up, up_stride, errors, st);
+  down<fp8_down_kernel<B, fp8::kBatch>>(p, s, g_down, sm_down, down_stride, st);
 }
 
 }  // namespace
