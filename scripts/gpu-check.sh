@@ -2,7 +2,8 @@
 # The GPU check (run on the GPU machine; DESIGN "The GPU machine"): builds strata with CUDA
 # (or takes a build made elsewhere), runs every test binary (the GPU tests included: the op
 # harness, and in test_model the golden fixtures on CUDA, decode-step transfer counts, FP8 and
-# graph tests), the per-block numeric gate and the batch-1 decode benchmark on synthetic models
+# graph tests), the kernel table (bench-kernels), the per-block numeric gate and the batch-1
+# decode benchmark with its per-op profile on synthetic models
 # of the real shapes (Nemotron-3-Nano-30B-A3B in the official selective FP8 layout,
 # Nemotron-Nano-9B-v2 in BF16), writes logs under $OUT (default ./gpu-check-out) and prints a
 # short summary last. Exits non-zero when anything failed.
@@ -70,7 +71,9 @@ missing=$(ldd "$BIN/strata" 2>/dev/null | grep "not found")
 [ -n "$missing" ] && note "missing libraries: $missing"
 
 # ---- decode benchmark on synthetic models of the real shapes (first: nothing else runs) ----
-if [ "$QUICK" = 1 ]; then GATE_T=8; STEPS=16; REPS=3; else GATE_T=16; STEPS=32; REPS=5; fi
+# The gate's prompt spans two scan chunks (128 tokens each) in a full check, so the prefill
+# scan's chunk-to-chunk state passing is gated too.
+if [ "$QUICK" = 1 ]; then GATE_T=8; STEPS=16; REPS=3; else GATE_T=160; STEPS=32; REPS=5; fi
 MODELS="nemotron-3-nano-30b-a3b:fp8 nemotron-nano-9b-v2:bf16"
 for md in $MODELS; do
   preset=${md%%:*}; dtype=${md##*:}; tag="${preset}_${dtype}"
@@ -84,6 +87,12 @@ for md in $MODELS; do
   grep -A10 "^| op |" "$OUT/logs/bench_$tag.log" | sed 's/^/  /' | tee -a "$SUMMARY"  # the 8 costliest ops
   [ "$rc" = 0 ] || tail -3 "$OUT/logs/bench_$tag.log" | sed 's/^/  /' | tee -a "$SUMMARY"
 done
+
+# ---- the decode-critical kernels and the prefill scan on the real shapes (bench-kernels) ----
+timeout "$(limit 150)" "$BIN/strata" bench-kernels --out "$OUT/logs/kernels.md" > "$OUT/logs/kernels.log" 2>&1
+rc=$?
+[ "$rc" = 0 ] || FAILED=1
+note "bench-kernels: rc=$rc, $(grep -c '^| ' "$OUT/logs/kernels.md" 2>/dev/null || echo 0) table lines ($(elapsed) s)"
 
 # ---- the test suite: every binary at once (the GPU ones share the device) ----
 run_test() {  # name timeout
@@ -133,6 +142,7 @@ done
 # ---- results: a few files (the device tool brings back at most 8) ----
 cat "$OUT"/logs/gate_*.log > "$OUT/gate.log" 2>/dev/null
 cat "$OUT"/logs/bench_*.log > "$OUT/bench.log" 2>/dev/null
+cp "$OUT/logs/kernels.md" "$OUT/kernels.md" 2>/dev/null
 tar -czf "$OUT/logs.tar.gz" -C "$OUT" logs && rm -rf "$OUT/logs"
 echo
 echo "==== gpu-check summary ($GPU, commit $COMMIT, $(elapsed) s) ===="
