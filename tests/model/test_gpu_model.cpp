@@ -99,13 +99,14 @@ TEST_F(Gpu, GoldenFixturesMatchTransformersOnCuda) {
   int64_t compared = 0, fixtures = 0, greedy_compared = 0;
   for (const fs::path& dir : dirs) {
     SCOPED_TRACE(dir.filename().string());
+    int64_t generate_bounces = 0;
     std::ifstream in(dir / "expected.json");
     const json expected = json::parse(in);
     const bool bf16 = expected.at("dtype") == "bfloat16";
     auto m = load_model(dir.string(), Device::Cuda, true);
-    // The fixtures' tiny shapes (head_dim 16) are below what some device kernels take: such
-    // ops run on the host through the counted bounce, every other op on the device.
-    ctx_.allow_host_bounce = true;
+    // Every op of the fixtures (head_dim 8..24 included) has a device kernel: no host bounce is
+    // allowed (a missing kernel throws) and none may happen.
+    ctx_.allow_host_bounce = false;
     const int64_t bounces_before = ctx_.host_bounces;
     const io::SafetensorsFile logits_file =
         io::SafetensorsFile::open((dir / "expected.safetensors").string());
@@ -167,7 +168,7 @@ TEST_F(Gpu, GoldenFixturesMatchTransformersOnCuda) {
       engine::GeneratorOptions opt;
       opt.max_context = static_cast<int64_t>(prompts[p].size() + want.size());
       engine::Generator gen(*m, Device::Cuda, opt);
-      gen.context().allow_host_bounce = true;
+      gen.context().allow_host_bounce = false;
       engine::SamplingParams sp;
       sp.temperature = 0;
       sp.max_tokens = static_cast<int64_t>(want.size());
@@ -181,9 +182,16 @@ TEST_F(Gpu, GoldenFixturesMatchTransformersOnCuda) {
             << "prompt " << p << " step " << j << ": " << got[j] << " vs " << want[j];
         break;
       }
+      const int64_t gen_bounces = gen.context().host_bounces.load();
+      EXPECT_EQ(gen_bounces, 0) << "greedy prompt " << p;
+      generate_bounces += gen_bounces;
     }
-    std::cout << fmt::format("[golden cuda] {}: {} ops bounced to the host in the prefills\n",
-                             dir.filename().string(), ctx_.host_bounces - bounces_before);
+    const int64_t bounces = ctx_.host_bounces.load() - bounces_before;
+    std::cout << fmt::format(
+        "[golden cuda] {}: host bounces {} in the prefills, {} in greedy generation "
+        "(both must be 0)\n",
+        dir.filename().string(), bounces, generate_bounces);
+    EXPECT_EQ(bounces, 0) << "ops of the prefills ran on the host";
     ++fixtures;
   }
   std::cout << fmt::format("[golden cuda] {} fixtures, {} logits and {} greedy tokens compared\n",

@@ -62,10 +62,16 @@ Outcome run_attention(const S& s, DType act, Rng& rng) {
 std::vector<OpCase> attention_cases() {
   const int64_t n3q = Nano3::q_heads, n3kv = Nano3::kv_heads, n9q = Nano9B::q_heads,
                 n9kv = Nano9B::kv_heads;
+  // The real models (head_dim 128; bf16 decode runs on both "cuda.decode" and "cuda"), then
+  // every head_dim family the general kernel handles (1 .. 256: lanes own 1, 2, 4 or 8 dims,
+  // masked past head_dim, vector loads only when head_dim is a multiple of that), including the
+  // golden fixtures' 8, 12, 16 and 24, at odd block sizes and contexts.
   const S shapes[] = {
       {"nano3 decode", n3q, n3kv, 128, 16, {1}, {1000}},
       {"nano3 decode long", n3q, n3kv, 128, 16, {1}, {4099}},
       {"nano3 decode batch", n3q, n3kv, 128, 16, {1, 1, 1}, {1, 37, 700}},
+      {"nano3 decode short of the table", n3q, n3kv, 128, 16, {1, 1}, {300, 4000}},
+      {"nano3 decode odd block", n3q, n3kv, 128, 7, {1}, {1001}},
       {"9b decode", n9q, n9kv, 128, 16, {1, 1}, {513, 64}},
       {"nano3 prefill", n3q, n3kv, 128, 16, {130}, {130}},
       {"nano3 chunked prefill", n3q, n3kv, 128, 16, {17, 5}, {17, 40}},
@@ -73,6 +79,18 @@ std::vector<OpCase> attention_cases() {
       {"9b mixed", n9q, n9kv, 128, 16, {1, 17, 3}, {90, 17, 20}},
       {"odd hd 64", 6, 3, 64, 7, {1, 3, 17}, {5, 3, 50}},
       {"odd mha", 4, 4, 64, 5, {13}, {29}},
+      {"hd 64 decode", 8, 1, 64, 5, {1, 1}, {300, 3999}},
+      {"hd 8", 8, 2, 8, 16, {1, 9}, {65, 9}},
+      {"hd 12", 4, 2, 12, 16, {11}, {11}},
+      {"hd 16 prefill", 4, 2, 16, 16, {23}, {23}},
+      {"hd 16 decode", 4, 2, 16, 3, {1, 1}, {9, 333}},
+      {"hd 24", 4, 1, 24, 16, {1, 6}, {50, 6}},
+      {"hd 32", 8, 2, 32, 3, {1, 9}, {40, 9}},
+      {"hd 80 decode", 10, 2, 80, 16, {1}, {777}},
+      {"hd 80 prefill", 10, 5, 80, 11, {29}, {61}},
+      {"hd 96", 12, 4, 96, 9, {31, 1}, {45, 100}},
+      {"hd 256 mixed", 8, 2, 256, 16, {1, 20}, {300, 20}},
+      {"hd 256 decode long", 16, 1, 256, 13, {1}, {2500}},
   };
   std::vector<OpCase> out;
   for (const S& s : shapes)

@@ -196,7 +196,10 @@ Row bench_conv_update(const char* what, int64_t C) {
   return r;
 }
 
-Row bench_attention(const char* what, int64_t nh, int64_t nkv, int64_t ctx_len) {
+// Decode attention through the named kernel ("cuda.decode": the one ops::run picks for bf16
+// decode; "cuda": the general family, for comparison).
+Row bench_attention(const char* kernel, const char* what, int64_t nh, int64_t nkv,
+                    int64_t ctx_len) {
   const int64_t hd = 128, bs = 16, nb = (ctx_len + bs - 1) / bs;
   const double kv_bytes = static_cast<double>(2 * ctx_len * nkv * hd * 2);
   const int sets = sets_for(kv_bytes);
@@ -219,15 +222,19 @@ Row bench_attention(const char* what, int64_t nh, int64_t nkv, int64_t ctx_len) 
       t[static_cast<size_t>(j)] = static_cast<int32_t>(i * nb + j);
     tables.push_back(device_i32(t).reshape(Shape{1, nb}));
   }
+  const auto& k = kernel_named<AttentionArgs>(kernel);
   OpContext ctx;
   cuda::bind(ctx);
+  a.block_tables = tables[0];
+  std::string why;
+  if (!k.supports(a, &why)) fail("bench attention {}: {}", kernel, why);
   Row r;
-  r.kernel = "attention decode (bf16 KV)";
+  r.kernel = fmt::format("attention {} decode (bf16 KV)", kernel);
   r.shape = fmt::format("{} heads {}/{}x{} ctx {}", what, nh, nkv, hd, ctx_len);
   r.bytes = kv_bytes + static_cast<double>(2 * nh * hd * 2);
   r.us = time_launches(sets, [&](int i) {
     a.block_tables = tables[static_cast<size_t>(i)];
-    ops::run(ctx, a);
+    k.run(a, ctx);
   });
   return r;
 }
@@ -429,12 +436,18 @@ void run_bench(const std::string& out_path, const std::string& only) {
                      [] { return bench_ssm_update("9b", 128, 80, 8, 128); });
   items.emplace_back("conv_update nano3, 6144", [] { return bench_conv_update("nano3", 6144); });
   items.emplace_back("conv_update 9b, 12288", [] { return bench_conv_update("9b", 12288); });
-  items.emplace_back("attention nano3, 32, 2, 4096",
-                     [] { return bench_attention("nano3", 32, 2, 4096); });
-  items.emplace_back("attention nano3, 32, 2, 32768",
-                     [] { return bench_attention("nano3", 32, 2, 32768); });
-  items.emplace_back("attention 9b, 40, 8, 4096",
-                     [] { return bench_attention("9b", 40, 8, 4096); });
+  // Attention labels: kernel, model, q heads, kv heads, context.
+  for (const char* kernel : {"cuda.decode", "cuda"}) {
+    const auto attention = [&](const char* what, int64_t nh, int64_t nkv, int64_t ctx_len) {
+      items.emplace_back(
+          fmt::format("attention {} {}, {}, {}, {}", kernel, what, nh, nkv, ctx_len),
+          [=] { return bench_attention(kernel, what, nh, nkv, ctx_len); });
+    };
+    attention("nano3", 32, 2, 4096);
+    attention("nano3", 32, 2, 32768);
+    attention("9b", 40, 8, 4096);
+    attention("9b", 40, 8, 32768);
+  }
   moe("cuda.decode", bf, false);
   moe("cuda.decode", e4, true);
   moe("cuda.decode", e4, false);

@@ -1,11 +1,18 @@
-// Causal GQA attention over the paged cache with an online (flash-style) softmax.
+// Causal GQA attention over the paged cache with an online (flash-style) softmax: the general
+// kernel family (prefill, chunked prefill, decode; f32 and bf16; any head_dim 1..256).
 // A block serves one sequence, one kv head and a tile of queries: its rows are the (query,
 // q head) pairs that share that kv head, so each K/V tile read from the cache is used by every
 // head of the group. Keys stream in tiles of kKeyTile through shared memory (converted to f32);
 // each warp owns rows: lane j scores key j of the tile, then the warp rescales its running
 // output (lane d-slice of head_dim) by the new maximum and adds P.V.
+// head_dim: lane owns DPL consecutive dims of a row padded to HDP = 32 * DPL (DPL 1, 2, 4, 8 for
+// head_dim up to 32, 64, 128, 256). Padding dims are zero in shared memory (they add nothing to
+// the scores) and masked at the output. K/V rows are read with one DPL-wide vector load per
+// lane when head_dim is a multiple of DPL (lanes past head_dim idle), element by element
+// otherwise.
 // Decode (one query per sequence) splits the context over blocks (split-K) and a second kernel
-// merges the partial (max, sum, output) triples.
+// merges the partial (max, sum, output) triples. The bf16 decode of the real models has its own
+// faster kernel (attention_decode.cu).
 #include <cfloat>
 
 #include "ops/cuda/attention.h"
@@ -33,21 +40,29 @@ int64_t queries_per_block(const AttentionLaunch& p) {
   return bq < 1 ? 1 : bq;
 }
 
-size_t smem_bytes(const AttentionLaunch& p) {
-  const int64_t rows = queries_per_block(p) * (p.n_heads / p.n_kv_heads);
-  return static_cast<size_t>(rows * p.head_dim + kKeyTile * (p.head_dim + 1) +
-                             kKeyTile * p.head_dim) *
-         sizeof(float);
+// Dims per lane: the padded row HDP = 32 * DPL holds head_dim.
+int dims_per_lane(int64_t head_dim) {
+  return head_dim <= 32 ? 1 : head_dim <= 64 ? 2 : head_dim <= 128 ? 4 : 8;
 }
 
+size_t smem_bytes(const AttentionLaunch& p) {
+  const int64_t rows = queries_per_block(p) * (p.n_heads / p.n_kv_heads);
+  const int64_t hdp = 32 * dims_per_lane(p.head_dim);
+  return static_cast<size_t>(rows * hdp + kKeyTile * (hdp + 1) + kKeyTile * hdp) * sizeof(float);
+}
+
+// vec_loads: head_dim % DPL == 0 and both caches aligned to DPL elements (checked by the
+// launcher), so a lane's DPL dims of a K/V row are one aligned vector.
 template <class T, int DPL>
 __global__ void __launch_bounds__(kWarps * 32)
-    attention_kernel(AttentionLaunch p, int64_t bq, int64_t split_len, int* errors) {
-  constexpr int HD = DPL * 32;
+    attention_kernel(AttentionLaunch p, int64_t bq, int64_t split_len, bool vec_loads,
+                     int* errors) {
+  constexpr int HD = DPL * 32;  // padded row width in shared memory
+  const int64_t hd = p.head_dim;
   extern __shared__ float sh[];
   const int64_t group = p.n_heads / p.n_kv_heads;
   const int64_t rows = bq * group;
-  float* qs = sh;                        // [rows][HD], pre-scaled
+  float* qs = sh;                        // [rows][HD], pre-scaled, zero past hd
   float* ks = qs + rows * HD;            // [kKeyTile][HD + 1] (padded: lanes read columns)
   float* vs = ks + kKeyTile * (HD + 1);  // [kKeyTile][HD]
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
@@ -69,8 +84,8 @@ __global__ void __launch_bounds__(kWarps * 32)
   for (int64_t e = threadIdx.x; e < rows * HD;
        e += blockDim.x) {  // unrolled: loads in flight together
     const int64_t r = e / HD, d = e % HD, qi = r / group, h = kvh * group + r % group;
-    qs[e] = qi < q_rows
-                ? to_f32(static_cast<const T*>(p.q.p)[(q_start + q0 + qi) * p.q.ld + h * HD + d]) *
+    qs[e] = qi < q_rows && d < hd
+                ? to_f32(static_cast<const T*>(p.q.p)[(q_start + q0 + qi) * p.q.ld + h * hd + d]) *
                       p.scale
                 : 0.f;
   }
@@ -96,8 +111,9 @@ __global__ void __launch_bounds__(kWarps * 32)
 
   // K/V tiles: warp w fetches keys w, w + 8, w + 16, w + 24 of a tile, each lane a DPL-wide
   // slice of the K and V rows, into registers; the next tile's fetch is issued before the
-  // current tile is scored, so memory latency overlaps the arithmetic.
+  // current tile is scored, so memory latency overlaps the arithmetic. Dims past hd are zero.
   constexpr int kKeysPerWarp = kKeyTile / kWarps;
+  const int64_t d0 = static_cast<int64_t>(lane) * DPL;  // this lane's first dim
   Slice<T, DPL> kr[kKeysPerWarp], vr[kKeysPerWarp];
   auto fetch = [&](int64_t tile0) {
 #pragma unroll
@@ -111,14 +127,23 @@ __global__ void __launch_bounds__(kWarps * 32)
           page = -1;
         }
       }
-      if (page >= 0) {
+      if (page >= 0 && d0 < hd) {
         const int64_t off =
             ((static_cast<int64_t>(page) * p.block_size + key % p.block_size) * p.n_kv_heads +
              kvh) *
-                HD +
-            lane * DPL;
-        kr[i] = *reinterpret_cast<const Slice<T, DPL>*>(kc + off);
-        vr[i] = *reinterpret_cast<const Slice<T, DPL>*>(vc + off);
+                hd +
+            d0;
+        if (vec_loads) {
+          kr[i] = *reinterpret_cast<const Slice<T, DPL>*>(kc + off);
+          vr[i] = *reinterpret_cast<const Slice<T, DPL>*>(vc + off);
+        } else {
+#pragma unroll
+          for (int d = 0; d < DPL; ++d) {
+            const bool in = d0 + d < hd;
+            kr[i].v[d] = in ? kc[off + d] : from_f32<T>(0.f);
+            vr[i].v[d] = in ? vc[off + d] : from_f32<T>(0.f);
+          }
+        }
       } else {
 #pragma unroll
         for (int d = 0; d < DPL; ++d)
@@ -179,10 +204,10 @@ __global__ void __launch_bounds__(kWarps * 32)
     const int64_t t = q_start + q0 + r / group, h = kvh * group + r % group;
     if (p.n_splits == 1) {
       const float inv = l[i] > 0.f ? 1.f / l[i] : 0.f;
-      T* o = static_cast<T*>(p.out.p) + t * p.out.ld + h * HD + lane * DPL;
+      T* o = static_cast<T*>(p.out.p) + t * p.out.ld + h * hd + d0;
 #pragma unroll
       for (int d = 0; d < DPL; ++d)
-        o[d] = from_f32<T>(acc[i][d] * inv);
+        if (d0 + d < hd) o[d] = from_f32<T>(acc[i][d] * inv);
     } else {
       // partials: [split][t][head] (max, sum) then [split][t][head][HD] outputs
       const int64_t T_ = p.q.rows, idx = (split * T_ + t) * p.n_heads + h;
@@ -194,14 +219,15 @@ __global__ void __launch_bounds__(kWarps * 32)
       }
 #pragma unroll
       for (int d = 0; d < DPL; ++d)
-        po[idx * HD + lane * DPL + d] = acc[i][d];
+        if (d0 + d < hd) po[idx * hd + d0 + d] = acc[i][d];
     }
   }
   // Rows of a split past the visible keys still leave a partial: (max -FLT_MAX, sum 0) above.
 }
 
-// grid (T, n_heads), block HD threads: merges the splits of one (token, head). The splits'
-// weights exp(m_s - max) are computed once, in parallel, in shared memory.
+// grid (T, n_heads), block head_dim rounded up to whole warps (the reductions shuffle over full
+// warps; threads past head_dim only help reduce): merges the splits of one (token, head). The
+// splits' weights exp(m_s - max) are computed once, in parallel, in shared memory.
 template <class T>
 __global__ void attention_combine_kernel(AttentionLaunch p) {
   extern __shared__ float wsh[];  // [S] split weights, then [32] reduction scratch
@@ -233,10 +259,11 @@ __global__ void attention_combine_kernel(AttentionLaunch p) {
   float sum = 0.f;
   for (unsigned w = 0; w < (blockDim.x + 31) / 32; ++w)
     sum += red[w];
+  if (threadIdx.x >= HD) return;
   float o = 0.f;
 #pragma unroll 8
   for (int64_t s = 0; s < S; ++s)
-    o += wsh[s] * po[((s * T_ + t) * p.n_heads + h) * HD + threadIdx.x];
+    if (wsh[s] > 0.f) o += wsh[s] * po[((s * T_ + t) * p.n_heads + h) * HD + threadIdx.x];
   static_cast<T*>(p.out.p)[t * p.out.ld + h * HD + threadIdx.x] =
       from_f32<T>(sum > 0.f ? o / sum : 0.f);
 }
@@ -253,7 +280,7 @@ __global__ void clear_partials_kernel(float* ml, int64_t n) {
 }  // namespace
 
 bool attention_head_dim_supported(int64_t head_dim) {
-  return head_dim == 64 || head_dim == 128;
+  return head_dim >= 1 && head_dim <= kAttentionMaxHeadDim;
 }
 
 int64_t attention_decode_splits(const AttentionLaunch& p, int sms) {
@@ -289,18 +316,27 @@ void launch_attention(const AttentionLaunch& p, int* index_errors, void* stream)
   }
   dim3 grid(static_cast<unsigned>(qtiles * p.n_splits), static_cast<unsigned>(p.n_kv_heads),
             static_cast<unsigned>(B));
+  const int dpl = dims_per_lane(p.head_dim);
   with_act(p.q.dt, [&](auto tag) {
     using T = decltype(tag);
-    auto kernel = p.head_dim == 64 ? attention_kernel<T, 2> : attention_kernel<T, 4>;
+    const size_t vec_bytes = static_cast<size_t>(dpl) * sizeof(T);
+    const bool vec_loads = p.head_dim % dpl == 0 &&
+                           reinterpret_cast<uintptr_t>(p.k_cache) % vec_bytes == 0 &&
+                           reinterpret_cast<uintptr_t>(p.v_cache) % vec_bytes == 0;
+    auto kernel = dpl == 1   ? attention_kernel<T, 1>
+                  : dpl == 2 ? attention_kernel<T, 2>
+                  : dpl == 4 ? attention_kernel<T, 4>
+                             : attention_kernel<T, 8>;
     if (smem > 48 * 1024)
       STRATA_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                              static_cast<int>(smem)));
-    kernel<<<grid, kWarps * 32, smem, s>>>(p, bq, split_len, index_errors);
+    kernel<<<grid, kWarps * 32, smem, s>>>(p, bq, split_len, vec_loads, index_errors);
     STRATA_CUDA_LAUNCH_CHECK();
     if (p.n_splits > 1) {
+      const auto threads = static_cast<unsigned>((p.head_dim + 31) / 32 * 32);
       attention_combine_kernel<T>
-          <<<dim3(static_cast<unsigned>(p.q.rows), static_cast<unsigned>(p.n_heads)),
-             static_cast<unsigned>(p.head_dim), (p.n_splits + 32) * sizeof(float), s>>>(p);
+          <<<dim3(static_cast<unsigned>(p.q.rows), static_cast<unsigned>(p.n_heads)), threads,
+             (p.n_splits + 32) * sizeof(float), s>>>(p);
       STRATA_CUDA_LAUNCH_CHECK();
     }
   });

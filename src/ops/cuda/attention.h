@@ -1,9 +1,13 @@
-// Launcher of causal GQA attention over the paged KV cache (prefill and decode).
+// Launchers of causal GQA attention over the paged KV cache: the general kernel family (prefill
+// and decode, f32 and bf16, any head_dim 1..256; attention.cu) and the bf16 decode kernel of the
+// real models' shapes (tensor cores, fused split combine; attention_decode.cu).
 #pragma once
 
 #include "ops/cuda/device_views.h"
 
 namespace strata::cuda {
+
+constexpr int64_t kAttentionMaxHeadDim = 256;
 
 struct AttentionLaunch {
   Mat q;                          // [T, n_heads * hd] act
@@ -21,10 +25,45 @@ struct AttentionLaunch {
   float* partials = nullptr;
 };
 
-bool attention_head_dim_supported(int64_t head_dim);
+// ---- general kernel family (attention.cu) ----
+
+bool attention_head_dim_supported(int64_t head_dim);  // 1..kAttentionMaxHeadDim
 // Splits for a decode step: enough blocks to fill `sms` multiprocessors twice over.
 int64_t attention_decode_splits(const AttentionLaunch& p, int sms);
 int64_t attention_partials_floats(const AttentionLaunch& p);
 void launch_attention(const AttentionLaunch& p, int* index_errors, void* stream);
+
+// ---- bf16 decode kernel (attention_decode.cu) ----
+// One query per sequence, bf16 q/K/V/out, head_dim 64 or 128, GQA group of at most 16 query
+// heads (one m16 tensor-core tile), q rows and K/V rows 16-byte aligned. A block serves one
+// (sequence, kv head, split of the context); the context is split so that the grid fills the
+// GPU once (grid sizes depend only on the batch and the block-table width, so a CUDA graph
+// captured once stays valid for every context length). Each split writes its partial (max, sum,
+// output); the last block of a (sequence, kv head) to finish merges them and writes the output.
+
+constexpr int kDecodeMaxGroup = 16;
+// A split's page-table entries are staged in shared memory: at most this many per split.
+constexpr int64_t kDecodeMaxPagesPerSplit = 2048;
+// The split combine counters live in one device buffer owned by the launcher (zeroed once,
+// left zero by every launch): B * n_kv_heads must fit when the context is split.
+constexpr int64_t kDecodeCounters = 4096;
+
+struct DecodeAttentionPlan {
+  int64_t splits = 1;     // splits of the context per (sequence, kv head)
+  int64_t split_len = 0;  // keys per split (a multiple of 16)
+};
+
+bool attention_decode_shape_supported(int64_t head_dim, int64_t group);
+// min_split_keys: each split streams at least this many keys of a full-width context (>= 16).
+DecodeAttentionPlan plan_attention_decode(const AttentionLaunch& p, int sms,
+                                          int64_t min_split_keys);
+// Partials of a split decode: floats for (max, sum) and output rows of every split.
+int64_t attention_decode_partials_floats(const AttentionLaunch& p, const DecodeAttentionPlan& plan);
+// Makes the split tickets (once per process); false while `stream` is being captured and they
+// do not exist yet (then plan with one split).
+bool attention_decode_counters_ready(void* stream);
+// `partials` (p.partials) is needed when plan.splits > 1; plan.splits == 0 means no plan.
+void launch_attention_decode(const AttentionLaunch& p, const DecodeAttentionPlan& plan,
+                             int* index_errors, void* stream);
 
 }  // namespace strata::cuda

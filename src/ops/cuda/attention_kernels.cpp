@@ -1,5 +1,10 @@
-// Registration of attention on the CUDA backend (prefill and decode in one kernel family).
+// Registration of attention on the CUDA backend: "cuda.decode" (bf16 decode at the real models'
+// shapes: tensor cores, fused split combine) is registered first, so ops::run prefers it;
+// "cuda" (the general family: prefill and decode, f32 and bf16, head_dim 1..256) takes the rest.
 #ifdef STRATA_HAVE_CUDA
+#include <cstdint>
+#include <cstdlib>
+
 #include "ops/cuda/attention.h"
 #include "ops/cuda/cuda_backend.h"
 #include "ops/cuda/kernel_support.h"
@@ -26,7 +31,7 @@ bool attention_supports(const AttentionArgs& a, std::string* why) {
                         a.n_kv_heads));
   if (!c) return false;
   c.require(attention_head_dim_supported(a.head_dim),
-            fmt::format("head_dim {} (kernels exist for 64 and 128)", a.head_dim));
+            fmt::format("head_dim {} outside 1..{}", a.head_dim, kAttentionMaxHeadDim));
   c.require(a.n_heads / a.n_kv_heads <= 64,
             fmt::format("GQA group {} above 64 query heads per kv head", a.n_heads / a.n_kv_heads));
   c.require(a.max_q_len >= 1, fmt::format("max_q_len {} must be >= 1", a.max_q_len));
@@ -46,7 +51,7 @@ bool attention_supports(const AttentionArgs& a, std::string* why) {
   return c;
 }
 
-void attention_run(const AttentionArgs& a, OpContext& ctx) {
+AttentionLaunch launch_of(const AttentionArgs& a) {
   AttentionLaunch p;
   p.q = mat_of(a.q);
   p.k_cache = a.k_cache.raw();
@@ -62,6 +67,11 @@ void attention_run(const AttentionArgs& a, OpContext& ctx) {
   p.max_q_len = a.max_q_len;
   p.scale = a.scale;
   p.out = mat_of(a.out);
+  return p;
+}
+
+void attention_run(const AttentionArgs& a, OpContext& ctx) {
+  AttentionLaunch p = launch_of(a);
   Tensor partials;
   if (a.max_q_len == 1) {
     p.n_splits = attention_decode_splits(p, multiprocessor_count());
@@ -73,8 +83,77 @@ void attention_run(const AttentionArgs& a, OpContext& ctx) {
   launch_attention(p, index_error_counter(), stream_of(ctx));
 }
 
+// ---- cuda.decode ----
+
+// Keys each split streams at least (a full-width context): enough to amortize the split's
+// partial (group x (head_dim + 2) f32) and the pipeline start. STRATA_ATTENTION_SPLIT_KEYS
+// overrides it (a tuning knob for `strata bench-kernels`, read once).
+int64_t min_split_keys() {
+  static const int64_t v = [] {
+    const char* e = std::getenv("STRATA_ATTENTION_SPLIT_KEYS");
+    const long long n = e ? std::atoll(e) : 0;
+    return n >= 16 ? static_cast<int64_t>(n) : int64_t{256};
+  }();
+  return v;
+}
+
+bool aligned16(const void* p) {
+  return reinterpret_cast<uintptr_t>(p) % 16 == 0;
+}
+
+bool decode_supports(const AttentionArgs& a, std::string* why) {
+  if (!attention_supports(a, why)) return false;
+  ArgCheck c(why);
+  const int64_t group = a.n_heads / a.n_kv_heads;
+  c.require(a.max_q_len == 1, fmt::format("max_q_len {}: decode only", a.max_q_len));
+  c.require(a.q.dtype() == DType::BF16, fmt::format("q {}: bf16 only", a.q.str()));
+  c.require(attention_decode_shape_supported(a.head_dim, group),
+            fmt::format("head_dim {} / GQA group {}: kernels for head_dim 64, 128 and groups "
+                        "up to {}",
+                        a.head_dim, group, kDecodeMaxGroup));
+  if (!c) return false;
+  const Mat q = mat_of(a.q);
+  c.require(aligned16(a.q.raw()) && (q.rows <= 1 || q.ld % 8 == 0),
+            fmt::format("q {}: rows must start 16-byte aligned", a.q.str()));
+  c.require(aligned16(a.k_cache.raw()) && aligned16(a.v_cache.raw()),
+            "k_cache / v_cache must start 16-byte aligned");
+  if (!c) return false;
+  const DecodeAttentionPlan plan =
+      plan_attention_decode(launch_of(a), multiprocessor_count(), min_split_keys());
+  c.require(plan.splits >= 1,
+            fmt::format("block size {} x {} table columns: a split's page entries exceed {}",
+                        a.k_cache.dim(1), a.block_tables.dim(1), kDecodeMaxPagesPerSplit));
+  return c;
+}
+
+void decode_run(const AttentionArgs& a, OpContext& ctx) {
+  AttentionLaunch p = launch_of(a);
+  DecodeAttentionPlan plan = plan_attention_decode(p, multiprocessor_count(), min_split_keys());
+  if (plan.splits > 1 && !attention_decode_counters_ready(stream_of(ctx))) {
+    // First use inside a graph capture: the tickets cannot be zeroed for later eager launches
+    // now, so this capture runs the context as one split when its pages fit, else the general
+    // kernel.
+    const int64_t max_ctx = p.block_tables.cols * p.block_size;
+    plan.splits = 1;
+    plan.split_len = (max_ctx + 15) / 16 * 16;
+    if (plan.split_len / p.block_size + 2 > kDecodeMaxPagesPerSplit) {
+      attention_run(a, ctx);
+      return;
+    }
+  }
+  Tensor partials;
+  if (plan.splits > 1) {
+    partials = Tensor::empty(Shape{attention_decode_partials_floats(p, plan)}, DType::F32,
+                             Device::Cuda);
+    p.partials = partials.data<float>();
+  }
+  launch_attention_decode(p, plan, index_error_counter(), stream_of(ctx));
+}
+
 }  // namespace
 
+// Registration order = preference: the decode kernel first.
+STRATA_REGISTER_KERNEL(AttentionArgs, "cuda.decode", Device::Cuda, decode_supports, decode_run);
 STRATA_REGISTER_KERNEL(AttentionArgs, "cuda", Device::Cuda, attention_supports, attention_run);
 
 }  // namespace strata::cuda
