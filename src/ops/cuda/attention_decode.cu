@@ -459,9 +459,11 @@ __global__ void __launch_bounds__(kThreads, 1) attention_decode_kernel(DecodeArg
 #pragma unroll
   for (int d = 0; d < 8; ++d)
     acc[d] = 0.f;
+  // Unrolled without a branch, so the loads of several splits are in flight together (a zero
+  // weight multiplies a finite partial: every active split wrote its rows).
+#pragma unroll 8
   for (int s = 0; s < active; ++s) {
     const float w = weights[row * kMaxSplits + s];
-    if (w == 0.f) continue;
     const float4* src = reinterpret_cast<const float4*>(po + ((bk * S + s) * group + row) * HD + d0);
     const float4 x = __ldcg(src), y = __ldcg(src + 1);
     acc[0] += w * x.x;
