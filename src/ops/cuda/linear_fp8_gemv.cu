@@ -107,9 +107,12 @@ void launch_stream_r(const Fp8LinearParams& q, cudaStream_t s) {
 
 template <BKind B, int NT>
 void launch_stream_nt(const Fp8LinearParams& q, cudaStream_t s) {
+  // 8-row blocks double the blocks that stage x: only where staging is cheap (W8A16 copies x;
+  // W8A8 divides T x K values per block, which dominated at T = 8 on the register core).
   const int64_t tiles = (q.N + fp8::kTileRows - 1) / fp8::kTileRows;
   if constexpr (NT == 1)
-    if (fp8::rows_for_grid(tiles, q.N, 1, fp8::stream_block_slots()) == 8)
+    if ((B == BKind::BF16 || q.M <= 2) &&
+        fp8::rows_for_grid(tiles, q.N, 1, fp8::stream_block_slots()) == 8)
       return launch_stream_r<B, NT, 8>(q, s);
   launch_stream_r<B, NT, 16>(q, s);
 }
