@@ -180,6 +180,9 @@ std::vector<OpCase> experts_cases() {
       {"nano3 widths, 16 experts", 2, 16, k, H, I, bf, WK::Fp8W8A16},
       {"nano3 widths, 16 experts", 5, 16, k, H, I, bf, WK::Fp8W8A8},
       {"nano3 widths, 16 experts", 8, 16, k, H, I, bf, WK::Fp8W8A8},
+      // The streamed FP8 kernel's rings wrapping (H200): up at 8 rows per block with 10 slices
+      // of 512 bytes through 8 slots, down at 16 rows with 6 slices through 4.
+      {"stream ring", 2, 5, 2, 4624, 2576, bf, WK::Fp8W8A8},
       {"aligned odd", 3, 5, 2, 272, 208, bf, WK::Fp8W8A8},
       {"aligned odd", 7, 5, 2, 272, 208, bf, WK::Fp8W8A16},
       {"small", 300, 16, 4, 256, 192, bf, WK::Act},

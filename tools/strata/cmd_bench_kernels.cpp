@@ -425,6 +425,16 @@ void run_bench(const std::string& out_path, const std::string& only) {
   linear("cuda.fp8_gemv", "nano3 in_proj", 10304, 2688, e4, true, bf, 2);
   linear("cuda.fp8_gemv", "nano3 in_proj", 10304, 2688, e4, true, bf, 8);
   linear("cuda.cublaslt", "nano3 in_proj", 10304, 2688, e4, true, bf, 16);
+  // The streamed FP8 GEMV (weights through shared memory), the decode choice since round 2.
+  linear("cuda.fp8_stream", "nano3 in_proj", 10304, 2688, e4, true, bf);
+  linear("cuda.fp8_stream", "nano3 in_proj", 10304, 2688, e4, false, bf);
+  linear("cuda.fp8_stream", "nano3 shared up", 3712, 2688, e4, true, bf);
+  linear("cuda.fp8_stream", "nano3 shared down", 2688, 3712, e4, true, bf);
+  linear("cuda.fp8_stream", "nano3 out_proj", 2688, 4096, e4, true, bf);
+  linear("cuda.fp8_stream", "9b mlp up", 15680, 4480, e4, true, bf);
+  linear("cuda.fp8_stream", "9b mlp down", 4480, 15680, e4, true, bf);
+  linear("cuda.fp8_stream", "nano3 in_proj", 10304, 2688, e4, true, bf, 2);
+  linear("cuda.fp8_stream", "nano3 in_proj", 10304, 2688, e4, true, bf, 8);
   linear("cuda.small_m", "9b in_proj", 22656, 4480, bf, false, bf);
   linear("cuda.small_m", "9b mlp up", 15680, 4480, bf, false, bf);
   linear("cuda.small_m", "9b mlp down", 4480, 15680, bf, false, bf);
@@ -453,6 +463,8 @@ void run_bench(const std::string& out_path, const std::string& only) {
   moe("cuda.decode", e4, false);
   moe("cuda.fp8_decode", e4, true);
   moe("cuda.fp8_decode", e4, false);
+  moe("cuda.fp8_stream", e4, true);
+  moe("cuda.fp8_stream", e4, false);
   std::vector<Row> rows;
   for (const auto& [label, measure] : items) {
     if (!only.empty() && label.find(only) == std::string::npos) continue;

@@ -33,6 +33,9 @@ constexpr int64_t kFp8GemvMaxRowsW8A8 = 8;
 int64_t fp8_gemv_stage_bytes(int64_t T, int64_t K, bool w8a8);
 int64_t fp8_gemv_max_stage_bytes();
 void launch_linear_fp8_gemv(const LinearLaunch& p, void* stream);
+// The same product and limits with the weights streamed through shared memory (cp.async,
+// linear_fp8_stream.cuh); also 16-byte aligned x rows and weights.
+void launch_linear_fp8_stream(const LinearLaunch& p, void* stream);
 
 // out[T, K] (contiguous e4m3 bytes) = sat_e4m3(x / input_scale), x f32 | bf16.
 void launch_quantize_fp8(const Mat& x, float input_scale, void* out, void* stream);

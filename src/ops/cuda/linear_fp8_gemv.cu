@@ -3,9 +3,12 @@
 // quantizes x (bf16) to e4m3 with the static input scale inside each block, so the layer is
 // one launch; that costs T x K divisions per block, which is why T stops at 8 (at T = 16 it
 // measured 3.5x slower than cuBLASLt's FP8 GEMM). W8A16 (T <= 16) stages x as bf16 and widens
-// the weights to bf16 exactly.
+// the weights to bf16 exactly. Two cores: the register core (linear_fp8_mma.cuh, cuda.fp8_gemv)
+// and the streamed core (linear_fp8_stream.cuh, cuda.fp8_stream: the weights pass through
+// shared memory with cp.async; one block per 16 or 8 output features).
 #include "ops/cuda/linear.h"
 #include "ops/cuda/linear_fp8_mma.cuh"
+#include "ops/cuda/linear_fp8_stream.cuh"
 
 namespace strata::cuda {
 
@@ -26,6 +29,19 @@ struct Fp8LinearParams {
   int64_t stride;  // staged x row stride (bytes)
 };
 
+// Sums the warps' accumulators and stores rows [n0, n0 + rows) of every token.
+template <int NT>
+__device__ __forceinline__ void store_tile(const Fp8LinearParams& p, const float (&acc)[NT][4],
+                                           fp8::TileRed<NT>& red, int64_t n0, int rows) {
+  fp8::tile_sum<NT>(acc, red, rows, p.M, [&](int r, int m, float s) {
+    const int64_t i = m * p.ldo + n0 + r;
+    if (p.out_f32)
+      static_cast<float*>(p.out)[i] = s * p.scale;
+    else
+      static_cast<bf16*>(p.out)[i] = __float2bfloat16_rn(s * p.scale);
+  });
+}
+
 // grid ceil(N / 16), 256 threads, dynamic shared memory M * stride.
 template <BKind B, int NT, int U>
 __global__ void __launch_bounds__(fp8::kThreads, fp8::min_blocks(NT))
@@ -43,13 +59,26 @@ __global__ void __launch_bounds__(fp8::kThreads, fp8::min_blocks(NT))
   __syncthreads();
   float acc[NT][4];
   fp8::warp_dot<B, NT, U>(w, c0, c1, alo, ahi, xs, p.stride, p.M, acc);
-  fp8::tile_sum<NT>(acc, red, rows, p.M, [&](int r, int m, float s) {
-    const int64_t i = m * p.ldo + n0 + r;
-    if (p.out_f32)
-      static_cast<float*>(p.out)[i] = s * p.scale;
-    else
-      static_cast<bf16*>(p.out)[i] = __float2bfloat16_rn(s * p.scale);
-  });
+  store_tile<NT>(p, acc, red, n0, rows);
+}
+
+// The streamed variant (linear_fp8_stream.cuh): grid ceil(N / R), dynamic shared memory
+// kRingBytes (the weight slices) + M * stride (the staged B operand).
+template <BKind B, int NT, int R>
+__global__ void __launch_bounds__(fp8::kThreads, fp8::stream_min_blocks(NT))
+    fp8_linear_stream_kernel(const Fp8LinearParams p) {
+  extern __shared__ __align__(128) uint8_t smem[];  // [kRingBytes] ring, then [M][stride] x
+  __shared__ fp8::TileRed<NT> red;
+  uint8_t* ring = smem;
+  uint8_t* xs = smem + fp8::kRingBytes;
+  const int64_t n0 = static_cast<int64_t>(blockIdx.x) * R;
+  const int rows = static_cast<int>(min(static_cast<int64_t>(R), p.N - n0));
+  const fp8::StreamTile w{p.w + n0 * p.K, rows, p.K};
+  fp8::stream_start<R>(w, ring);  // in flight while x is staged
+  fp8::stage_b<B, B == BKind::E4M3>(p.x, p.ldx, p.M, p.K, p.input_scale, xs, p.stride);
+  float acc[NT][4];
+  fp8::stream_dot<B, NT, R>(w, ring, xs, p.stride, p.M, acc);
+  store_tile<NT>(p, acc, red, n0, rows);
 }
 
 template <auto Kernel, int NT>
@@ -66,24 +95,36 @@ void launch_nt(const Fp8LinearParams& q, cudaStream_t s) {
   go<fp8_linear_kernel<B, NT, fp8::kBatch>, NT>(q, blocks, smem, s);
 }
 
-}  // namespace
-
-int64_t fp8_gemv_stage_bytes(int64_t T, int64_t K, bool w8a8) {
-  return T * (w8a8 ? fp8::stage_stride<BKind::E4M3>(K) : fp8::stage_stride<BKind::BF16>(K));
+template <BKind B, int NT, int R>
+void launch_stream_r(const Fp8LinearParams& q, cudaStream_t s) {
+  constexpr auto kKernel = fp8_linear_stream_kernel<B, NT, R>;
+  const unsigned blocks = static_cast<unsigned>((q.N + R - 1) / R);
+  const size_t smem = fp8::stream_smem(q.M * q.stride);
+  fp8::fit_stream_smem<kKernel>(smem, sizeof(fp8::TileRed<NT>));
+  kKernel<<<blocks, fp8::kThreads, smem, s>>>(q);
+  STRATA_CUDA_LAUNCH_CHECK();
 }
 
-int64_t fp8_gemv_max_stage_bytes() {
-  return fp8::kMaxStageBytes;
+template <BKind B, int NT>
+void launch_stream_nt(const Fp8LinearParams& q, cudaStream_t s) {
+  // 8-row blocks double the blocks that stage x: only where staging is cheap (W8A16 copies x;
+  // W8A8 divides T x K values per block, which dominated at T = 8 on the register core).
+  const int64_t tiles = (q.N + fp8::kTileRows - 1) / fp8::kTileRows;
+  if constexpr (NT == 1)
+    if ((B == BKind::BF16 || q.M <= 2) &&
+        fp8::rows_for_grid(tiles, q.N, 1, fp8::stream_block_slots()) == 8)
+      return launch_stream_r<B, NT, 8>(q, s);
+  launch_stream_r<B, NT, 16>(q, s);
 }
 
-void launch_linear_fp8_gemv(const LinearLaunch& p, void* stream) {
-  if (p.x.rows == 0 || p.n == 0) return;
+// The launch parameters shared by both cores (validated like launch_linear_fp8_gemv).
+Fp8LinearParams params_of(const LinearLaunch& p, const char* fail) {
   const bool w8a8 = p.input_scale > 0.f;
   if (p.x.rows > (w8a8 ? kFp8GemvMaxRowsW8A8 : kFp8GemvMaxRows) || p.wt != DType::F8E4M3 ||
       p.x.dt != DType::BF16 || p.k % 16 != 0 ||
       fp8_gemv_stage_bytes(p.x.rows, p.k, w8a8) > fp8::kMaxStageBytes ||
       (p.out.dt != DType::F32 && p.out.dt != DType::BF16))
-    STRATA_CUDA_FAIL("fp8 GEMV: arguments outside the kernel's limits (checked in supports)");
+    STRATA_CUDA_FAIL(fail);
   Fp8LinearParams q;
   q.x = static_cast<const bf16*>(p.x.p);
   q.ldx = p.x.ld;
@@ -96,17 +137,44 @@ void launch_linear_fp8_gemv(const LinearLaunch& p, void* stream) {
   q.out = p.out.p;
   q.ldo = p.out.ld;
   q.out_f32 = p.out.dt == DType::F32;
+  q.stride = w8a8 ? fp8::stage_stride<BKind::E4M3>(p.k) : fp8::stage_stride<BKind::BF16>(p.k);
+  return q;
+}
+
+}  // namespace
+
+int64_t fp8_gemv_stage_bytes(int64_t T, int64_t K, bool w8a8) {
+  return T * (w8a8 ? fp8::stage_stride<BKind::E4M3>(K) : fp8::stage_stride<BKind::BF16>(K));
+}
+
+int64_t fp8_gemv_max_stage_bytes() {
+  return fp8::kMaxStageBytes;
+}
+
+void launch_linear_fp8_gemv(const LinearLaunch& p, void* stream) {
+  if (p.x.rows == 0 || p.n == 0) return;
+  const Fp8LinearParams q =
+      params_of(p, "fp8 GEMV: arguments outside the kernel's limits (checked in supports)");
   auto s = static_cast<cudaStream_t>(stream);
-  if (w8a8) {
-    q.stride = fp8::stage_stride<BKind::E4M3>(p.k);
+  if (p.input_scale > 0.f)
     launch_nt<BKind::E4M3, 1>(q, s);
-  } else {
-    q.stride = fp8::stage_stride<BKind::BF16>(p.k);
-    if (q.M <= 8)
-      launch_nt<BKind::BF16, 1>(q, s);
-    else
-      launch_nt<BKind::BF16, 2>(q, s);
-  }
+  else if (q.M <= 8)
+    launch_nt<BKind::BF16, 1>(q, s);
+  else
+    launch_nt<BKind::BF16, 2>(q, s);
+}
+
+void launch_linear_fp8_stream(const LinearLaunch& p, void* stream) {
+  if (p.x.rows == 0 || p.n == 0) return;
+  const Fp8LinearParams q = params_of(
+      p, "fp8 streamed GEMV: arguments outside the kernel's limits (checked in supports)");
+  auto s = static_cast<cudaStream_t>(stream);
+  if (p.input_scale > 0.f)
+    launch_stream_nt<BKind::E4M3, 1>(q, s);
+  else if (q.M <= 8)
+    launch_stream_nt<BKind::BF16, 1>(q, s);
+  else
+    launch_stream_nt<BKind::BF16, 2>(q, s);
 }
 
 }  // namespace strata::cuda

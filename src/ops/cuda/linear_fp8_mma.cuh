@@ -25,8 +25,9 @@
 // Speed (docs/BENCHMARKS.md): the fragment layout makes each 16-byte load instruction cover 64
 // bytes of each of 8 rows, half a 128-byte line per row, and the kernel reaches 32-60% of the
 // H200's read ceiling, not the 70% it was built for (cuBLASLt's FP8 GEMM: 53% on the Nano-3
-// in_proj). The next step is to stage the weights through shared memory with whole-line copies
-// (cp.async or bulk copies) and read the fragments from there.
+// in_proj). linear_fp8_stream.cuh stages the weights through shared memory with whole-line
+// cp.async copies and reads the fragments from there (cuda.fp8_stream, registered first); this
+// register core stays registered behind it.
 #pragma once
 
 #include <atomic>

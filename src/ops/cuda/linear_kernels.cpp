@@ -1,8 +1,9 @@
 // Registrations of the linear op on the CUDA backend. The kernels live in this file so their
 // order is fixed: ops::run takes the first that supports the arguments, which makes the FP8
-// GEMV the choice for e4m3 weights (W8A8 at T <= 8, W8A16 at T <= 16, when its staged x fits),
-// the small-M kernel the choice for other weights at T <= 8, and cuBLASLt the choice above
-// (the harness tests all).
+// GEMV (streamed through shared memory, cuda.fp8_stream; its register-core predecessor
+// cuda.fp8_gemv stays registered behind it with the same limits) the choice for e4m3 weights (W8A8
+// at T <= 8, W8A16 at T <= 16, when its staged x fits), the small-M kernel the choice for other
+// weights at T <= 8, and cuBLASLt the choice above (the harness tests all).
 #ifdef STRATA_HAVE_CUDA
 #include "ops/cuda/kernel_support.h"
 #include "ops/cuda/linear.h"
@@ -97,13 +98,20 @@ bool fp8_gemv_supports(const LinearArgs& a, std::string* why) {
                         stage, fp8_gemv_max_stage_bytes()));
   return c;
 }
-void fp8_gemv_run(const LinearArgs& a, OpContext& ctx) {
+LinearLaunch fp8_launch_of(const LinearArgs& a) {
   LinearLaunch p = launch_of(a);
   if (is_w8a8(a)) {
     p.input_scale = a.w.input_scale;
     p.scale = a.w.input_scale * a.w.weight_scale;
   }
-  launch_linear_fp8_gemv(p, stream_of(ctx));
+  return p;
+}
+void fp8_gemv_run(const LinearArgs& a, OpContext& ctx) {
+  launch_linear_fp8_gemv(fp8_launch_of(a), stream_of(ctx));
+}
+// The streamed FP8 GEMV has the same limits as the register one (fp8_gemv_supports).
+void fp8_stream_run(const LinearArgs& a, OpContext& ctx) {
+  launch_linear_fp8_stream(fp8_launch_of(a), stream_of(ctx));
 }
 
 bool cublaslt_supports(const LinearArgs& a, std::string* why) {
@@ -140,6 +148,8 @@ void cublaslt_run(const LinearArgs& a, OpContext& ctx) {
 
 }  // namespace
 
+STRATA_REGISTER_KERNEL(LinearArgs, "cuda.fp8_stream", Device::Cuda, fp8_gemv_supports,
+                       fp8_stream_run);
 STRATA_REGISTER_KERNEL(LinearArgs, "cuda.fp8_gemv", Device::Cuda, fp8_gemv_supports, fp8_gemv_run);
 STRATA_REGISTER_KERNEL(LinearArgs, "cuda.small_m", Device::Cuda, small_m_supports, small_m_run);
 STRATA_REGISTER_KERNEL(LinearArgs, "cuda.cublaslt", Device::Cuda, cublaslt_supports, cublaslt_run);
