@@ -62,8 +62,10 @@ struct Smem {
   static constexpr size_t kRowSum = kWeights + kRows * kMaxSplits * sizeof(float);
   static constexpr size_t kFlag = kRowSum + kRows * sizeof(float);
   static constexpr size_t kBytes = kFlag + 16;
-  // The warps' output rows, [kWarps][kRows][HD] f32, reuse the stage area once it is drained.
-  static_assert(size_t{kWarps} * kRows * HD * sizeof(float) <= kPages, "merge buffer fits");
+  // The warps' outputs in fragment order, [kWarps][32][4 * HD / 8 + 4] f32, reuse the stage
+  // area once it is drained.
+  static_assert(size_t{kWarps} * 32 * (4 * (HD / 8) + 4) * sizeof(float) <= kPages,
+                "merge buffer fits");
 };
 
 // 16-byte chunk swizzles (chunk index XOR a function of the row within the tile) that make the
@@ -202,29 +204,42 @@ __global__ void __launch_bounds__(kThreads, 1) attention_decode_kernel(DecodeArg
   const int64_t kv_stride = p.n_kv_heads * HD;  // elements between consecutive cache rows
   const int n_tiles = (k_end - k_begin + kTileKeys - 1) / kTileKeys;
 
+  // Copies: a thread always moves chunk column cc of tile rows rr, rr + kRowsPerPass, ...
+  // (kRowsPerPass is a multiple of 8, so the rows' swizzles are rr's); its page and row within
+  // the page advance incrementally (one division per tile, not per copy).
+  constexpr int kRowsPerPass = kThreads / G::kChunks;
+  static_assert(kRowsPerPass % 8 == 0, "swizzles depend on the row's low 3 bits only");
+  const int cc = tid % G::kChunks, rr = tid / G::kChunks;
+  const int k_dst = rr * G::kRowBytes + ((cc ^ k_swizzle(rr)) << 4);
+  const int v_dst = rr * G::kRowBytes + ((cc ^ v_swizzle<HD>(rr)) << 4);
+  const int64_t head_off = static_cast<int64_t>(kvh) * HD + cc * 8;
   auto issue = [&](int tile) {
     char* sk = sm + (tile % kStages) * G::kStageBytes;
     char* sv = sk + kTileKeys * G::kRowBytes;
-    const int base = k_begin + tile * kTileKeys;
+    int pos = k_begin + tile * kTileKeys + rr;
+    int pi = pos / bs - first_page, row = pos % bs;  // page index in `pages`, row in the page
 #pragma unroll
     for (int it = 0; it < G::kCopies; ++it) {
-      const int idx = it * kThreads + tid, r = idx / G::kChunks, c = idx % G::kChunks;
-      const int pos = base + r;
       const bf16* ks = kc;
       const bf16* vs = vc;
       bool ok = false;
       if (pos < k_end) {
-        const int pg = pages[pos / bs - first_page];
+        const int pg = pages[pi];
         if (pg >= 0) {
-          const int64_t off =
-              (static_cast<int64_t>(pg) * bs + pos % bs) * kv_stride + kvh * HD + c * 8;
+          const int64_t off = (static_cast<int64_t>(pg) * bs + row) * kv_stride + head_off;
           ks = kc + off;
           vs = vc + off;
           ok = true;
         }
       }
-      cp_async16(sk + r * G::kRowBytes + ((c ^ k_swizzle(r)) << 4), ks, ok);
-      cp_async16(sv + r * G::kRowBytes + ((c ^ v_swizzle<HD>(r)) << 4), vs, ok);
+      cp_async16(sk + k_dst + it * kRowsPerPass * G::kRowBytes, ks, ok);
+      cp_async16(sv + v_dst + it * kRowsPerPass * G::kRowBytes, vs, ok);
+      pos += kRowsPerPass;
+      row += kRowsPerPass;
+      while (row >= bs) {  // once for block sizes >= kRowsPerPass
+        row -= bs;
+        ++pi;
+      }
     }
   };
 
@@ -275,6 +290,7 @@ __global__ void __launch_bounds__(kThreads, 1) attention_decode_kernel(DecodeArg
     // key0 < k_end: every row sees a key, the new maxima are finite.
     const float n0 = fmaxf(m0, mx0), n1 = fmaxf(m1, mx1);
     const float c0 = expf(m0 - n0), c1 = expf(m1 - n1);  // 0 on the first visit (m = -inf)
+    const bool moved = __any_sync(0xffffffffu, n0 != m0 || n1 != m1);  // else c0 = c1 = 1
     m0 = n0;
     m1 = n1;
 #pragma unroll
@@ -286,12 +302,14 @@ __global__ void __launch_bounds__(kThreads, 1) attention_decode_kernel(DecodeArg
       }
     l0 = l0 * c0 + (sc[0][0] + sc[0][1] + sc[1][0] + sc[1][1]);
     l1 = l1 * c1 + (sc[0][2] + sc[0][3] + sc[1][2] + sc[1][3]);
+    if (moved) {
 #pragma unroll
-    for (int j = 0; j < G::kNTiles; ++j) {
-      o[j][0] *= c0;
-      o[j][1] *= c0;
-      o[j][2] *= c1;
-      o[j][3] *= c1;
+      for (int j = 0; j < G::kNTiles; ++j) {
+        o[j][0] *= c0;
+        o[j][1] *= c0;
+        o[j][2] *= c1;
+        o[j][3] *= c1;
+      }
     }
     // P as the A operand (rows g, g+8; k = key within the warp's 16): the score accumulators
     // already sit in that layout. hi + lo bf16 parts keep the probabilities' precision.
@@ -353,57 +371,65 @@ __global__ void __launch_bounds__(kThreads, 1) attention_decode_kernel(DecodeArg
     wsum_sh[warp * kRows + g + 8] = l1;
   }
   __syncthreads();
-  float* obuf = reinterpret_cast<float*>(sm);  // [kWarps][kRows][HD]
-  {
-    float bm0 = -INFINITY, bm1 = -INFINITY;
+  // The warps' outputs in fragment order, [kWarps][32 lanes][kLaneFloats] (a lane's 4 x kNTiles
+  // values plus 4 floats of padding, so the 8 lanes of a quarter-warp hit distinct banks), each
+  // rescaled to the block's row maxima.
+  constexpr int kLaneFloats = 4 * G::kNTiles + 4;
+  float* obuf = reinterpret_cast<float*>(sm);
+  float bm0 = -INFINITY, bm1 = -INFINITY, bs0 = 0.f, bs1 = 0.f;  // block max and sum, rows g, g+8
 #pragma unroll
-    for (int w = 0; w < kWarps; ++w) {
-      bm0 = fmaxf(bm0, wmax_sh[w * kRows + g]);
-      bm1 = fmaxf(bm1, wmax_sh[w * kRows + g + 8]);
-    }
+  for (int w = 0; w < kWarps; ++w) {
+    bm0 = fmaxf(bm0, wmax_sh[w * kRows + g]);
+    bm1 = fmaxf(bm1, wmax_sh[w * kRows + g + 8]);
+  }
+#pragma unroll
+  for (int w = 0; w < kWarps; ++w) {
+    const float w0 = wmax_sh[w * kRows + g], w1 = wmax_sh[w * kRows + g + 8];
+    if (w0 != -INFINITY) bs0 += wsum_sh[w * kRows + g] * expf(w0 - bm0);  // -inf: no key seen
+    if (w1 != -INFINITY) bs1 += wsum_sh[w * kRows + g + 8] * expf(w1 - bm1);
+  }
+  {
     const float s0 = m0 == -INFINITY ? 0.f : expf(m0 - bm0);
     const float s1 = m1 == -INFINITY ? 0.f : expf(m1 - bm1);
-    float* w0 = obuf + (warp * kRows + g) * HD;
-    float* w1 = obuf + (warp * kRows + g + 8) * HD;
+    float4* dst = reinterpret_cast<float4*>(obuf + (warp * 32 + lane) * kLaneFloats);
 #pragma unroll
-    for (int j = 0; j < G::kNTiles; ++j) {
-      w0[(2 * t) * G::kVDims + j] = o[j][0] * s0;
-      w0[(2 * t + 1) * G::kVDims + j] = o[j][1] * s0;
-      w1[(2 * t) * G::kVDims + j] = o[j][2] * s1;
-      w1[(2 * t + 1) * G::kVDims + j] = o[j][3] * s1;
-    }
+    for (int j = 0; j < G::kNTiles; ++j)
+      dst[j] = make_float4(o[j][0] * s0, o[j][1] * s0, o[j][2] * s1, o[j][3] * s1);
   }
   __syncthreads();
-
-  // Thread -> (row, 8 dims).
-  constexpr int kDimGroups = HD / 8;
-  const int row = tid / kDimGroups, d0 = (tid % kDimGroups) * 8;
-  const bool row_out = row < group;  // < kRows as well (group <= 16)
-  float acc[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
-  float bmax = -INFINITY, bsum = 0.f;
-  if (row_out) {
-    for (int w = 0; w < kWarps; ++w)
-      bmax = fmaxf(bmax, wmax_sh[w * kRows + row]);
-    for (int w = 0; w < kWarps; ++w) {
-      const float wm = wmax_sh[w * kRows + row];
-      if (wm == -INFINITY) continue;  // the warp saw no key
-      bsum += wsum_sh[w * kRows + row] * expf(wm - bmax);
-      const float* src = obuf + (w * kRows + row) * HD + d0;
+  // Summed over the warps: thread (warp w', lane) takes n-tiles kJ * w' .. + kJ - 1 of that lane
+  // (the same (g, t) as the lane, so its rows are g and g + 8).
+  constexpr int kJ = G::kNTiles / kWarps;
+  float sum[kJ][4];
 #pragma unroll
-      for (int d = 0; d < 8; ++d)
-        acc[d] += src[d];
+  for (int jj = 0; jj < kJ; ++jj) {
+    sum[jj][0] = sum[jj][1] = sum[jj][2] = sum[jj][3] = 0.f;
+#pragma unroll
+    for (int w = 0; w < kWarps; ++w) {
+      const float4 v =
+          reinterpret_cast<const float4*>(obuf + (w * 32 + lane) * kLaneFloats)[kJ * warp + jj];
+      sum[jj][0] += v.x;
+      sum[jj][1] += v.y;
+      sum[jj][2] += v.z;
+      sum[jj][3] += v.w;
     }
   }
-  const int64_t bk = static_cast<int64_t>(b) * p.n_kv_heads + kvh;
-  bf16* out = static_cast<bf16*>(p.out.p) + static_cast<int64_t>(q_start) * p.out.ld +
-              (static_cast<int64_t>(kvh) * group + row) * HD + d0;
-  if (active == 1) {
-    if (row_out) {
-      const float inv = bsum > 0.f ? 1.f / bsum : 0.f;
+  // Element (jj, q) of this thread: row g (q < 2) or g + 8, dim (2t + (q & 1)) * kVDims + j.
+  auto each_value = [&](auto&& f) {
 #pragma unroll
-      for (int d = 0; d < 8; ++d)
-        out[d] = __float2bfloat16_rn(acc[d] * inv);
-    }
+    for (int jj = 0; jj < kJ; ++jj)
+#pragma unroll
+      for (int q = 0; q < 4; ++q)
+        f(g + 8 * (q >> 1), (2 * t + (q & 1)) * G::kVDims + kJ * warp + jj, sum[jj][q]);
+  };
+  const int64_t bk = static_cast<int64_t>(b) * p.n_kv_heads + kvh;
+  bf16* out_rows = static_cast<bf16*>(p.out.p) + static_cast<int64_t>(q_start) * p.out.ld +
+                   static_cast<int64_t>(kvh) * group * HD;  // [group][HD]
+  if (active == 1) {
+    const float i0 = bs0 > 0.f ? 1.f / bs0 : 0.f, i1 = bs1 > 0.f ? 1.f / bs1 : 0.f;
+    each_value([&](int row, int dim, float v) {
+      if (row < group) out_rows[row * HD + dim] = __float2bfloat16_rn(v * (row < 8 ? i0 : i1));
+    });
     return;
   }
 
@@ -411,13 +437,18 @@ __global__ void __launch_bounds__(kThreads, 1) attention_decode_kernel(DecodeArg
   const int64_t S = a.splits;
   float* po = p.partials;
   float* pml = po + (p.cu_seqlens_q.n - 1) * p.n_kv_heads * S * group * HD;
-  if (row_out) {
-    float* dst = po + ((bk * S + split) * group + row) * HD + d0;
-    reinterpret_cast<float4*>(dst)[0] = make_float4(acc[0], acc[1], acc[2], acc[3]);
-    reinterpret_cast<float4*>(dst)[1] = make_float4(acc[4], acc[5], acc[6], acc[7]);
-    if (d0 == 0) {
-      pml[2 * ((bk * S + split) * group + row)] = bmax;
-      pml[2 * ((bk * S + split) * group + row) + 1] = bsum;
+  float* my_rows = po + (bk * S + split) * group * HD;
+  each_value([&](int row, int dim, float v) {
+    if (row < group) my_rows[row * HD + dim] = v;
+  });
+  if (warp == 0 && t == 0) {
+    if (g < group) {
+      pml[2 * ((bk * S + split) * group + g)] = bm0;
+      pml[2 * ((bk * S + split) * group + g) + 1] = bs0;
+    }
+    if (g + 8 < group) {
+      pml[2 * ((bk * S + split) * group + g + 8)] = bm1;
+      pml[2 * ((bk * S + split) * group + g + 8) + 1] = bs1;
     }
   }
   __threadfence();  // the partials are visible device-wide before the ticket is taken
@@ -455,10 +486,12 @@ __global__ void __launch_bounds__(kThreads, 1) attention_decode_kernel(DecodeArg
     if (lane == 0) row_sum[r] = sum;
   }
   __syncthreads();
-  if (!row_out) return;
-#pragma unroll
-  for (int d = 0; d < 8; ++d)
-    acc[d] = 0.f;
+  // Thread -> (row, 8 consecutive dims) of the output.
+  constexpr int kDimGroups = HD / 8;
+  const int row = tid / kDimGroups, d0 = (tid % kDimGroups) * 8;
+  if (row >= group) return;
+  bf16* out = out_rows + row * HD + d0;
+  float acc[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
   // Unrolled without a branch, so the loads of several splits are in flight together (a zero
   // weight multiplies a finite partial: every active split wrote its rows).
 #pragma unroll 8
