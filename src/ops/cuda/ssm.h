@@ -2,6 +2,8 @@
 // one-token selective state update (decode). Math: spec section 3.2 step 6 / ops.h SsmScanArgs.
 #pragma once
 
+#include <functional>
+
 #include "ops/cuda/device_views.h"
 
 namespace strata::cuda {
@@ -44,6 +46,15 @@ int64_t ssm_scan_scratch_i32(const SsmLaunch& p);
 // state entering each chunk (f32 and i32 elements).
 int64_t ssm_scan_mma_scratch_f32(const SsmLaunch& p);
 int64_t ssm_scan_mma_scratch_i32(const SsmLaunch& p);
+
+// Profiling (strata bench-kernels' per-kernel split): while set on the launching host thread,
+// the scan launchers call it right after enqueuing each of their kernels, with the kernel's
+// name (the caller records a CUDA event there). Null (the default) = no calls.
+using ScanStageMarker = std::function<void(const char* kernel)>;
+inline thread_local const ScanStageMarker* scan_stage_marker = nullptr;
+inline void mark_scan_stage(const char* kernel) {
+  if (scan_stage_marker != nullptr) (*scan_stage_marker)(kernel);
+}
 
 void launch_ssm_update(const SsmLaunch& p, int* index_errors, void* stream);
 void launch_ssm_scan(const SsmLaunch& p, int* index_errors, void* stream);
