@@ -185,9 +185,15 @@ double scan_decay_rel(const SsmScanArgs& a, const std::vector<int32_t>& lens) {
 // What the harness cannot know about a scan case: that the tensor-core kernel took the bf16
 // runs the table marks, and that every kernel that ran compared all of y [T, Hm*P] and the
 // whole state tensor [slots, Hm, P, N].
+// Whether `name` is one of the comma-separated kernel names (exactly: "cuda.ssd_mma" must not
+// match "cuda.ssd_mma_v1").
+bool ran_kernel(const std::string& kernels, const char* name) {
+  return ("," + kernels + ",").find("," + std::string(name) + ",") != std::string::npos;
+}
+
 Outcome check_scan_coverage(Outcome o, const SsmS& s, DType act, int64_t T) {
   if (o.status != Outcome::Passed) return o;
-  if (act == DType::BF16 && s.tensor_cores && o.kernels.find(kScanMmaKernel) == std::string::npos) {
+  if (act == DType::BF16 && s.tensor_cores && !ran_kernel(o.kernels, kScanMmaKernel)) {
     o.status = Outcome::Failed;
     o.detail = fmt::format("{} did not take this bf16 case (ran: {})", kScanMmaKernel, o.kernels);
     return o;

@@ -4,15 +4,20 @@
 // (weights/state read once, state written once), the median time of one launch, GB/s, and the
 // fraction of the ceiling. Launches are captured in a CUDA graph and replayed (no launch gaps);
 // inputs rotate over enough copies that the working set exceeds the L2 cache.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <functional>
 #include <memory>
+#include <string>
 #include <tuple>
+#include <vector>
 
 #include "command.h"
 #include "core/check.h"
 #include "ops/cuda/cuda_backend.h"
+#include "ops/cuda/ssm.h"
 #include "ops/ops.h"
 
 namespace strata::cli {
@@ -295,10 +300,67 @@ Row bench_moe(const char* kernel, const char* what, DType wt, bool w8a8) {
 // C.B per group over s <= l (G N Lc(Lc+1)/2 per chunk), the chunk states and Y_off (Hm P N per
 // token each), Y_diag over s <= l (Hm P Lc(Lc+1)/2 per chunk); two FLOPs per multiply-add.
 
+struct ScanStage {
+  std::string kernel;
+  double us = 0;
+};
+
 struct ScanRow {
   std::string kernel, shape;
-  double tokens = 0, flops = 0, us = 0;
+  double tokens = 0, flops = 0, bytes = 0, us = 0;
+  std::vector<ScanStage> stages;  // the call's kernels in stream order, median microseconds
 };
+
+// Bytes any chunked scan must move: x, B, C, dt read once, y written once, the initial and final
+// states, and one f32 round trip of the chunk states (written by the chunk-state kernel, read by
+// the state passing). The bound the per-call time is compared with at the H200's read ceiling.
+double scan_min_bytes(int64_t Hm, int64_t P, int64_t G, int64_t N, int64_t Q, int64_t seqs,
+                      int64_t len) {
+  const double T = static_cast<double>(seqs * len);
+  const double chunks = static_cast<double>(seqs * ((len + Q - 1) / Q));
+  const double state = static_cast<double>(Hm * P * N) * 4.0;
+  return T * static_cast<double>(2 * Hm * P + 2 * G * N + Hm) * 2.0 +
+         static_cast<double>(seqs) * 2.0 * state + chunks * 2.0 * state;
+}
+
+// Per-kernel split of one scan call: eager launches behind a spinning kernel (so they run back
+// to back, as in the graph), a CUDA event after each kernel the launcher enqueues
+// (cuda::scan_stage_marker); median over `reps` calls per kernel.
+std::vector<ScanStage> split_scan_call(const std::function<void()>& call, int reps) {
+  cuda::StreamTimeline timeline;
+  std::vector<std::string> names;
+  const cuda::ScanStageMarker marker = [&](const char* kernel) {
+    timeline.mark();
+    names.emplace_back(kernel);
+  };
+  std::vector<std::vector<double>> us;  // [kernel][rep]
+  for (int rep = 0; rep < reps; ++rep) {
+    timeline.clear();
+    names.clear();
+    cuda::spin(300.0);
+    timeline.mark();
+    cuda::scan_stage_marker = &marker;
+    try {
+      call();
+    } catch (...) {
+      cuda::scan_stage_marker = nullptr;
+      throw;
+    }
+    cuda::scan_stage_marker = nullptr;
+    const std::vector<double> ms = timeline.intervals_ms();
+    STRATA_CHECK_EQ(ms.size(), names.size());
+    if (us.empty()) us.resize(ms.size());
+    STRATA_CHECK_EQ(ms.size(), us.size());
+    for (size_t i = 0; i < ms.size(); ++i)
+      us[i].push_back(ms[i] * 1000.0);
+  }
+  std::vector<ScanStage> stages;
+  for (size_t i = 0; i < us.size(); ++i) {
+    std::sort(us[i].begin(), us[i].end());
+    stages.push_back(ScanStage{names[i], us[i][us[i].size() / 2]});
+  }
+  return stages;
+}
 
 double scan_flops(int64_t Hm, int64_t P, int64_t G, int64_t N, int64_t Q, int64_t seqs,
                   int64_t len) {
@@ -359,21 +421,29 @@ ScanRow bench_ssm_scan(const char* kernel, const char* what, int64_t Hm, int64_t
   r.shape = fmt::format("{} {}x{} tokens heads {}x{} G={} N={}", what, seqs, len, Hm, P, G, N);
   r.tokens = static_cast<double>(T);
   r.flops = scan_flops(Hm, P, G, N, Q, seqs, len);
+  r.bytes = scan_min_bytes(Hm, P, G, N, Q, seqs, len);
   r.us = time_launches(1, [&](int) { k.run(a, ctx); });
+  r.stages = split_scan_call([&] { k.run(a, ctx); }, 20);
   return r;
 }
 
 // Measures and prints the scan rows whose label contains `only` (all when empty).
 std::vector<ScanRow> run_scan_rows(const std::string& only) {
   std::vector<ScanRow> rows;
-  for (const char* kernel : {"cuda.ssd_mma", "cuda"})
+  for (const char* kernel : {"cuda.ssd_mma", "cuda.ssd_mma_v1", "cuda"})
     for (const auto& [what, Hm, P] : {std::tuple{"nano3", 64, 64}, std::tuple{"9b", 128, 80}})
       for (const auto& [seqs, len] : {std::pair{1, 4096}, std::pair{8, 512}}) {
         const std::string label = fmt::format("ssm_scan {} {} {}x{}", kernel, what, seqs, len);
         if (!only.empty() && label.find(only) == std::string::npos) continue;
         const ScanRow r = bench_ssm_scan(kernel, what, Hm, P, 8, 128, seqs, len);
-        std::printf("%-34s %-40s %9.2f us %10.0f tokens/s %7.1f TFLOP/s\n", r.kernel.c_str(),
-                    r.shape.c_str(), r.us, r.tokens / r.us * 1e6, r.flops / r.us / 1e6);
+        std::printf("%-34s %-40s %9.2f us %10.0f tokens/s %7.1f TFLOP/s %6.1f%% of %.0f MB at "
+                    "4.57 TB/s\n",
+                    r.kernel.c_str(), r.shape.c_str(), r.us, r.tokens / r.us * 1e6,
+                    r.flops / r.us / 1e6, 100.0 * r.bytes / r.us / 1e3 / kCeilingGBs,
+                    r.bytes / 1e6);
+        for (const ScanStage& st : r.stages)
+          std::printf("  %-32s %-40s %9.2f us (eager, split)\n", st.kernel.c_str(),
+                      r.shape.c_str(), st.us);
         std::fflush(stdout);
         rows.push_back(r);
       }
@@ -382,10 +452,17 @@ std::vector<ScanRow> run_scan_rows(const std::string& only) {
 
 void write_scan_rows(std::ofstream& f, const std::vector<ScanRow>& rows) {
   if (rows.empty()) return;
-  f << "\n| kernel | shape | time (us) | tokens/s | GFLOP | TFLOP/s |\n|---|---|---|---|---|---|\n";
-  for (const ScanRow& r : rows)
-    f << fmt::format("| {} | {} | {:.2f} | {:.0f} | {:.2f} | {:.1f} |\n", r.kernel, r.shape, r.us,
-                     r.tokens / r.us * 1e6, r.flops / 1e9, r.flops / r.us / 1e6);
+  f << "\n| kernel | shape | time (us) | tokens/s | GFLOP | TFLOP/s | min MB | of 4.57 TB/s "
+       "|\n|---|---|---|---|---|---|---|---|\n";
+  for (const ScanRow& r : rows) {
+    f << fmt::format("| {} | {} | {:.2f} | {:.0f} | {:.2f} | {:.1f} | {:.0f} | {:.1f}% |\n",
+                     r.kernel, r.shape, r.us, r.tokens / r.us * 1e6, r.flops / 1e9,
+                     r.flops / r.us / 1e6, r.bytes / 1e6,
+                     100.0 * r.bytes / r.us / 1e3 / kCeilingGBs);
+    for (const ScanStage& st : r.stages)
+      f << fmt::format("| &nbsp;&nbsp;{} (eager split) | {} | {:.2f} | | | | | |\n", st.kernel,
+                       r.shape, st.us);
+  }
 }
 
 void run_bench(const std::string& out_path, const std::string& only) {

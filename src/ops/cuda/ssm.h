@@ -2,6 +2,8 @@
 // one-token selective state update (decode). Math: spec section 3.2 step 6 / ops.h SsmScanArgs.
 #pragma once
 
+#include <functional>
+
 #include "ops/cuda/device_views.h"
 
 namespace strata::cuda {
@@ -45,9 +47,20 @@ int64_t ssm_scan_scratch_i32(const SsmLaunch& p);
 int64_t ssm_scan_mma_scratch_f32(const SsmLaunch& p);
 int64_t ssm_scan_mma_scratch_i32(const SsmLaunch& p);
 
+// Profiling (strata bench-kernels' per-kernel split): while set on the launching host thread,
+// the scan launchers call it right after enqueuing each of their kernels, with the kernel's
+// name (the caller records a CUDA event there). Null (the default) = no calls.
+using ScanStageMarker = std::function<void(const char* kernel)>;
+inline thread_local const ScanStageMarker* scan_stage_marker = nullptr;
+inline void mark_scan_stage(const char* kernel) {
+  if (scan_stage_marker != nullptr) (*scan_stage_marker)(kernel);
+}
+
 void launch_ssm_update(const SsmLaunch& p, int* index_errors, void* stream);
 void launch_ssm_scan(const SsmLaunch& p, int* index_errors, void* stream);
 // bf16 activations only, shapes within the limits above (checked by its supports).
 void launch_ssm_scan_mma(const SsmLaunch& p, int* index_errors, void* stream);
+// The previous tensor-core scan (ssm_scan_mma_v1.cu: scalar staging), same shapes and scratch.
+void launch_ssm_scan_mma_v1(const SsmLaunch& p, int* index_errors, void* stream);
 
 }  // namespace strata::cuda

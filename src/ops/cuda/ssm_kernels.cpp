@@ -1,6 +1,7 @@
 // Registrations of ssm_scan (chunked prefill) and ssm_update (decode) on the CUDA backend.
-// ssm_scan has two kernels, tried in this order: "cuda.ssd_mma" (bf16 on tensor cores, the
-// shapes of ssm.h) and "cuda" (f32 math on CUDA cores, any act dtype: f32 models and the rest).
+// ssm_scan has three kernels, tried in this order: "cuda.ssd_mma" (bf16 on tensor cores, the
+// shapes of ssm.h), "cuda.ssd_mma_v1" (its predecessor with scalar staging, same shapes: kept
+// until the new one is measured) and "cuda" (f32 math on CUDA cores, any act dtype).
 #ifdef STRATA_HAVE_CUDA
 #include "ops/cuda/cuda_backend.h"
 #include "ops/cuda/kernel_support.h"
@@ -105,12 +106,15 @@ bool scan_mma_supports(const SsmScanArgs& a, std::string* why) {
   return c;
 }
 
-template <bool kMma>
+enum class ScanPath { kF32Math, kMma, kMmaV1 };
+
+template <ScanPath kPath>
 void scan_run(const SsmScanArgs& a, OpContext& ctx) {
   SsmLaunch p = launch_of(a);
   p.cu_seqlens = vec_of(a.cu_seqlens);
   p.has_initial = vec_of(a.has_initial);
   p.chunk_size = a.chunk_size;
+  constexpr bool kMma = kPath != ScanPath::kF32Math;
   const int64_t nf = kMma ? ssm_scan_mma_scratch_f32(p) : ssm_scan_scratch_f32(p);
   const int64_t ni = kMma ? ssm_scan_mma_scratch_i32(p) : ssm_scan_scratch_i32(p);
   // Scratch from the arena, released when this returns: later users are later on the stream.
@@ -118,8 +122,10 @@ void scan_run(const SsmScanArgs& a, OpContext& ctx) {
   Tensor i = Tensor::empty(Shape{std::max<int64_t>(1, ni)}, DType::I32, Device::Cuda);
   p.scratch_f32 = f.data<float>();
   p.scratch_i32 = i.data<int32_t>();
-  if (kMma)
+  if (kPath == ScanPath::kMma)
     launch_ssm_scan_mma(p, index_error_counter(), stream_of(ctx));
+  else if (kPath == ScanPath::kMmaV1)
+    launch_ssm_scan_mma_v1(p, index_error_counter(), stream_of(ctx));
   else
     launch_ssm_scan(p, index_error_counter(), stream_of(ctx));
 }
@@ -138,8 +144,11 @@ void update_run(const SsmUpdateArgs& a, OpContext& ctx) {
 }  // namespace
 
 STRATA_REGISTER_KERNEL(SsmScanArgs, "cuda.ssd_mma", Device::Cuda, scan_mma_supports,
-                       scan_run<true>);
-STRATA_REGISTER_KERNEL(SsmScanArgs, "cuda", Device::Cuda, scan_supports, scan_run<false>);
+                       scan_run<ScanPath::kMma>);
+STRATA_REGISTER_KERNEL(SsmScanArgs, "cuda.ssd_mma_v1", Device::Cuda, scan_mma_supports,
+                       scan_run<ScanPath::kMmaV1>);
+STRATA_REGISTER_KERNEL(SsmScanArgs, "cuda", Device::Cuda, scan_supports,
+                       scan_run<ScanPath::kF32Math>);
 STRATA_REGISTER_KERNEL(SsmUpdateArgs, "cuda", Device::Cuda, update_supports, update_run);
 
 }  // namespace strata::cuda

@@ -230,11 +230,13 @@ void launch_ssm_scan(const SsmLaunch& p, int* index_errors, void* stream) {
           <<<dim3(static_cast<unsigned>(nc), static_cast<unsigned>(p.groups), tiles * tiles), 256,
              0, st>>>(p, sc);
       STRATA_CUDA_LAUNCH_CHECK();
+      mark_scan_stage("chunk_cb");
       const size_t state_smem = (32 * N + 32 * kPTile) * sizeof(float);
       chunk_state_kernel<T>
           <<<dim3(static_cast<unsigned>(nc), static_cast<unsigned>(p.heads), ptiles), 256,
              state_smem, st>>>(p, sc);
       STRATA_CUDA_LAUNCH_CHECK();
+      mark_scan_stage("chunk_state");
     }
     // In place: each chunk's slot changes from its own contribution to the state entering it.
     scan::launch_state_pass<float>(p, sc, sc.states, sc.states, index_errors, st);
@@ -248,6 +250,7 @@ void launch_ssm_scan(const SsmLaunch& p, int* index_errors, void* stream) {
           <<<dim3(static_cast<unsigned>(nc), static_cast<unsigned>(p.heads), ptiles),
              static_cast<unsigned>(Q), scan_smem, st>>>(p, sc);
       STRATA_CUDA_LAUNCH_CHECK();
+      mark_scan_stage("chunk_scan");
     }
   });
 }

@@ -86,6 +86,8 @@ __global__ void chunk_cumsum_kernel(SsmLaunch p, Chunks s) {
   s.cum[(c * Hm + h) * Q + l] = sh[l];
 }
 
+constexpr int kStatePassBatch = 8;
+
 // grid (B, Hm, ceil(P*N / 256)): walks a sequence's chunks in order. `loc` [nc, Hm, P, N] holds
 // each chunk's own contribution; `sin` [nc, Hm, P, N] receives the state entering each chunk
 // (stored as OutT; may be `loc` itself when OutT is float: each element is read before it is
@@ -104,12 +106,28 @@ __global__ void state_pass_kernel(SsmLaunch p, Chunks s, const float* loc, OutT*
   float* final_state = p.states + (static_cast<int64_t>(slot) * Hm + h) * PN + e;
   float run = static_cast<const int32_t*>(p.has_initial.p)[b] ? *final_state : 0.f;
   const int32_t first = s.seq_chunks[2 * b], count = s.seq_chunks[2 * b + 1];
-  for (int32_t c = first; c < first + count; ++c) {
-    const int64_t at = (static_cast<int64_t>(c) * Hm + h) * PN + e;
-    const float own = loc[at];
-    sin[at] = from_f32<OutT>(run);
-    const int32_t len = s.table[3 * c + 2];
-    run = expf(s.cum[(static_cast<int64_t>(c) * Hm + h) * Q + len - 1]) * run + own;
+  // The loads of a batch of chunks (independent of the running state) are issued before its
+  // serial updates: one memory latency per kStatePassBatch chunks instead of one per chunk.
+  // Every element is still read before the same thread overwrites it (sin may be loc).
+  for (int32_t c0 = first; c0 < first + count; c0 += kStatePassBatch) {
+    float own[kStatePassBatch], decay[kStatePassBatch];
+#pragma unroll
+    for (int i = 0; i < kStatePassBatch; ++i) {
+      const int32_t c = c0 + i;
+      own[i] = decay[i] = 0.f;
+      if (c < first + count) {
+        own[i] = loc[(static_cast<int64_t>(c) * Hm + h) * PN + e];
+        const int32_t len = s.table[3 * c + 2];
+        decay[i] = s.cum[(static_cast<int64_t>(c) * Hm + h) * Q + len - 1];
+      }
+    }
+#pragma unroll
+    for (int i = 0; i < kStatePassBatch; ++i) {
+      const int32_t c = c0 + i;
+      if (c >= first + count) break;
+      sin[(static_cast<int64_t>(c) * Hm + h) * PN + e] = from_f32<OutT>(run);
+      run = expf(decay[i]) * run + own[i];
+    }
   }
   *final_state = run;
 }
@@ -123,11 +141,13 @@ void launch_chunk_prologue(const SsmLaunch& p, const Chunks& ch, int* index_erro
                                        static_cast<int>(p.slots.n), p.x.rows, static_cast<int>(Q),
                                        ch.max_chunks, ch.table, ch.seq_chunks, index_errors);
   STRATA_CUDA_LAUNCH_CHECK();
+  mark_scan_stage("chunk_table");
   if (ch.max_chunks == 0) return;
   chunk_cumsum_kernel<T>
       <<<dim3(static_cast<unsigned>(ch.max_chunks), static_cast<unsigned>(p.heads)),
          static_cast<unsigned>(Q), Q * sizeof(float), st>>>(p, ch);
   STRATA_CUDA_LAUNCH_CHECK();
+  mark_scan_stage("chunk_cumsum");
 }
 
 // Launches the state passing: `sin` gets the state entering each chunk as OutT.
@@ -139,6 +159,7 @@ void launch_state_pass(const SsmLaunch& p, const Chunks& ch, const float* loc, O
                                  static_cast<unsigned>((PN + 255) / 256)),
                             256, 0, st>>>(p, ch, loc, sin, index_errors);
   STRATA_CUDA_LAUNCH_CHECK();
+  mark_scan_stage("state_pass");
 }
 
 }  // namespace

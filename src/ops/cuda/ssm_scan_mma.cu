@@ -17,6 +17,7 @@
 
 #include "ops/cuda/mma_bf16.cuh"
 #include "ops/cuda/ssm_scan_common.cuh"
+#include "ops/cuda/ssm_scan_staging.cuh"
 
 namespace strata::cuda {
 
@@ -46,28 +47,25 @@ MmaScratch mma_scratch_of(const SsmLaunch& p) {
   return s;
 }
 
-// tile[r][k] = src[(t0 + r) * ld + col0 + k] for r < valid, 0 for valid <= r < rows; k < width.
-__device__ __forceinline__ void load_rows(bf16* tile, int ldt, const bf16* src, int64_t ld,
-                                          int64_t t0, int valid, int rows, int64_t col0,
-                                          int width) {
-  const int total = rows * width;
-#pragma unroll 4
-  for (int e = threadIdx.x; e < total; e += blockDim.x) {
-    const int r = e / width, k = e - r * width;
-    tile[r * ldt + k] = r < valid ? src[(t0 + r) * ld + col0 + k] : __float2bfloat16_rn(0.f);
-  }
-}
+using scan::load_rows;
+using scan::load_transposed;
 
 // xt[p][s] = x[t0 + s][col0 + p] for s < len, 0 for len <= s < Q: the chunk's x, transposed so
 // that pairs of consecutive positions s (the k of Y_diag and of the chunk states) are adjacent.
 template <int P>
 __device__ __forceinline__ void load_x_transposed(bf16* xt, int ldt, const bf16* x, int64_t ld,
                                                   int64_t t0, int len, int Q, int64_t col0) {
-  const int total = Q * P;
-#pragma unroll 4
-  for (int e = threadIdx.x; e < total; e += blockDim.x) {
-    const int s = e / P, pp = e - s * P;
-    xt[pp * ldt + s] = s < len ? x[(t0 + s) * ld + col0 + pp] : __float2bfloat16_rn(0.f);
+  load_transposed<false>(xt, ldt, x, ld, t0, len, Q, col0, P, [](int) { return 1.f; });
+}
+
+// Two adjacent outputs of one row (columns pp, pp + 1) rounded to bf16: one 4-byte store when
+// the row allows it (`pairs`: the view is 4-byte aligned with an even stride).
+__device__ __forceinline__ void store_y_pair(bf16* at, bool pairs, float v0, float v1) {
+  if (pairs) {
+    *reinterpret_cast<__nv_bfloat162*>(at) = __floats2bfloat162_rn(v0, v1);
+  } else {
+    at[0] = __float2bfloat16_rn(v0);
+    at[1] = __float2bfloat16_rn(v1);
   }
 }
 
@@ -93,9 +91,9 @@ __global__ void __launch_bounds__(256) cb_mma_kernel(SsmLaunch p, scan::Chunks c
     acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.f;
   for (int n0 = 0; n0 < N; n0 += kKs) {
     const int kw = min(kKs, N - n0);
-    __syncthreads();  // the previous slice is consumed
-    load_rows(cs, kLdS, Cm, p.C.ld, t0, len, Q, g * N + n0, kw);
-    load_rows(bs, kLdS, Bm, p.B.ld, t0, len, Q, g * N + n0, kw);
+    if (n0 > 0) __syncthreads();  // the previous slice is consumed
+    load_rows<kKs>(cs, kLdS, Cm, p.C.ld, t0, len, Q, g * N + n0, kw);
+    load_rows<kKs>(bs, kLdS, Bm, p.B.ld, t0, len, Q, g * N + n0, kw);
     __syncthreads();
     for (int k0 = 0; k0 < kw; k0 += 16) {
       uint32_t a[4];
@@ -135,23 +133,15 @@ __global__ void __launch_bounds__(256, 2)
   const int64_t t0 = ch.table[3 * c + 1];
   const int lq = Q + kPad;
   bf16* bw = reinterpret_cast<bf16*>(smem);          // [N][lq]: bf16(w_s B_s[n]) at [n][s]
-  bf16* xt = bw + N * lq;                            // [P][lq]: x_s[p] at [p][s]
-  float* w = reinterpret_cast<float*>(xt + P * lq);  // [Q]
+  bf16* xt = bw + N * lq;                    // [P][lq]: x_s[p] at [p][s]
   const float* cum = ch.cum + (c * Hm + h) * Q;
   const float* dtv = ch.dt + (c * Hm + h) * Q;
   const float last = cum[len - 1];
-  for (int s = threadIdx.x; s < Q; s += blockDim.x)
-    w[s] = s < len ? expf(last - cum[s]) * dtv[s] : 0.f;
   load_x_transposed<P>(xt, lq, static_cast<const bf16*>(p.x.p), p.x.ld, t0, len, Q, h * P);
-  __syncthreads();
-  const bf16* Bm = static_cast<const bf16*>(p.B.p);
-  const int total = Q * N;
-#pragma unroll 4
-  for (int e = threadIdx.x; e < total; e += blockDim.x) {
-    const int s = e / N, n = e - s * N;
-    const float v = s < len ? w[s] * __bfloat162float(Bm[(t0 + s) * p.B.ld + g * N + n]) : 0.f;
-    bw[n * lq + s] = __float2bfloat16_rn(v);
-  }
+  // bw[n][s] = bf16(w_s B_s[n]), w_s = exp(cum_last - cum_s) dt_s: the decay-weighted B,
+  // transposed (w_s is recomputed by each thread on row s: no barrier between the two stagings).
+  load_transposed<true>(bw, lq, static_cast<const bf16*>(p.B.p), p.B.ld, t0, len, Q, g * N, N,
+                        [=](int s) { return expf(last - cum[s]) * dtv[s]; });
   __syncthreads();
   const int ksteps = (len + 15) / 16;
   const int warp = static_cast<int>(threadIdx.x >> 5);
@@ -184,15 +174,30 @@ __global__ void __launch_bounds__(256, 2)
   }
 }
 
-// Two adjacent scores of row l (positions s, s + 1) rounded into one A register:
-// bf16(CB[l][s] exp(cum_l - cum_s) dt_s), 0 above the diagonal and on rows past the chunk.
-// __expf errs by ~2^-21 relative for the |exponents| that leave a normal result, far below the
-// bf16 rounding that follows.
-__device__ __forceinline__ uint32_t score_pair(const float* cbm, int Q, int l, int s, float cum_l,
+__device__ __forceinline__ float2 load_cb_pair(const float* at) {
+  return *reinterpret_cast<const float2*>(at);
+}
+
+// The C.B pairs of one Y_diag k-step for this lane: rows la, lb (= la + 8), positions s, s + 1
+// (v[0], v[1]) and s + 8, s + 9 (v[2], v[3]); only entries a score reads (row inside the chunk,
+// s <= l: written by cb_mma_kernel) are loaded. Loaded a k-step ahead of their use.
+__device__ __forceinline__ void load_cb_quad(float2 v[4], const float* cbm, int Q, int la, int lb,
+                                             int s, int len) {
+  const float2 z = make_float2(0.f, 0.f);
+  v[0] = la < len && s <= la ? load_cb_pair(cbm + la * Q + s) : z;
+  v[1] = lb < len && s <= lb ? load_cb_pair(cbm + lb * Q + s) : z;
+  v[2] = la < len && s + 8 <= la ? load_cb_pair(cbm + la * Q + s + 8) : z;
+  v[3] = lb < len && s + 8 <= lb ? load_cb_pair(cbm + lb * Q + s + 8) : z;
+}
+
+// Two adjacent scores of row l (positions s, s + 1; cbv = CB[l][s], CB[l][s + 1]) rounded into
+// one A register: bf16(CB[l][s] exp(cum_l - cum_s) dt_s), 0 above the diagonal and on rows past
+// the chunk. __expf errs by ~2^-21 relative for the |exponents| that leave a normal result, far
+// below the bf16 rounding that follows.
+__device__ __forceinline__ uint32_t score_pair(float2 cbv, int l, int s, float cum_l,
                                                const float* cum, const float* dts, int len) {
   float v0 = 0.f, v1 = 0.f;
   if (l < len && s <= l) {
-    const float2 cbv = *reinterpret_cast<const float2*>(cbm + l * Q + s);
     v0 = cbv.x * __expf(cum_l - cum[s]) * dts[s];
     if (s + 1 <= l) v1 = cbv.y * __expf(cum_l - cum[s + 1]) * dts[s + 1];
   }
@@ -227,6 +232,11 @@ __global__ void __launch_bounds__(256, 2)
   }
   const int warp = static_cast<int>(threadIdx.x >> 5), m0 = 16 * warp;
   const mma::Lane ln(static_cast<int>(threadIdx.x & 31));
+  const int la = m0 + ln.grp, lb = la + 8;  // this lane's two rows
+  // C.B of the first Y_diag k-step, loaded now: in flight during the staging and Y_off.
+  const float* cbm = cb + (c * p.groups + g) * Q * Q;
+  float2 cbq[4];
+  load_cb_quad(cbq, cbm, Q, la, lb, 2 * ln.tig, len);
   float acc[NT][4];
 #pragma unroll
   for (int j = 0; j < NT; ++j)
@@ -237,9 +247,9 @@ __global__ void __launch_bounds__(256, 2)
   const bf16* sg = sin + (c * Hm + h) * P * N;
   for (int n0 = 0; n0 < N; n0 += kKs) {
     const int kw = min(kKs, N - n0);
-    __syncthreads();  // the previous slice is consumed (first pass: xt, cum, dts are written)
-    load_rows(cs, kLdS, Cm, p.C.ld, t0, len, Q, g * N + n0, kw);
-    load_rows(ss, kLdS, sg, N, 0, P, P, n0, kw);
+    if (n0 > 0) __syncthreads();  // the previous slice is consumed
+    load_rows<kKs>(cs, kLdS, Cm, p.C.ld, t0, len, Q, g * N + n0, kw);
+    load_rows<kKs>(ss, kLdS, sg, N, 0, P, P, n0, kw);
     __syncthreads();
     for (int k0 = 0; k0 < kw; k0 += 16) {
       uint32_t a[4];
@@ -252,7 +262,6 @@ __global__ void __launch_bounds__(256, 2)
       }
     }
   }
-  const int la = m0 + ln.grp, lb = la + 8;  // this lane's two rows
   const float cum_a = cum[la], cum_b = cum[lb];
   const float ea = expf(cum_a), eb = expf(cum_b);
 #pragma unroll
@@ -265,37 +274,40 @@ __global__ void __launch_bounds__(256, 2)
 
   // Y_diag: the s tiles up to the diagonal (and inside the chunk); scores computed into the A
   // fragment directly.
-  const float* cbm = cb + (c * p.groups + g) * Q * Q;
   for (int k0 = 0; k0 <= m0 && k0 < len; k0 += 16) {
     const int s = k0 + 2 * ln.tig;
+    float2 next[4];  // the next k-step's C.B, in flight during this one
+    load_cb_quad(next, cbm, Q, la, lb, s + 16, len);
     uint32_t a[4];
-    a[0] = score_pair(cbm, Q, la, s, cum_a, cum, dts, len);
-    a[1] = score_pair(cbm, Q, lb, s, cum_b, cum, dts, len);
-    a[2] = score_pair(cbm, Q, la, s + 8, cum_a, cum, dts, len);
-    a[3] = score_pair(cbm, Q, lb, s + 8, cum_b, cum, dts, len);
+    a[0] = score_pair(cbq[0], la, s, cum_a, cum, dts, len);
+    a[1] = score_pair(cbq[1], lb, s, cum_b, cum, dts, len);
+    a[2] = score_pair(cbq[2], la, s + 8, cum_a, cum, dts, len);
+    a[3] = score_pair(cbq[3], lb, s + 8, cum_b, cum, dts, len);
 #pragma unroll
     for (int j = 0; j < NT; ++j) {
       uint32_t b[2];
       mma::load_b(b, xt, lq, 8 * j, k0, ln);  // B[s][p] = x_s[p], stored [p][s]
       mma::mma_16816(acc[j], a, b);
     }
+#pragma unroll
+    for (int i = 0; i < 4; ++i)
+      cbq[i] = next[i];
   }
 
   const float Dh = load_param(p.D.p, p.D.dt == DType::BF16, h);
   bf16* ym = static_cast<bf16*>(p.out.p);
+  const bool pairs = (reinterpret_cast<uintptr_t>(ym) & 3u) == 0 && (p.out.ld & 1) == 0;
 #pragma unroll
   for (int j = 0; j < NT; ++j) {
     const int pp = 8 * j + 2 * ln.tig;
-    if (la < len) {
-      bf16* row = ym + (t0 + la) * p.out.ld + h * P + pp;
-      row[0] = __float2bfloat16_rn(acc[j][0] + Dh * __bfloat162float(xt[pp * lq + la]));
-      row[1] = __float2bfloat16_rn(acc[j][1] + Dh * __bfloat162float(xt[(pp + 1) * lq + la]));
-    }
-    if (lb < len) {
-      bf16* row = ym + (t0 + lb) * p.out.ld + h * P + pp;
-      row[0] = __float2bfloat16_rn(acc[j][2] + Dh * __bfloat162float(xt[pp * lq + lb]));
-      row[1] = __float2bfloat16_rn(acc[j][3] + Dh * __bfloat162float(xt[(pp + 1) * lq + lb]));
-    }
+    if (la < len)
+      store_y_pair(ym + (t0 + la) * p.out.ld + h * P + pp, pairs,
+                   acc[j][0] + Dh * __bfloat162float(xt[pp * lq + la]),
+                   acc[j][1] + Dh * __bfloat162float(xt[(pp + 1) * lq + la]));
+    if (lb < len)
+      store_y_pair(ym + (t0 + lb) * p.out.ld + h * P + pp, pairs,
+                   acc[j][2] + Dh * __bfloat162float(xt[pp * lq + lb]),
+                   acc[j][3] + Dh * __bfloat162float(xt[(pp + 1) * lq + lb]));
   }
 }
 
@@ -303,8 +315,7 @@ int cb_smem(int Q) {
   return 2 * Q * kLdS * static_cast<int>(sizeof(bf16));
 }
 int state_smem(int Q, int N, int P) {
-  return (N + P) * (Q + kPad) * static_cast<int>(sizeof(bf16)) +
-         Q * static_cast<int>(sizeof(float));
+  return (N + P) * (Q + kPad) * static_cast<int>(sizeof(bf16));
 }
 int output_smem(int Q, int P) {
   return (P * (Q + kPad) + (Q + P) * kLdS) * static_cast<int>(sizeof(bf16)) +
@@ -339,14 +350,17 @@ void launch_mma(const SsmLaunch& p, int* index_errors, cudaStream_t st) {
     cb_mma_kernel<<<dim3(nc, static_cast<unsigned>(p.groups)), static_cast<unsigned>(2 * Q),
                     cb_smem(Q), st>>>(p, sc, sc.cb);
     STRATA_CUDA_LAUNCH_CHECK();
+    mark_scan_stage("cb_mma");
     state_mma_kernel<NT><<<dim3(nc, Hm), 256, state_smem(Q, N, P), st>>>(p, sc, sc.states);
     STRATA_CUDA_LAUNCH_CHECK();
+    mark_scan_stage("state_mma");
   }
   scan::launch_state_pass<bf16>(p, sc, sc.states, sc.sin, index_errors, st);
   if (nc > 0) {
     output_mma_kernel<NT><<<dim3(nc, Hm), static_cast<unsigned>(2 * Q), output_smem(Q, P), st>>>(
         p, sc, sc.cb, sc.sin);
     STRATA_CUDA_LAUNCH_CHECK();
+    mark_scan_stage("output_mma");
   }
 }
 

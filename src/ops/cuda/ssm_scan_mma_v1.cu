@@ -1,0 +1,370 @@
+// "cuda.ssd_mma_v1": the first tensor-core scan (main at 1d51569) with 2-byte scalar staging,
+// kept registered behind "cuda.ssd_mma" (ssm_scan_mma.cu) as the fallback and the same-run
+// baseline of bench-kernels until the new one is measured; delete once it is.
+// Mamba2 chunked scan (SSD) for bf16 activations on tensor cores (mma.sync m16n8k16, bf16
+// operands, f32 accumulation). Same chunking and math as ssm_scan.cu (spec 3.2, "Prefill
+// (chunked SSD)"); for chunk c of a sequence, local positions l, s, cum_l = sum_{j<=l} dt_j A:
+//   CB[l][s]     = C_l . B_s                                  (Q x N).(N x Q) per (chunk, group)
+//   S_loc[p][n]  = sum_s x_s[p] bf16(w_s B_s[n]),  w_s = exp(cum_last - cum_s) dt_s
+//                                                             (P x Q).(Q x N) per (chunk, head)
+//   Y_off[l][p]  = exp(cum_l) sum_n C_l[n] bf16(S_in[p][n])   (Q x N).(N x P)
+//   Y_diag[l][p] = sum_{s<=l} bf16(CB[l][s] exp(cum_l - cum_s) dt_s) x_s[p]   (Q x Q).(Q x P)
+//   y_l          = bf16(Y_off[l] + Y_diag[l] + D x_l)
+// The operands that are not bf16 already (decay-weighted B, the decayed scores, the carried
+// state) are rounded to bf16 once before their product, as vLLM's Triton SSD kernels do
+// (tl.dot on the input dtype); CB, the accumulation, the state passing and the final state stay
+// f32. Kernels, in stream order: chunk table -> dt/cumsum -> CB -> chunk states -> state
+// passing (f32; stores the state entering each chunk as bf16, the mma operand) -> outputs
+// (Y_off, the scores, Y_diag and D x fused per (chunk, head)).
+#include <atomic>
+
+#include "ops/cuda/mma_bf16.cuh"
+#include "ops/cuda/ssm_scan_common.cuh"
+
+namespace strata::cuda {
+
+namespace {
+
+constexpr int kMaxQ = static_cast<int>(kMaxMmaScanChunk);
+constexpr int kMaxN = static_cast<int>(kMaxMmaScanState);
+// State columns staged in shared memory per pass (C, B and S_in slices).
+constexpr int kKs = 64;
+// Row padding (bf16 elements) of every shared tile: with rows 16 bytes apart modulo 128, the
+// eight rows a fragment load touches fall in distinct banks.
+constexpr int kPad = 8;
+constexpr int kLdS = kKs + kPad;  // row stride of the [rows][kKs] slices
+
+struct MmaScratch : scan::Chunks {
+  float* cb = nullptr;      // [nc, G, Q(l), Q(s)]: tiles on or below the diagonal
+  float* states = nullptr;  // [nc, Hm, P, N]: the chunk's own contribution S_loc
+  bf16* sin = nullptr;      // [nc, Hm, P, N]: the state entering the chunk, rounded to bf16
+};
+
+MmaScratch mma_scratch_of(const SsmLaunch& p) {
+  MmaScratch s;
+  static_cast<scan::Chunks&>(s) = scan::chunks_of(p);
+  s.cb = p.scratch_f32 + scan::chunks_f32(p);
+  s.states = s.cb + s.max_chunks * p.groups * p.chunk_size * p.chunk_size;
+  s.sin = reinterpret_cast<bf16*>(s.states + s.max_chunks * p.heads * p.head_dim * p.state_size);
+  return s;
+}
+
+// tile[r][k] = src[(t0 + r) * ld + col0 + k] for r < valid, 0 for valid <= r < rows; k < width.
+__device__ __forceinline__ void load_rows(bf16* tile, int ldt, const bf16* src, int64_t ld,
+                                          int64_t t0, int valid, int rows, int64_t col0,
+                                          int width) {
+  const int total = rows * width;
+#pragma unroll 4
+  for (int e = threadIdx.x; e < total; e += blockDim.x) {
+    const int r = e / width, k = e - r * width;
+    tile[r * ldt + k] = r < valid ? src[(t0 + r) * ld + col0 + k] : __float2bfloat16_rn(0.f);
+  }
+}
+
+// xt[p][s] = x[t0 + s][col0 + p] for s < len, 0 for len <= s < Q: the chunk's x, transposed so
+// that pairs of consecutive positions s (the k of Y_diag and of the chunk states) are adjacent.
+template <int P>
+__device__ __forceinline__ void load_x_transposed(bf16* xt, int ldt, const bf16* x, int64_t ld,
+                                                  int64_t t0, int len, int Q, int64_t col0) {
+  const int total = Q * P;
+#pragma unroll 4
+  for (int e = threadIdx.x; e < total; e += blockDim.x) {
+    const int s = e / P, pp = e - s * P;
+    xt[pp * ldt + s] = s < len ? x[(t0 + s) * ld + col0 + pp] : __float2bfloat16_rn(0.f);
+  }
+}
+
+// grid (nc, G), block 2 Q threads: CB[l][s] = C_l . B_s (f32) for the 16 x 8 tiles a causal
+// use needs. Warp w computes rows l in [16 w, 16 w + 16) and the s tiles [8 j, 8 j + 8) with
+// j <= 2 w + 1 (on or below the diagonal); the output kernel reads no other entry.
+__global__ void __launch_bounds__(256) cb_mma_kernel(SsmLaunch p, scan::Chunks ch, float* cb) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  const int64_t c = blockIdx.x, g = blockIdx.y;
+  const int Q = static_cast<int>(p.chunk_size), N = static_cast<int>(p.state_size);
+  const int len = ch.table[3 * c + 2];
+  if (len == 0) return;
+  const int64_t t0 = ch.table[3 * c + 1];
+  bf16* cs = reinterpret_cast<bf16*>(smem);  // [Q][kLdS]: a slice of the chunk's C rows
+  bf16* bs = cs + Q * kLdS;                  // [Q][kLdS]: the same slice of its B rows
+  const int warp = static_cast<int>(threadIdx.x >> 5), m0 = 16 * warp, jlast = 2 * warp + 1;
+  const mma::Lane ln(static_cast<int>(threadIdx.x & 31));
+  const bf16* Cm = static_cast<const bf16*>(p.C.p);
+  const bf16* Bm = static_cast<const bf16*>(p.B.p);
+  float acc[kMaxQ / 8][4];
+#pragma unroll
+  for (int j = 0; j < kMaxQ / 8; ++j)
+    acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.f;
+  for (int n0 = 0; n0 < N; n0 += kKs) {
+    const int kw = min(kKs, N - n0);
+    __syncthreads();  // the previous slice is consumed
+    load_rows(cs, kLdS, Cm, p.C.ld, t0, len, Q, g * N + n0, kw);
+    load_rows(bs, kLdS, Bm, p.B.ld, t0, len, Q, g * N + n0, kw);
+    __syncthreads();
+    for (int k0 = 0; k0 < kw; k0 += 16) {
+      uint32_t a[4];
+      mma::load_a(a, cs, kLdS, m0, k0, ln);  // A[l][n] = C_l[n]
+#pragma unroll
+      for (int j = 0; j < kMaxQ / 8; ++j)
+        if (j <= jlast) {
+          uint32_t b[2];
+          mma::load_b(b, bs, kLdS, 8 * j, k0, ln);  // B[n][s] = B_s[n], stored [s][n]
+          mma::mma_16816(acc[j], a, b);
+        }
+    }
+  }
+  float* out = cb + (c * p.groups + g) * Q * Q;
+  const int la = m0 + ln.grp;
+#pragma unroll
+  for (int j = 0; j < kMaxQ / 8; ++j)
+    if (j <= jlast) {
+      const int s = 8 * j + 2 * ln.tig;
+      *reinterpret_cast<float2*>(out + la * Q + s) = make_float2(acc[j][0], acc[j][1]);
+      *reinterpret_cast<float2*>(out + (la + 8) * Q + s) = make_float2(acc[j][2], acc[j][3]);
+    }
+}
+
+// grid (nc, Hm), block 256: the chunk's own state S_loc, computed transposed as
+// (N x Q).(Q x P): A[n][s] = bf16(w_s B_s[n]), B[s][p] = x_s[p]. Warp w owns the 16-row tiles
+// of n = w, w + 8, ... and all P columns.
+template <int NT>  // P = 8 NT
+__global__ void __launch_bounds__(256, 2)
+    state_mma_kernel(SsmLaunch p, scan::Chunks ch, float* states) {
+  constexpr int P = 8 * NT;
+  extern __shared__ __align__(16) unsigned char smem[];
+  const int64_t c = blockIdx.x, h = blockIdx.y, Hm = p.heads, g = h / (Hm / p.groups);
+  const int Q = static_cast<int>(p.chunk_size), N = static_cast<int>(p.state_size);
+  const int len = ch.table[3 * c + 2];
+  if (len == 0) return;
+  const int64_t t0 = ch.table[3 * c + 1];
+  const int lq = Q + kPad;
+  bf16* bw = reinterpret_cast<bf16*>(smem);          // [N][lq]: bf16(w_s B_s[n]) at [n][s]
+  bf16* xt = bw + N * lq;                            // [P][lq]: x_s[p] at [p][s]
+  float* w = reinterpret_cast<float*>(xt + P * lq);  // [Q]
+  const float* cum = ch.cum + (c * Hm + h) * Q;
+  const float* dtv = ch.dt + (c * Hm + h) * Q;
+  const float last = cum[len - 1];
+  for (int s = threadIdx.x; s < Q; s += blockDim.x)
+    w[s] = s < len ? expf(last - cum[s]) * dtv[s] : 0.f;
+  load_x_transposed<P>(xt, lq, static_cast<const bf16*>(p.x.p), p.x.ld, t0, len, Q, h * P);
+  __syncthreads();
+  const bf16* Bm = static_cast<const bf16*>(p.B.p);
+  const int total = Q * N;
+#pragma unroll 4
+  for (int e = threadIdx.x; e < total; e += blockDim.x) {
+    const int s = e / N, n = e - s * N;
+    const float v = s < len ? w[s] * __bfloat162float(Bm[(t0 + s) * p.B.ld + g * N + n]) : 0.f;
+    bw[n * lq + s] = __float2bfloat16_rn(v);
+  }
+  __syncthreads();
+  const int ksteps = (len + 15) / 16;
+  const int warp = static_cast<int>(threadIdx.x >> 5);
+  const mma::Lane ln(static_cast<int>(threadIdx.x & 31));
+  float* out = states + (c * Hm + h) * P * N;
+  for (int mt = warp; mt < N / 16; mt += static_cast<int>(blockDim.x >> 5)) {
+    float acc[NT][4];
+#pragma unroll
+    for (int j = 0; j < NT; ++j)
+      acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.f;
+    for (int ks = 0; ks < ksteps; ++ks) {
+      uint32_t a[4];
+      mma::load_a(a, bw, lq, 16 * mt, 16 * ks, ln);
+#pragma unroll
+      for (int j = 0; j < NT; ++j) {
+        uint32_t b[2];
+        mma::load_b(b, xt, lq, 8 * j, 16 * ks, ln);
+        mma::mma_16816(acc[j], a, b);
+      }
+    }
+    const int n = 16 * mt + ln.grp;  // rows n, n + 8; columns pp, pp + 1
+#pragma unroll
+    for (int j = 0; j < NT; ++j) {
+      const int pp = 8 * j + 2 * ln.tig;
+      out[pp * N + n] = acc[j][0];
+      out[(pp + 1) * N + n] = acc[j][1];
+      out[pp * N + n + 8] = acc[j][2];
+      out[(pp + 1) * N + n + 8] = acc[j][3];
+    }
+  }
+}
+
+// Two adjacent scores of row l (positions s, s + 1) rounded into one A register:
+// bf16(CB[l][s] exp(cum_l - cum_s) dt_s), 0 above the diagonal and on rows past the chunk.
+// __expf errs by ~2^-21 relative for the |exponents| that leave a normal result, far below the
+// bf16 rounding that follows.
+__device__ __forceinline__ uint32_t score_pair(const float* cbm, int Q, int l, int s, float cum_l,
+                                               const float* cum, const float* dts, int len) {
+  float v0 = 0.f, v1 = 0.f;
+  if (l < len && s <= l) {
+    const float2 cbv = *reinterpret_cast<const float2*>(cbm + l * Q + s);
+    v0 = cbv.x * __expf(cum_l - cum[s]) * dts[s];
+    if (s + 1 <= l) v1 = cbv.y * __expf(cum_l - cum[s + 1]) * dts[s + 1];
+  }
+  return mma::pack_bf16(v0, v1);
+}
+
+// grid (nc, Hm), block 2 Q threads: the outputs of one (chunk, head). Warp w owns rows l in
+// [16 w, 16 w + 16) and all P columns: Y_off through C (staged) and S_in (bf16 from the state
+// passing), then the scores built straight into A fragments, then Y_diag and D x.
+template <int NT>  // P = 8 NT
+__global__ void __launch_bounds__(256, 2)
+    output_mma_kernel(SsmLaunch p, scan::Chunks ch, const float* cb, const bf16* sin) {
+  constexpr int P = 8 * NT;
+  extern __shared__ __align__(16) unsigned char smem[];
+  const int64_t c = blockIdx.x, h = blockIdx.y, Hm = p.heads, g = h / (Hm / p.groups);
+  const int Q = static_cast<int>(p.chunk_size), N = static_cast<int>(p.state_size);
+  const int len = ch.table[3 * c + 2];
+  if (len == 0) return;
+  const int64_t t0 = ch.table[3 * c + 1];
+  const int lq = Q + kPad;
+  bf16* xt = reinterpret_cast<bf16*>(smem);              // [P][lq]: x_s[p] at [p][s]
+  bf16* cs = xt + P * lq;                                // [Q][kLdS]: a slice of the chunk's C rows
+  bf16* ss = cs + Q * kLdS;                              // [P][kLdS]: the same slice of S_in rows
+  float* cum = reinterpret_cast<float*>(ss + P * kLdS);  // [Q]
+  float* dts = cum + Q;                                  // [Q]
+  // Every read of x precedes the first barrier and every write of y follows the last: out may
+  // alias x (other blocks touch other rows or heads).
+  load_x_transposed<P>(xt, lq, static_cast<const bf16*>(p.x.p), p.x.ld, t0, len, Q, h * P);
+  for (int l = threadIdx.x; l < Q; l += blockDim.x) {
+    cum[l] = ch.cum[(c * Hm + h) * Q + l];
+    dts[l] = ch.dt[(c * Hm + h) * Q + l];
+  }
+  const int warp = static_cast<int>(threadIdx.x >> 5), m0 = 16 * warp;
+  const mma::Lane ln(static_cast<int>(threadIdx.x & 31));
+  float acc[NT][4];
+#pragma unroll
+  for (int j = 0; j < NT; ++j)
+    acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.f;
+
+  // Y_off (before the decay): C_l . S_in[p], state columns a slice at a time.
+  const bf16* Cm = static_cast<const bf16*>(p.C.p);
+  const bf16* sg = sin + (c * Hm + h) * P * N;
+  for (int n0 = 0; n0 < N; n0 += kKs) {
+    const int kw = min(kKs, N - n0);
+    __syncthreads();  // the previous slice is consumed (first pass: xt, cum, dts are written)
+    load_rows(cs, kLdS, Cm, p.C.ld, t0, len, Q, g * N + n0, kw);
+    load_rows(ss, kLdS, sg, N, 0, P, P, n0, kw);
+    __syncthreads();
+    for (int k0 = 0; k0 < kw; k0 += 16) {
+      uint32_t a[4];
+      mma::load_a(a, cs, kLdS, m0, k0, ln);  // A[l][n] = C_l[n]
+#pragma unroll
+      for (int j = 0; j < NT; ++j) {
+        uint32_t b[2];
+        mma::load_b(b, ss, kLdS, 8 * j, k0, ln);  // B[n][p] = S_in[p][n], stored [p][n]
+        mma::mma_16816(acc[j], a, b);
+      }
+    }
+  }
+  const int la = m0 + ln.grp, lb = la + 8;  // this lane's two rows
+  const float cum_a = cum[la], cum_b = cum[lb];
+  const float ea = expf(cum_a), eb = expf(cum_b);
+#pragma unroll
+  for (int j = 0; j < NT; ++j) {
+    acc[j][0] *= ea;
+    acc[j][1] *= ea;
+    acc[j][2] *= eb;
+    acc[j][3] *= eb;
+  }
+
+  // Y_diag: the s tiles up to the diagonal (and inside the chunk); scores computed into the A
+  // fragment directly.
+  const float* cbm = cb + (c * p.groups + g) * Q * Q;
+  for (int k0 = 0; k0 <= m0 && k0 < len; k0 += 16) {
+    const int s = k0 + 2 * ln.tig;
+    uint32_t a[4];
+    a[0] = score_pair(cbm, Q, la, s, cum_a, cum, dts, len);
+    a[1] = score_pair(cbm, Q, lb, s, cum_b, cum, dts, len);
+    a[2] = score_pair(cbm, Q, la, s + 8, cum_a, cum, dts, len);
+    a[3] = score_pair(cbm, Q, lb, s + 8, cum_b, cum, dts, len);
+#pragma unroll
+    for (int j = 0; j < NT; ++j) {
+      uint32_t b[2];
+      mma::load_b(b, xt, lq, 8 * j, k0, ln);  // B[s][p] = x_s[p], stored [p][s]
+      mma::mma_16816(acc[j], a, b);
+    }
+  }
+
+  const float Dh = load_param(p.D.p, p.D.dt == DType::BF16, h);
+  bf16* ym = static_cast<bf16*>(p.out.p);
+#pragma unroll
+  for (int j = 0; j < NT; ++j) {
+    const int pp = 8 * j + 2 * ln.tig;
+    if (la < len) {
+      bf16* row = ym + (t0 + la) * p.out.ld + h * P + pp;
+      row[0] = __float2bfloat16_rn(acc[j][0] + Dh * __bfloat162float(xt[pp * lq + la]));
+      row[1] = __float2bfloat16_rn(acc[j][1] + Dh * __bfloat162float(xt[(pp + 1) * lq + la]));
+    }
+    if (lb < len) {
+      bf16* row = ym + (t0 + lb) * p.out.ld + h * P + pp;
+      row[0] = __float2bfloat16_rn(acc[j][2] + Dh * __bfloat162float(xt[pp * lq + lb]));
+      row[1] = __float2bfloat16_rn(acc[j][3] + Dh * __bfloat162float(xt[(pp + 1) * lq + lb]));
+    }
+  }
+}
+
+int cb_smem(int Q) {
+  return 2 * Q * kLdS * static_cast<int>(sizeof(bf16));
+}
+int state_smem(int Q, int N, int P) {
+  return (N + P) * (Q + kPad) * static_cast<int>(sizeof(bf16)) +
+         Q * static_cast<int>(sizeof(float));
+}
+int output_smem(int Q, int P) {
+  return (P * (Q + kPad) + (Q + P) * kLdS) * static_cast<int>(sizeof(bf16)) +
+         2 * Q * static_cast<int>(sizeof(float));
+}
+
+// Raises a kernel's dynamic shared-memory limit to what the largest supported shape needs,
+// once per device (bit d of `done`): the call synchronizes with the device, so it is made at
+// the first launch (never inside a graph capture: every capturing caller warms up first).
+template <class K>
+void allow_smem(K kernel, int bytes, std::atomic<uint64_t>& done) {
+  int dev = 0;
+  STRATA_CUDA_CHECK(cudaGetDevice(&dev));
+  const uint64_t bit = uint64_t{1} << (dev & 63);
+  if (done.load(std::memory_order_acquire) & bit) return;
+  STRATA_CUDA_CHECK(
+      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
+  done.fetch_or(bit, std::memory_order_acq_rel);
+}
+
+template <int NT>
+void launch_mma(const SsmLaunch& p, int* index_errors, cudaStream_t st) {
+  constexpr int P = 8 * NT;
+  static std::atomic<uint64_t> state_attr{0}, output_attr{0};
+  allow_smem(state_mma_kernel<NT>, state_smem(kMaxQ, kMaxN, P), state_attr);
+  allow_smem(output_mma_kernel<NT>, output_smem(kMaxQ, P), output_attr);
+  const MmaScratch sc = mma_scratch_of(p);
+  const int Q = static_cast<int>(p.chunk_size), N = static_cast<int>(p.state_size);
+  const unsigned nc = static_cast<unsigned>(sc.max_chunks), Hm = static_cast<unsigned>(p.heads);
+  scan::launch_chunk_prologue<bf16>(p, sc, index_errors, st);
+  if (nc > 0) {
+    cb_mma_kernel<<<dim3(nc, static_cast<unsigned>(p.groups)), static_cast<unsigned>(2 * Q),
+                    cb_smem(Q), st>>>(p, sc, sc.cb);
+    STRATA_CUDA_LAUNCH_CHECK();
+    state_mma_kernel<NT><<<dim3(nc, Hm), 256, state_smem(Q, N, P), st>>>(p, sc, sc.states);
+    STRATA_CUDA_LAUNCH_CHECK();
+  }
+  scan::launch_state_pass<bf16>(p, sc, sc.states, sc.sin, index_errors, st);
+  if (nc > 0) {
+    output_mma_kernel<NT><<<dim3(nc, Hm), static_cast<unsigned>(2 * Q), output_smem(Q, P), st>>>(
+        p, sc, sc.cb, sc.sin);
+    STRATA_CUDA_LAUNCH_CHECK();
+  }
+}
+
+}  // namespace
+
+// Scratch: ssm_scan_mma_scratch_f32 / _i32 (ssm_scan_mma.cu; the same layout).
+void launch_ssm_scan_mma_v1(const SsmLaunch& p, int* index_errors, void* stream) {
+  auto st = static_cast<cudaStream_t>(stream);
+  if (p.x.dt != DType::BF16) STRATA_CUDA_FAIL("ssm_scan_mma_v1 called with a non-bf16 act dtype");
+  if (p.head_dim == 64)
+    launch_mma<8>(p, index_errors, st);
+  else if (p.head_dim == 80)
+    launch_mma<10>(p, index_errors, st);
+  else
+    STRATA_CUDA_FAIL("ssm_scan_mma_v1 called with an unsupported head_dim (checked in supports)");
+}
+
+}  // namespace strata::cuda
