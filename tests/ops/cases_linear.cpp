@@ -128,12 +128,12 @@ std::vector<OpCase> linear_cases() {
       {"9b mlp down", 1, Nano9B::hidden, Nano9B::mlp, bf, WKind::Fp8W8A8, bf, false, true},
       {"9b mlp down", 1, Nano9B::hidden, Nano9B::mlp, bf, WKind::Fp8W8A16, bf, false, true},
       {"9b mlp down", 2, Nano9B::hidden, Nano9B::mlp, bf, WKind::Fp8W8A16, bf, false, true},
-      // The streamed FP8 GEMV's ring wrapping (H200, 132 SMs) at 8 rows per block (600 rows: 8-row
-      // blocks fill the multiprocessors better; K = 4624: 10 slices of 512 bytes through 8 slots)
-      // and at 16 (13 slices through 4 slots, a partial last tile).
-      {"fp8 stream ring", 1, 600, 4624, bf, WKind::Fp8W8A8, bf, false, true},
-      {"fp8 stream ring", 3, 600, 4624, bf, WKind::Fp8W8A16, f32, false, true},
-      {"fp8 stream ring", 2, 4232, 6544, bf, WKind::Fp8W8A8, f32, false, true},
+      // The streamed FP8 GEMV (weights of >= 48 MiB only) with its ring wrapping: K = 4624 is 10
+      // slices of 512 bytes, K = 6544 is 13 (through 4 or 8 slots), and row counts that leave a
+      // partial last tile.
+      {"fp8 stream ring", 1, 11002, 4624, bf, WKind::Fp8W8A8, bf, false, true},
+      {"fp8 stream ring", 3, 11002, 4624, bf, WKind::Fp8W8A16, f32, false, true},
+      {"fp8 stream ring", 2, 8004, 6544, bf, WKind::Fp8W8A8, f32, false, true},
       {"fp8 aligned odd", 3, 131, 272, bf, WKind::Fp8W8A8, bf, true, true},
       {"fp8 aligned odd", 5, 131, 272, bf, WKind::Fp8W8A16, bf, true, true},
       {"fp8 aligned odd", 16, 37, 208, bf, WKind::Fp8W8A16, bf, false, true},

@@ -185,8 +185,7 @@ double scan_decay_rel(const SsmScanArgs& a, const std::vector<int32_t>& lens) {
 // What the harness cannot know about a scan case: that the tensor-core kernel took the bf16
 // runs the table marks, and that every kernel that ran compared all of y [T, Hm*P] and the
 // whole state tensor [slots, Hm, P, N].
-// Whether `name` is one of the comma-separated kernel names (exactly: "cuda.ssd_mma" must not
-// match "cuda.ssd_mma_v1").
+// Whether `name` is one of the comma-separated kernel names (exactly, not as a substring).
 bool ran_kernel(const std::string& kernels, const char* name) {
   return ("," + kernels + ",").find("," + std::string(name) + ",") != std::string::npos;
 }

@@ -430,20 +430,20 @@ ScanRow bench_ssm_scan(const char* kernel, const char* what, int64_t Hm, int64_t
 // Measures and prints the scan rows whose label contains `only` (all when empty).
 std::vector<ScanRow> run_scan_rows(const std::string& only) {
   std::vector<ScanRow> rows;
-  for (const char* kernel : {"cuda.ssd_mma", "cuda.ssd_mma_v1", "cuda"})
+  for (const char* kernel : {"cuda.ssd_mma", "cuda"})
     for (const auto& [what, Hm, P] : {std::tuple{"nano3", 64, 64}, std::tuple{"9b", 128, 80}})
       for (const auto& [seqs, len] : {std::pair{1, 4096}, std::pair{8, 512}}) {
         const std::string label = fmt::format("ssm_scan {} {} {}x{}", kernel, what, seqs, len);
         if (!only.empty() && label.find(only) == std::string::npos) continue;
         const ScanRow r = bench_ssm_scan(kernel, what, Hm, P, 8, 128, seqs, len);
-        std::printf("%-34s %-40s %9.2f us %10.0f tokens/s %7.1f TFLOP/s %6.1f%% of %.0f MB at "
-                    "4.57 TB/s\n",
-                    r.kernel.c_str(), r.shape.c_str(), r.us, r.tokens / r.us * 1e6,
-                    r.flops / r.us / 1e6, 100.0 * r.bytes / r.us / 1e3 / kCeilingGBs,
-                    r.bytes / 1e6);
+        std::printf(
+            "%-34s %-40s %9.2f us %10.0f tokens/s %7.1f TFLOP/s %6.1f%% of %.0f MB at "
+            "4.57 TB/s\n",
+            r.kernel.c_str(), r.shape.c_str(), r.us, r.tokens / r.us * 1e6, r.flops / r.us / 1e6,
+            100.0 * r.bytes / r.us / 1e3 / kCeilingGBs, r.bytes / 1e6);
         for (const ScanStage& st : r.stages)
-          std::printf("  %-32s %-40s %9.2f us (eager, split)\n", st.kernel.c_str(),
-                      r.shape.c_str(), st.us);
+          std::printf("  %-32s %-40s %9.2f us (eager, split)\n", st.kernel.c_str(), r.shape.c_str(),
+                      st.us);
         std::fflush(stdout);
         rows.push_back(r);
       }
@@ -503,15 +503,10 @@ void run_bench(const std::string& out_path, const std::string& only) {
   linear("cuda.fp8_gemv", "nano3 in_proj", 10304, 2688, e4, true, bf, 8);
   linear("cuda.cublaslt", "nano3 in_proj", 10304, 2688, e4, true, bf, 16);
   // The streamed FP8 GEMV (weights through shared memory), the decode choice since round 2.
-  linear("cuda.fp8_stream", "nano3 in_proj", 10304, 2688, e4, true, bf);
-  linear("cuda.fp8_stream", "nano3 in_proj", 10304, 2688, e4, false, bf);
-  linear("cuda.fp8_stream", "nano3 shared up", 3712, 2688, e4, true, bf);
-  linear("cuda.fp8_stream", "nano3 shared down", 2688, 3712, e4, true, bf);
-  linear("cuda.fp8_stream", "nano3 out_proj", 2688, 4096, e4, true, bf);
+  // cuda.fp8_stream takes only weights of >= 48 MiB (kFp8StreamMinWeightBytes): the 9b MLP.
   linear("cuda.fp8_stream", "9b mlp up", 15680, 4480, e4, true, bf);
+  linear("cuda.fp8_stream", "9b mlp up", 15680, 4480, e4, false, bf);
   linear("cuda.fp8_stream", "9b mlp down", 4480, 15680, e4, true, bf);
-  linear("cuda.fp8_stream", "nano3 in_proj", 10304, 2688, e4, true, bf, 2);
-  linear("cuda.fp8_stream", "nano3 in_proj", 10304, 2688, e4, true, bf, 8);
   linear("cuda.small_m", "9b in_proj", 22656, 4480, bf, false, bf);
   linear("cuda.small_m", "9b mlp up", 15680, 4480, bf, false, bf);
   linear("cuda.small_m", "9b mlp down", 4480, 15680, bf, false, bf);
@@ -526,9 +521,8 @@ void run_bench(const std::string& out_path, const std::string& only) {
   // Attention labels: kernel, model, q heads, kv heads, context.
   for (const char* kernel : {"cuda.decode", "cuda"}) {
     const auto attention = [&](const char* what, int64_t nh, int64_t nkv, int64_t ctx_len) {
-      items.emplace_back(
-          fmt::format("attention {} {}, {}, {}, {}", kernel, what, nh, nkv, ctx_len),
-          [=] { return bench_attention(kernel, what, nh, nkv, ctx_len); });
+      items.emplace_back(fmt::format("attention {} {}, {}, {}, {}", kernel, what, nh, nkv, ctx_len),
+                         [=] { return bench_attention(kernel, what, nh, nkv, ctx_len); });
     };
     attention("nano3", 32, 2, 4096);
     attention("nano3", 32, 2, 32768);
@@ -540,8 +534,6 @@ void run_bench(const std::string& out_path, const std::string& only) {
   moe("cuda.decode", e4, false);
   moe("cuda.fp8_decode", e4, true);
   moe("cuda.fp8_decode", e4, false);
-  moe("cuda.fp8_stream", e4, true);
-  moe("cuda.fp8_stream", e4, false);
   std::vector<Row> rows;
   for (const auto& [label, measure] : items) {
     if (!only.empty() && label.find(only) == std::string::npos) continue;

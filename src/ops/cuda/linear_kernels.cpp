@@ -1,8 +1,8 @@
 // Registrations of the linear op on the CUDA backend. The kernels live in this file so their
 // order is fixed: ops::run takes the first that supports the arguments, which makes the FP8
-// GEMV (streamed through shared memory, cuda.fp8_stream; its register-core predecessor
-// cuda.fp8_gemv stays registered behind it with the same limits) the choice for e4m3 weights (W8A8
-// at T <= 8, W8A16 at T <= 16, when its staged x fits), the small-M kernel the choice for other
+// GEMV the choice for e4m3 weights (W8A8 at T <= 8, W8A16 at T <= 16, when its staged x fits:
+// streamed through shared memory, cuda.fp8_stream, for weights of >= 48 MiB, else from registers,
+// cuda.fp8_gemv), the small-M kernel the choice for other
 // weights at T <= 8, and cuBLASLt the choice above (the harness tests all).
 #ifdef STRATA_HAVE_CUDA
 #include "ops/cuda/kernel_support.h"
@@ -109,7 +109,21 @@ LinearLaunch fp8_launch_of(const LinearArgs& a) {
 void fp8_gemv_run(const LinearArgs& a, OpContext& ctx) {
   launch_linear_fp8_gemv(fp8_launch_of(a), stream_of(ctx));
 }
-// The streamed FP8 GEMV has the same limits as the register one (fp8_gemv_supports).
+// The streamed FP8 GEMV: the register one's limits, and only for large weights. Measured on the
+// H200 (docs/BENCHMARKS.md, run 7): it wins on the 70 MB 9b MLP matrices (W8A8 up 26.0 -> 21.5
+// us, down 28.2 -> 26.5 us) and loses on every Nano-3 matrix of 10-28 MB (in_proj 13.3 -> 15.9
+// us, out_proj 7.3 -> 8.1 us): its ring takes longer to fill than a small matrix takes to read.
+constexpr int64_t kFp8StreamMinWeightBytes = int64_t{48} << 20;
+bool fp8_stream_supports(const LinearArgs& a, std::string* why) {
+  if (!fp8_gemv_supports(a, why)) return false;
+  if (a.w.weight.nbytes() < kFp8StreamMinWeightBytes) {
+    if (why)
+      *why = fmt::format("weights of {} bytes (the streamed GEMV pays from {} bytes)",
+                         a.w.weight.nbytes(), kFp8StreamMinWeightBytes);
+    return false;
+  }
+  return true;
+}
 void fp8_stream_run(const LinearArgs& a, OpContext& ctx) {
   launch_linear_fp8_stream(fp8_launch_of(a), stream_of(ctx));
 }
@@ -148,7 +162,7 @@ void cublaslt_run(const LinearArgs& a, OpContext& ctx) {
 
 }  // namespace
 
-STRATA_REGISTER_KERNEL(LinearArgs, "cuda.fp8_stream", Device::Cuda, fp8_gemv_supports,
+STRATA_REGISTER_KERNEL(LinearArgs, "cuda.fp8_stream", Device::Cuda, fp8_stream_supports,
                        fp8_stream_run);
 STRATA_REGISTER_KERNEL(LinearArgs, "cuda.fp8_gemv", Device::Cuda, fp8_gemv_supports, fp8_gemv_run);
 STRATA_REGISTER_KERNEL(LinearArgs, "cuda.small_m", Device::Cuda, small_m_supports, small_m_run);

@@ -55,8 +55,5 @@ void launch_moe_grouped(const MoeExpertsLaunch& p, int* index_errors, void* stre
 size_t moe_fp8_scratch_bytes(const MoeExpertsLaunch& p);
 int64_t moe_fp8_stage_bytes(int64_t K, bool w8a8);
 void launch_moe_fp8_decode(const MoeExpertsLaunch& p, int* index_errors, void* stream);
-// The same with the weights streamed through shared memory (linear_fp8_stream.cuh); same limits,
-// scratch and results up to f32 summation order.
-void launch_moe_fp8_stream(const MoeExpertsLaunch& p, int* index_errors, void* stream);
 
 }  // namespace strata::cuda

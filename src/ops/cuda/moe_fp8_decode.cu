@@ -7,10 +7,7 @@
 //         to scratch; the last of a token's top_k blocks of a feature tile (counted with an
 //         atomic) adds out[t] = act(sum_j weights[t, j] * d_j) in slot order, as the host does.
 // Two launches per layer; the up kernel also zeroes the down kernel's counters.
-// Two cores (cuda.fp8_decode: registers, linear_fp8_mma.cuh; cuda.fp8_stream: weights streamed
-// through shared memory, linear_fp8_stream.cuh), the same arithmetic.
 #include "ops/cuda/linear_fp8_mma.cuh"
-#include "ops/cuda/linear_fp8_stream.cuh"
 #include "ops/cuda/moe.h"
 
 namespace strata::cuda {
@@ -59,48 +56,14 @@ __device__ __forceinline__ bool valid_expert(const MoeExpertsLaunch& p, int e) {
   return e >= 0 && e < p.experts;
 }
 
-// One block's product of a weight tile (rows [r0, r0 + rows) of `w`, K bytes each) with the
-// staged vector: the register core (R = 0, linear_fp8_mma.cuh: grid tiles of 16 rows, xs =
-// smem) or the streamed core (R = 16 or 8 rows, linear_fp8_stream.cuh: the ring at smem, xs
-// after it). stage(xs) stages the vector; acc gets the mma accumulator layout.
-template <BKind B, int R, class Stage>
-__device__ __forceinline__ void tile_dot(const uint8_t* w, int rows, int64_t K, uint8_t* smem,
-                                         int64_t stride, Stage&& stage, float (&acc)[1][4]) {
-  if constexpr (R == 0) {
-    const fp8::TileRows t = fp8::tile_rows(w, rows, K);
-    int c0, c1;
-    fp8::warp_chunks(K, c0, c1);
-    uint4 alo[fp8::kBatch], ahi[fp8::kBatch];
-    fp8::load_batch<fp8::kBatch>(t, c0, c1, alo, ahi);  // in flight while x is staged
-    stage(smem);
-    __syncthreads();
-    fp8::warp_dot<B, 1, fp8::kBatch>(t, c0, c1, alo, ahi, smem, stride, 1, acc);
-  } else {
-    const fp8::StreamTile t{w, rows, K};
-    fp8::stream_start<R>(t, smem);  // in flight while x is staged
-    uint8_t* xs = smem + fp8::kRingBytes;
-    stage(xs);
-    fp8::stream_dot<B, 1, R>(t, smem, xs, stride, 1, acc);  // synchronizes before reading xs
-  }
-}
-
-// Rows of the block's tile: 16 for the register core, R for the streamed one.
-template <int R>
-constexpr int tile_rows_of() {
-  return R == 0 ? fp8::kTileRows : R;
-}
-
-// grid (ceil(I / rows per block), pairs), dynamic shared memory: one staged x row (`stride`
-// bytes), after the ring for the streamed core.
-template <BKind B, int R>
-__global__ void __launch_bounds__(fp8::kThreads,
-                                  R == 0 ? fp8::min_blocks(1) : fp8::stream_min_blocks(1))
+// grid (ceil(I / 16), pairs), dynamic shared memory: one staged x row (`stride` bytes).
+template <BKind B, int U>
+__global__ void __launch_bounds__(fp8::kThreads, fp8::min_blocks(1))
     fp8_up_kernel(const MoeExpertsLaunch p, const Fp8Scratch s, int64_t stride, int* errors) {
-  extern __shared__ __align__(128) uint8_t smem[];
+  extern __shared__ __align__(16) uint8_t xs[];
   __shared__ fp8::TileRed<1> red;
   constexpr bool kW8A8 = B == BKind::E4M3;
-  constexpr int kRows = tile_rows_of<R>();
-  const int64_t pair = blockIdx.y, i0 = static_cast<int64_t>(blockIdx.x) * kRows;
+  const int64_t pair = blockIdx.y, i0 = static_cast<int64_t>(blockIdx.x) * fp8::kTileRows;
   if (blockIdx.x == 0 && blockIdx.y == 0)
     for (int64_t i = threadIdx.x; i < p.x.rows * feature_tiles(p.hidden); i += blockDim.x)
       s.done[i] = 0;
@@ -110,15 +73,18 @@ __global__ void __launch_bounds__(fp8::kThreads,
     return;
   }
   const int64_t H = p.hidden, I = p.inter;
-  const int rows = static_cast<int>(min(static_cast<int64_t>(kRows), I - i0));
+  const int rows = static_cast<int>(min(static_cast<int64_t>(fp8::kTileRows), I - i0));
+  const fp8::TileRows w =
+      fp8::tile_rows(static_cast<const uint8_t*>(p.tables.up[e]) + i0 * H, rows, H);
+  int c0, c1;
+  fp8::warp_chunks(H, c0, c1);
+  uint4 alo[U], ahi[U];
+  fp8::load_batch<U>(w, c0, c1, alo, ahi);  // in flight while x is staged
   const bf16* x = static_cast<const bf16*>(p.x.p) + (pair / p.top_k) * p.x.ld;
+  fp8::stage_b<B, kW8A8>(x, p.x.ld, 1, H, kW8A8 ? p.tables.up_in[e] : 0.f, xs, stride);
+  __syncthreads();
   float acc[1][4];
-  tile_dot<B, R>(
-      static_cast<const uint8_t*>(p.tables.up[e]) + i0 * H, rows, H, smem, stride,
-      [&](uint8_t* xs) {
-        fp8::stage_b<B, kW8A8>(x, p.x.ld, 1, H, kW8A8 ? p.tables.up_in[e] : 0.f, xs, stride);
-      },
-      acc);
+  fp8::warp_dot<B, 1, U>(w, c0, c1, alo, ahi, xs, stride, 1, acc);
   const float su = kW8A8 ? p.tables.up_scale[e] * p.tables.up_in[e] : p.tables.up_scale[e];
   fp8::tile_sum<1>(acc, red, rows, 1, [&](int r, int, float sum) {
     const float ua = fmaxf(round_to<bf16>(sum * su), 0.f);
@@ -131,14 +97,11 @@ __global__ void __launch_bounds__(fp8::kThreads,
   });
 }
 
-// grid (ceil(H / 16), pairs), dynamic shared memory: one staged h row (`stride` bytes), after
-// the ring for the streamed core (R = 16 only: the combine counts 16-row feature tiles).
-template <BKind B, int R>
-__global__ void __launch_bounds__(fp8::kThreads,
-                                  R == 0 ? fp8::min_blocks(1) : fp8::stream_min_blocks(1))
+// grid (ceil(H / 16), pairs), dynamic shared memory: one staged h row (`stride` bytes).
+template <BKind B, int U>
+__global__ void __launch_bounds__(fp8::kThreads, fp8::min_blocks(1))
     fp8_down_kernel(const MoeExpertsLaunch p, const Fp8Scratch s, int64_t stride) {
-  static_assert(R == 0 || R == fp8::kTileRows, "down tiles are the combine's 16-row tiles");
-  extern __shared__ __align__(128) uint8_t smem[];
+  extern __shared__ __align__(16) uint8_t hs[];
   __shared__ fp8::TileRed<1> red;
   __shared__ int last;
   constexpr bool kW8A8 = B == BKind::E4M3;
@@ -148,18 +111,19 @@ __global__ void __launch_bounds__(fp8::kThreads,
   const int rows = static_cast<int>(min(static_cast<int64_t>(fp8::kTileRows), H - n0));
   const int e = expert_at(p, pair);
   if (valid_expert(p, e)) {  // block-uniform; invalid pairs were counted by the up kernel
+    const fp8::TileRows w =
+        fp8::tile_rows(static_cast<const uint8_t*>(p.tables.down[e]) + n0 * I, rows, I);
+    int c0, c1;
+    fp8::warp_chunks(I, c0, c1);
+    uint4 alo[U], ahi[U];
+    fp8::load_batch<U>(w, c0, c1, alo, ahi);
+    if constexpr (kW8A8)
+      fp8::stage_b<B, false>(static_cast<const uint8_t*>(s.h) + pair * I, I, 1, I, 0.f, hs, stride);
+    else
+      fp8::stage_b<B, false>(static_cast<const bf16*>(s.h) + pair * I, I, 1, I, 0.f, hs, stride);
+    __syncthreads();
     float acc[1][4];
-    tile_dot<B, R>(
-        static_cast<const uint8_t*>(p.tables.down[e]) + n0 * I, rows, I, smem, stride,
-        [&](uint8_t* hs) {
-          if constexpr (kW8A8)
-            fp8::stage_b<B, false>(static_cast<const uint8_t*>(s.h) + pair * I, I, 1, I, 0.f, hs,
-                                   stride);
-          else
-            fp8::stage_b<B, false>(static_cast<const bf16*>(s.h) + pair * I, I, 1, I, 0.f, hs,
-                                   stride);
-        },
-        acc);
+    fp8::warp_dot<B, 1, U>(w, c0, c1, alo, ahi, hs, stride, 1, acc);
     const float sd = kW8A8 ? p.tables.down_scale[e] * p.tables.down_in[e] : p.tables.down_scale[e];
     fp8::tile_sum<1>(acc, red, rows, 1, [&](int r, int, float sum) {
       s.d[pair * H + n0 + r] = __float2bfloat16_rn(sum * sd);
@@ -192,42 +156,28 @@ constexpr size_t kStaticSmem = sizeof(fp8::TileRed<1>) + 16;  // + the down kern
 template <auto Kernel>
 void up(const MoeExpertsLaunch& p, const Fp8Scratch& s, dim3 grid, size_t smem, int64_t stride,
         int* errors, cudaStream_t st) {
-  fp8::fit_stream_smem<Kernel>(smem, kStaticSmem);
+  fp8::fit_smem<Kernel>(smem, kStaticSmem);
   Kernel<<<grid, fp8::kThreads, smem, st>>>(p, s, stride, errors);
   STRATA_CUDA_LAUNCH_CHECK();
 }
 template <auto Kernel>
 void down(const MoeExpertsLaunch& p, const Fp8Scratch& s, dim3 grid, size_t smem, int64_t stride,
           cudaStream_t st) {
-  fp8::fit_stream_smem<Kernel>(smem, kStaticSmem);
+  fp8::fit_smem<Kernel>(smem, kStaticSmem);
   Kernel<<<grid, fp8::kThreads, smem, st>>>(p, s, stride);
   STRATA_CUDA_LAUNCH_CHECK();
 }
 
-// R = 0: the register core (cuda.fp8_decode); otherwise the streamed core (cuda.fp8_stream),
-// whose up kernel takes 8 rows per block when that fills the multiprocessors better.
-template <BKind B, bool Stream>
+template <BKind B>
 void launch_b(const MoeExpertsLaunch& p, const Fp8Scratch& s, int* errors, cudaStream_t st) {
   const unsigned pairs = static_cast<unsigned>(p.x.rows * p.top_k);
   const int64_t up_stride = fp8::stage_stride<B>(p.hidden),
                 down_stride = fp8::stage_stride<B>(p.inter);
+  const dim3 g_up(static_cast<unsigned>(feature_tiles(p.inter)), pairs);
   const dim3 g_down(static_cast<unsigned>(feature_tiles(p.hidden)), pairs);
-  if constexpr (!Stream) {
-    const dim3 g_up(static_cast<unsigned>(feature_tiles(p.inter)), pairs);
-    const size_t sm_up = static_cast<size_t>(up_stride), sm_down = static_cast<size_t>(down_stride);
-    up<fp8_up_kernel<B, 0>>(p, s, g_up, sm_up, up_stride, errors, st);
-    down<fp8_down_kernel<B, 0>>(p, s, g_down, sm_down, down_stride, st);
-  } else {
-    const size_t sm_up = fp8::stream_smem(up_stride), sm_down = fp8::stream_smem(down_stride);
-    const int up_rows =
-        fp8::rows_for_grid(feature_tiles(p.inter), p.inter, pairs, fp8::stream_block_slots());
-    const dim3 g_up(static_cast<unsigned>((p.inter + up_rows - 1) / up_rows), pairs);
-    if (up_rows == 8)
-      up<fp8_up_kernel<B, 8>>(p, s, g_up, sm_up, up_stride, errors, st);
-    else
-      up<fp8_up_kernel<B, 16>>(p, s, g_up, sm_up, up_stride, errors, st);
-    down<fp8_down_kernel<B, 16>>(p, s, g_down, sm_down, down_stride, st);
-  }
+  const size_t sm_up = static_cast<size_t>(up_stride), sm_down = static_cast<size_t>(down_stride);
+  up<fp8_up_kernel<B, fp8::kBatch>>(p, s, g_up, sm_up, up_stride, errors, st);
+  down<fp8_down_kernel<B, fp8::kBatch>>(p, s, g_down, sm_down, down_stride, st);
 }
 
 }  // namespace
@@ -244,10 +194,7 @@ int64_t moe_fp8_stage_bytes(int64_t K, bool w8a8) {
   return w8a8 ? fp8::stage_stride<BKind::E4M3>(K) : fp8::stage_stride<BKind::BF16>(K);
 }
 
-namespace {
-
-template <bool Stream>
-void launch_moe_fp8(const MoeExpertsLaunch& p, int* index_errors, void* stream) {
+void launch_moe_fp8_decode(const MoeExpertsLaunch& p, int* index_errors, void* stream) {
   if (p.x.rows == 0) return;
   if (p.wt != DType::F8E4M3 || p.x.dt != DType::BF16 || p.hidden % 16 != 0 || p.inter % 16 != 0)
     STRATA_CUDA_FAIL("moe fp8 decode: arguments outside the kernel's limits (checked in supports)");
@@ -255,19 +202,9 @@ void launch_moe_fp8(const MoeExpertsLaunch& p, int* index_errors, void* stream) 
   const Fp8Scratch s = carve(p, &total);
   auto st = static_cast<cudaStream_t>(stream);
   if (p.w8a8)
-    launch_b<BKind::E4M3, Stream>(p, s, index_errors, st);
+    launch_b<BKind::E4M3>(p, s, index_errors, st);
   else
-    launch_b<BKind::BF16, Stream>(p, s, index_errors, st);
-}
-
-}  // namespace
-
-void launch_moe_fp8_decode(const MoeExpertsLaunch& p, int* index_errors, void* stream) {
-  launch_moe_fp8<false>(p, index_errors, stream);
-}
-
-void launch_moe_fp8_stream(const MoeExpertsLaunch& p, int* index_errors, void* stream) {
-  launch_moe_fp8<true>(p, index_errors, stream);
+    launch_b<BKind::BF16>(p, s, index_errors, st);
 }
 
 }  // namespace strata::cuda

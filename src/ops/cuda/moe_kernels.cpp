@@ -1,6 +1,5 @@
-// Registrations of moe_route and moe_experts on the CUDA backend. moe_experts has four kernels,
-// registered here in order: the FP8 decode kernel with the weights streamed through shared
-// memory (e4m3 experts, T <= 8), its register-core predecessor (same limits), the decode kernel
+// Registrations of moe_route and moe_experts on the CUDA backend. moe_experts has three kernels,
+// registered here in order: the FP8 decode kernel (e4m3 experts, T <= 8), the decode kernel
 // for T <= 8, then the grouped kernel for any T.
 #ifdef STRATA_HAVE_CUDA
 #include <algorithm>
@@ -239,14 +238,6 @@ void fp8_decode_run(const MoeExpertsArgs& a, OpContext& ctx) {
   p.scratch = scratch.raw();
   launch_moe_fp8_decode(p, index_error_counter(), stream_of(ctx));
 }
-// The streamed variant has the same limits and scratch (fp8_decode_supports).
-void fp8_stream_run(const MoeExpertsArgs& a, OpContext& ctx) {
-  MoeExpertsLaunch p = launch_of(a);
-  Tensor scratch =
-      Tensor::empty(Shape{static_cast<int64_t>(moe_fp8_scratch_bytes(p))}, DType::U8, Device::Cuda);
-  p.scratch = scratch.raw();
-  launch_moe_fp8_stream(p, index_error_counter(), stream_of(ctx));
-}
 
 bool gemv_supports(const MoeExpertsArgs& a, std::string* why) {
   if (!experts_common(a, why)) return false;
@@ -269,8 +260,6 @@ void grouped_run(const MoeExpertsArgs& a, OpContext& ctx) {
 }  // namespace
 
 STRATA_REGISTER_KERNEL(MoeRouteArgs, "cuda", Device::Cuda, route_supports, route_run);
-STRATA_REGISTER_KERNEL(MoeExpertsArgs, "cuda.fp8_stream", Device::Cuda, fp8_decode_supports,
-                       fp8_stream_run);
 STRATA_REGISTER_KERNEL(MoeExpertsArgs, "cuda.fp8_decode", Device::Cuda, fp8_decode_supports,
                        fp8_decode_run);
 STRATA_REGISTER_KERNEL(MoeExpertsArgs, "cuda.decode", Device::Cuda, gemv_supports, gemv_run);

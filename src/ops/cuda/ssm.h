@@ -60,7 +60,5 @@ void launch_ssm_update(const SsmLaunch& p, int* index_errors, void* stream);
 void launch_ssm_scan(const SsmLaunch& p, int* index_errors, void* stream);
 // bf16 activations only, shapes within the limits above (checked by its supports).
 void launch_ssm_scan_mma(const SsmLaunch& p, int* index_errors, void* stream);
-// The previous tensor-core scan (ssm_scan_mma_v1.cu: scalar staging), same shapes and scratch.
-void launch_ssm_scan_mma_v1(const SsmLaunch& p, int* index_errors, void* stream);
 
 }  // namespace strata::cuda

@@ -1,7 +1,6 @@
 // Registrations of ssm_scan (chunked prefill) and ssm_update (decode) on the CUDA backend.
-// ssm_scan has three kernels, tried in this order: "cuda.ssd_mma" (bf16 on tensor cores, the
-// shapes of ssm.h), "cuda.ssd_mma_v1" (its predecessor with scalar staging, same shapes: kept
-// until the new one is measured) and "cuda" (f32 math on CUDA cores, any act dtype).
+// ssm_scan has two kernels, tried in this order: "cuda.ssd_mma" (bf16 on tensor cores, the
+// shapes of ssm.h) and "cuda" (f32 math on CUDA cores, any act dtype).
 #ifdef STRATA_HAVE_CUDA
 #include "ops/cuda/cuda_backend.h"
 #include "ops/cuda/kernel_support.h"
@@ -106,7 +105,7 @@ bool scan_mma_supports(const SsmScanArgs& a, std::string* why) {
   return c;
 }
 
-enum class ScanPath { kF32Math, kMma, kMmaV1 };
+enum class ScanPath { kF32Math, kMma };
 
 template <ScanPath kPath>
 void scan_run(const SsmScanArgs& a, OpContext& ctx) {
@@ -124,8 +123,6 @@ void scan_run(const SsmScanArgs& a, OpContext& ctx) {
   p.scratch_i32 = i.data<int32_t>();
   if (kPath == ScanPath::kMma)
     launch_ssm_scan_mma(p, index_error_counter(), stream_of(ctx));
-  else if (kPath == ScanPath::kMmaV1)
-    launch_ssm_scan_mma_v1(p, index_error_counter(), stream_of(ctx));
   else
     launch_ssm_scan(p, index_error_counter(), stream_of(ctx));
 }
@@ -145,8 +142,6 @@ void update_run(const SsmUpdateArgs& a, OpContext& ctx) {
 
 STRATA_REGISTER_KERNEL(SsmScanArgs, "cuda.ssd_mma", Device::Cuda, scan_mma_supports,
                        scan_run<ScanPath::kMma>);
-STRATA_REGISTER_KERNEL(SsmScanArgs, "cuda.ssd_mma_v1", Device::Cuda, scan_mma_supports,
-                       scan_run<ScanPath::kMmaV1>);
 STRATA_REGISTER_KERNEL(SsmScanArgs, "cuda", Device::Cuda, scan_supports,
                        scan_run<ScanPath::kF32Math>);
 STRATA_REGISTER_KERNEL(SsmUpdateArgs, "cuda", Device::Cuda, update_supports, update_run);
