@@ -7,6 +7,23 @@
 
 namespace strata {
 
+double unit_roundoff(DType t) {
+  switch (t) {
+    case DType::F64:
+      return std::ldexp(1.0, -53);
+    case DType::F32:
+      return std::ldexp(1.0, -24);
+    case DType::F16:
+      return std::ldexp(1.0, -11);
+    case DType::BF16:
+      return std::ldexp(1.0, -8);
+    case DType::F8E4M3:
+      return std::ldexp(1.0, -4);
+    default:
+      return 0.0;
+  }
+}
+
 size_t dtype_size(DType t) {
   switch (t) {
     case DType::F32:

@@ -25,6 +25,9 @@ enum class DType : uint8_t {
 };
 
 size_t dtype_size(DType t);
+// Unit roundoff of a float dtype (half an ulp at 1): 2^-53 (f64), 2^-24 (f32), 2^-11 (f16),
+// 2^-8 (bf16), 2^-4 (e4m3); 0 for the integer and raw types. Tolerances are derived from it.
+double unit_roundoff(DType t);
 std::string_view dtype_name(DType t);  // "f32", "bf16", ...
 // safetensors spellings: "F32", "BF16", "F8_E4M3", ... ; nullopt when unknown.
 std::optional<DType> dtype_from_safetensors(std::string_view s);

@@ -75,6 +75,28 @@ inline std::vector<std::vector<float>> rows_of(const Tensor& logits) {
   return rows;
 }
 
+// Logits of one prefill of `ids` (every position) on ctx's device, from a fresh cache with
+// blocks of `block_size` tokens, as host rows.
+inline std::vector<std::vector<float>> prefill_all_logits(NemotronHModel& m,
+                                                          const std::vector<int32_t>& ids,
+                                                          OpContext& ctx, int64_t block_size) {
+  const ModelConfig& c = m.config();
+  const auto T = static_cast<int64_t>(ids.size());
+  cache::ModelCache cache(c, cache::plan_cache_for_tokens(c, 1, T, block_size, m.act_dtype()),
+                          ctx.device);
+  cache::BlockTable blocks;
+  EXPECT_TRUE(blocks.ensure(cache.kv, T));
+  SequenceChunk seq;
+  seq.slot = cache.mamba.allocate();
+  seq.tokens = ids;
+  seq.blocks = &blocks;
+  const StepInput step =
+      StepInput::build({seq}, cache.kv.block_size(), c.num_attention > 0, ctx.device, ctx);
+  auto rows = rows_of(m.forward(ctx, step, cache, LogitRows::All));
+  blocks.release(cache.kv);
+  return rows;
+}
+
 // ||a - b|| / ||b||, with every element of both finite.
 inline double rel_l2(const std::vector<float>& a, const std::vector<float>& b) {
   EXPECT_EQ(a.size(), b.size());

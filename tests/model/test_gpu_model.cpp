@@ -69,24 +69,6 @@ class Gpu : public ::testing::Test {
   OpContext ctx_;
 };
 
-std::vector<std::vector<float>> device_prefill(NemotronHModel& m, const std::vector<int32_t>& ids,
-                                               OpContext& ctx) {
-  const ModelConfig& c = m.config();
-  const auto T = static_cast<int64_t>(ids.size());
-  cache::ModelCache cache(c, cache::plan_cache_for_tokens(c, 1, T, 16, m.act_dtype()), ctx.device);
-  cache::BlockTable blocks;
-  EXPECT_TRUE(blocks.ensure(cache.kv, T));
-  SequenceChunk seq;
-  seq.slot = cache.mamba.allocate();
-  seq.tokens = ids;
-  seq.blocks = &blocks;
-  const StepInput step =
-      StepInput::build({seq}, cache.kv.block_size(), c.num_attention > 0, ctx.device, ctx);
-  auto rows = testing::rows_of(m.forward(ctx, step, cache, LogitRows::All));
-  blocks.release(cache.kv);
-  return rows;
-}
-
 // ---- golden fixtures on CUDA ----
 
 TEST_F(Gpu, GoldenFixturesMatchTransformersOnCuda) {
@@ -130,7 +112,7 @@ TEST_F(Gpu, GoldenFixturesMatchTransformersOnCuda) {
       }
       bands.push_back(band);
       const Tensor want = logits_file.tensor("logits." + std::to_string(i));
-      const auto got = device_prefill(*m, prompts[i], ctx_);
+      const auto got = testing::prefill_all_logits(*m, prompts[i], ctx_, 16);
       double num = 0, den = 0;
       ASSERT_EQ(static_cast<int64_t>(got.size()), want.dim(0));
       for (int64_t t = 0; t < want.dim(0); ++t) {
@@ -320,11 +302,11 @@ TEST_F(Gpu, LoadingTwiceGivesIdenticalLogits) {
   write_synthetic_checkpoint(dir.file("m"), c, {.seed = 6, .dtype = DType::BF16, .fp8 = true});
   const auto ids = testing::random_ids(13, c.vocab_size, 8);
   auto a = load_model(dir.file("m"), Device::Cuda, false);
-  const auto la = device_prefill(*a, ids, ctx_);
+  const auto la = testing::prefill_all_logits(*a, ids, ctx_, 16);
   EXPECT_EQ(ctx_.host_bounces.load(), 0);
   a.reset();
   auto b = load_model(dir.file("m"), Device::Cuda, false);
-  const auto lb = device_prefill(*b, ids, ctx_);
+  const auto lb = testing::prefill_all_logits(*b, ids, ctx_, 16);
   ASSERT_EQ(la.size(), lb.size());
   int64_t compared = 0;
   for (size_t r = 0; r < la.size(); ++r)

@@ -27,29 +27,9 @@ namespace {
 namespace fs = std::filesystem;
 using test::ScratchDir;
 
-// Logits of one prefill of `ids` on `device` (every position), as host rows.
-std::vector<std::vector<float>> prefill_logits(NemotronHModel& m, const std::vector<int32_t>& ids,
-                                               OpContext& ctx) {
-  const ModelConfig& c = m.config();
-  const auto T = static_cast<int64_t>(ids.size());
-  cache::ModelCache cache(c, cache::plan_cache_for_tokens(c, 1, T, 4, m.act_dtype()), ctx.device);
-  cache::BlockTable blocks;
-  EXPECT_TRUE(blocks.ensure(cache.kv, T));
-  SequenceChunk seq;
-  seq.slot = cache.mamba.allocate();
-  seq.tokens = ids;
-  seq.blocks = &blocks;
-  const StepInput step =
-      StepInput::build({seq}, cache.kv.block_size(), c.num_attention > 0, ctx.device, ctx);
-  const Tensor logits = m.forward(ctx, step, cache, LogitRows::All);
-  auto rows = testing::rows_of(logits);
-  blocks.release(cache.kv);
-  return rows;
-}
-
 std::vector<std::vector<float>> host_logits(NemotronHModel& m, const std::vector<int32_t>& ids) {
   OpContext ctx;
-  return prefill_logits(m, ids, ctx);
+  return testing::prefill_all_logits(m, ids, ctx, 4);
 }
 
 void expect_identical(const std::vector<std::vector<float>>& a,
@@ -244,7 +224,7 @@ TEST_F(DeviceLoad, EveryOpForcedThroughTheBounceEqualsTheHostRun) {
   ctx.device = Device::Cuda;
   ctx.force_host_ops = ops::forced_host_ops();
   ctx.allow_host_bounce = true;
-  const auto dev = prefill_logits(*m, ids, ctx);
+  const auto dev = testing::prefill_all_logits(*m, ids, ctx, 4);
   ops::set_forced_host_ops("");
   expect_identical(dev, ref);
   // One bounce per op run: at least one per layer plus embedding, norm_f, lm_head and cast.

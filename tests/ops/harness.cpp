@@ -106,25 +106,6 @@ Tensor wide_rows(Rng& rng, int64_t rows, int64_t cols, int64_t pad, int64_t offs
   return wide.slice(1, offset, cols);
 }
 
-// ---- tolerance ----
-
-double unit_roundoff(DType t) {
-  switch (t) {
-    case DType::F64:
-      return std::ldexp(1.0, -53);
-    case DType::F32:
-      return std::ldexp(1.0, -24);
-    case DType::F16:
-      return std::ldexp(1.0, -11);
-    case DType::BF16:
-      return std::ldexp(1.0, -8);
-    case DType::F8E4M3:
-      return std::ldexp(1.0, -4);
-    default:
-      return 0.0;
-  }
-}
-
 // ---- cases ----
 
 std::vector<OpCase>& cases() {

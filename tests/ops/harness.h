@@ -73,9 +73,6 @@ Tensor wide_rows(Rng& rng, int64_t rows, int64_t cols, int64_t pad, int64_t offs
 
 // ---- tolerance ----
 
-// Unit roundoff of a float dtype: 2^-24 (f32), 2^-8 (bf16), 2^-11 (f16), 2^-4 (e4m3).
-double unit_roundoff(DType t);
-
 // How far a device result may lie from the host result, per element:
 //   |dev - host| <= rel * |host| + abs,
 //   rel = 2 u_out                 the two results may round to neighbouring values of the

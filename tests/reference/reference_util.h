@@ -26,21 +26,6 @@
 
 namespace strata::reftest {
 
-inline double unit_roundoff(DType t) {
-  switch (t) {
-    case DType::F32:
-      return std::ldexp(1.0, -24);
-    case DType::F16:
-      return std::ldexp(1.0, -11);
-    case DType::BF16:
-      return std::ldexp(1.0, -8);
-    case DType::F8E4M3:
-      return std::ldexp(1.0, -4);
-    default:
-      return 0.0;
-  }
-}
-
 // Bound on the f32 rounding error of a computation with `ops` sequential roundings over
 // terms whose absolute values sum to `mag`.
 inline double f32_band(double mag, int64_t ops) {
