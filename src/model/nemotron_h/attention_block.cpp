@@ -8,7 +8,7 @@
 namespace strata::model {
 
 void attention_block(OpContext& ctx, const ModelConfig& c, const AttentionWeights& w,
-                     const Tensor& a, const StepInput& step, cache::KvBlockPool& kv,
+                     const Tensor& a, const engine::StepInput& step, cache::KvBlockPool& kv,
                      int64_t attn_layer, Tensor& out) {
   const int64_t T = a.dim(0);
   const DType act = a.dtype();

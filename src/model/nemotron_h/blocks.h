@@ -5,7 +5,7 @@
 
 #include "cache/cache_plan.h"
 #include "model/nemotron_h/config.h"
-#include "model/nemotron_h/step.h"
+#include "engine/step_input.h"
 #include "model/nemotron_h/weights.h"
 #include "ops/ops.h"
 
@@ -17,11 +17,11 @@ inline Tensor workspace(OpContext& ctx, const Shape& shape, DType dtype) {
 }
 
 void mamba_block(OpContext& ctx, const ModelConfig& c, const MambaWeights& w, const Tensor& a,
-                 const StepInput& step, cache::MambaStatePool& states, int64_t mamba_layer,
+                 const engine::StepInput& step, cache::MambaStatePool& states, int64_t mamba_layer,
                  Tensor& out);
 
 void attention_block(OpContext& ctx, const ModelConfig& c, const AttentionWeights& w,
-                     const Tensor& a, const StepInput& step, cache::KvBlockPool& kv,
+                     const Tensor& a, const engine::StepInput& step, cache::KvBlockPool& kv,
                      int64_t attn_layer, Tensor& out);
 
 // relu² MLP: out = down(relu(up(a))²). Also the MoE's shared expert.

@@ -6,7 +6,7 @@
 namespace strata::model {
 
 void mamba_block(OpContext& ctx, const ModelConfig& c, const MambaWeights& w, const Tensor& a,
-                 const StepInput& step, cache::MambaStatePool& states, int64_t mamba_layer,
+                 const engine::StepInput& step, cache::MambaStatePool& states, int64_t mamba_layer,
                  Tensor& out) {
   const int64_t T = a.dim(0);
   const DType act = a.dtype();

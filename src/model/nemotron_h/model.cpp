@@ -17,8 +17,8 @@ NemotronHModel::NemotronHModel(ModelConfig config, ModelWeights weights)
   STRATA_CHECK_EQ(static_cast<int64_t>(weights_.loaded().layers.size()), config_.num_layers());
 }
 
-Tensor NemotronHModel::forward(OpContext& ctx, const StepInput& step, cache::ModelCache& cache,
-                               LogitRows rows) {
+Tensor NemotronHModel::forward(OpContext& ctx, const engine::StepInput& step, cache::ModelCache& cache,
+                               engine::LogitRows rows) {
   const ModelConfig& c = config_;
   const ModelWeights& W = weights_.on(ctx.device);  // uploaded on the first use of a device
   const DType act = W.act_dtype;
@@ -73,7 +73,7 @@ Tensor NemotronHModel::forward(OpContext& ctx, const StepInput& step, cache::Mod
   // nobody reads; the row gather is the embedding op with the hidden states as its table.
   Tensor last_h = mixed, last_r = residual;
   int64_t R = T;
-  if (rows == LogitRows::LastPerSequence && B != T) {
+  if (rows == engine::LogitRows::LastPerSequence && B != T) {
     R = B;
     auto gather = [&](const Tensor& src) {
       Tensor g = workspace(ctx, Shape{B, H}, act);  // [B, H]

@@ -12,16 +12,11 @@
 #include "model/nemotron_h/config.h"
 #include "model/nemotron_h/load_report.h"
 #include "model/nemotron_h/residency.h"
-#include "model/nemotron_h/step.h"
+#include "engine/step_input.h"
 #include "model/nemotron_h/weights.h"
 #include "ops/ops.h"
 
 namespace strata::model {
-
-enum class LogitRows {
-  LastPerSequence,  // [B, V]: the last token of each sequence (generation)
-  All,              // [T, V]: every token (strata logits, golden tests)
-};
 
 class NemotronHModel {
  public:
@@ -38,7 +33,8 @@ class NemotronHModel {
 
   // Runs one step, updating `cache` (Mamba states of the step's slots, KV rows of its
   // positions). Returns f32 logits on ctx.device.
-  Tensor forward(OpContext& ctx, const StepInput& step, cache::ModelCache& cache, LogitRows rows);
+  Tensor forward(OpContext& ctx, const engine::StepInput& step, cache::ModelCache& cache,
+                 engine::LogitRows rows);
 
   // Throws naming every op the model needs that `device` has no kernel for (a load-time check:
   // nothing falls back silently). `sampling`: the run also samples tokens. Ops the user forces

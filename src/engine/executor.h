@@ -1,0 +1,125 @@
+// The one executor (DESIGN layout, principle 7): every caller that runs the model goes through
+// it (`generate`, `logits`, `bench`, the gate, FP8 calibration, the engine loop, the tests).
+// It owns the op context of its device, the caches (Mamba slots and paged KV, sized from
+// memory or given), the per-step workspace and the CUDA graphs of decode steps per batch-size
+// bucket (1, 2, 4, 8, ... up to max_num_seqs), all captured over one shared input buffer and
+// one shared output buffer, so no allocation is kept per graph.
+//
+// A step is an immutable StepInput (built and validated by prepare() before any state is
+// touched) in, logits or sampled ids out. Decode-only steps replay the graph of their bucket
+// (padded with dummy rows that write only a reserved scratch slot); mixed and prefill steps run
+// eagerly.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cache/cache_plan.h"
+#include "engine/cuda_graph.h"
+#include "engine/step_input.h"
+#include "model/nemotron_h/model.h"
+#include "ops/ops.h"
+
+namespace strata::engine {
+
+struct ExecutorConfig {
+  Device device = Device::Host;
+  int64_t max_num_seqs = 256;   // Mamba slots for requests (one more is kept for graph padding)
+  int64_t max_model_len = 0;    // 0: the model's max_position_embeddings (else 4096)
+  int64_t block_size = 16;      // KV tokens per block
+  // Fraction of the device's memory the run may use (weights + caches + workspace); what the
+  // weights and workspace leave goes to Mamba slots for max_num_seqs, then KV blocks.
+  double gpu_memory_utilization = 0.9;
+  // Host runs: bytes for the caches (0: enough for max_num_seqs x max_model_len).
+  size_t host_cache_bytes = 0;
+  std::string kv_cache_dtype = "auto";        // auto (the activation dtype) | fp8 (e4m3)
+  std::string mamba_ssm_cache_dtype = "auto";  // auto (the config's, f32 default) | float32 | bfloat16
+  // A fixed cache plan (tests, single-sequence tools): overrides the sizing above.
+  std::optional<cache::CachePlan> cache_plan;
+  bool cuda_graphs = true;             // decode steps through graphs (CUDA only)
+  int64_t max_num_batched_tokens = 8192;  // workspace is sized for this many tokens per step
+};
+
+// One step's sampled results, on the host.
+struct SampledStep {
+  std::vector<int32_t> ids;  // [B] one per sequence (-1 where nonfinite)
+  std::vector<uint8_t> nonfinite;  // [B] 1: the row's logits had NaN/inf (ids[b] is -1)
+  std::vector<std::vector<std::pair<int32_t, float>>> top_logprobs;  // [B] when requested
+  std::vector<float> logprobs;  // [B] the sampled token's logprob when requested
+  std::vector<int32_t> ranks;   // [B]
+};
+
+// Sampling inputs of one step: one row per sequence in the step.
+struct SamplingBatch {
+  std::vector<ops::SamplingRow> rows;
+  // Per-row sparse inputs (penalties, logit bias), built by the engine from each request's
+  // params and tokens; empty vectors = none.
+  std::vector<std::vector<std::pair<int32_t, float>>> logit_bias;  // [B]
+  // Penalised tokens of each row: (id, output count, in prompt)
+  struct PenaltyToken {
+    int32_t id;
+    int32_t output_count;
+    bool in_prompt;
+  };
+  std::vector<std::vector<PenaltyToken>> penalty_tokens;  // [B]
+  bool any_logprobs = false;
+};
+
+class Executor {
+ public:
+  Executor(model::NemotronHModel& model, const ExecutorConfig& config);
+  ~Executor();
+  Executor(const Executor&) = delete;
+  Executor& operator=(const Executor&) = delete;
+
+  const model::ModelConfig& model_config() const { return model_.config(); }
+  model::NemotronHModel& model() { return model_; }
+  OpContext& context() { return ctx_; }
+  cache::ModelCache& cache() { return *cache_; }
+  const cache::CachePlan& plan() const { return plan_; }
+  const ExecutorConfig& config() const { return config_; }
+  StepLimits limits() const;
+  int64_t max_model_len() const { return max_model_len_; }
+  // Mamba slots requests may use (the pool holds one more: the graph padding scratch slot).
+  int64_t request_slots() const { return plan_.state_slots - 1; }
+  // One line per pool: bytes, blocks / slots, and the resulting maximum concurrency.
+  std::string describe_pools() const;
+
+  // Builds and validates a step (throws before any state is touched).
+  StepInput prepare(const std::vector<SequenceChunk>& seqs);
+  // The forward of one step; f32 logits on the device: [B, V] or [T, V].
+  Tensor forward(const StepInput& step, LogitRows rows);
+  // Samples one token per row of `logits` ([B, V] f32 on the device); one d2h copy.
+  SampledStep sample(const Tensor& logits, const SamplingBatch& batch);
+  // forward + sample for the last token of each sequence; decode-only steps replay the CUDA
+  // graph of their batch-size bucket (captured on first use).
+  SampledStep step(const std::vector<SequenceChunk>& seqs, const SamplingBatch& batch);
+
+  // Copies Mamba state (conv + SSM of every layer) and KV blocks (every attention layer)
+  // before a step: n > 1 children start from the prompt's state.
+  void copy_slots(const std::vector<std::pair<int32_t, int32_t>>& from_to);
+  void copy_blocks(const std::vector<std::pair<int32_t, int32_t>>& from_to);
+
+  // Graph buckets captured so far (batch size -> graph); the shared workspace's bytes.
+  std::vector<int64_t> captured_buckets() const;
+  size_t graph_workspace_bytes() const;
+  static int64_t bucket_for(int64_t batch);  // 1, 2, 4, 8, 16, 32, ... (next power of two)
+
+ private:
+  SampledStep run_decode_graph(const std::vector<SequenceChunk>& seqs, const SamplingBatch& b);
+
+  model::NemotronHModel& model_;
+  ExecutorConfig config_;
+  OpContext ctx_;
+  int64_t max_model_len_ = 0;
+  cache::CachePlan plan_;
+  std::unique_ptr<cache::ModelCache> cache_;
+  struct Graphs;
+  std::unique_ptr<Graphs> graphs_;
+};
+
+}  // namespace strata::engine
