@@ -11,7 +11,7 @@ size_t KvBlockPool::bytes_per_block(const model::ModelConfig& c, int64_t block_s
 
 KvBlockPool::KvBlockPool(const model::ModelConfig& config, int64_t num_blocks, int64_t block_size,
                          DType dtype, Device device)
-    : num_blocks_(num_blocks), block_size_(block_size) {
+    : num_blocks_(num_blocks), block_size_(block_size), dtype_(dtype) {
   if (block_size < 1) fail("KV cache: block size must be positive, got {}", block_size);
   if (num_blocks < 0) fail("KV cache: negative block count {}", num_blocks);
   if (num_blocks > INT32_MAX / block_size)

@@ -23,6 +23,7 @@ class KvBlockPool {
 
   int64_t num_blocks() const { return num_blocks_; }
   int64_t block_size() const { return block_size_; }
+  DType dtype() const { return dtype_; }
   int64_t num_free() const { return static_cast<int64_t>(free_.size()); }
   int64_t num_layers() const { return static_cast<int64_t>(k_.size()); }
   size_t bytes() const;
@@ -39,6 +40,7 @@ class KvBlockPool {
 
  private:
   int64_t num_blocks_, block_size_;
+  DType dtype_;
   std::vector<Tensor> k_, v_;
   std::vector<int32_t> free_;
   std::vector<bool> in_use_;
