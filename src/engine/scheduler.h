@@ -101,6 +101,9 @@ struct StepPlan {
 class Scheduler {
  public:
   explicit Scheduler(const SchedulerConfig& config);
+  ~Scheduler();
+  Scheduler(const Scheduler&) = delete;
+  Scheduler& operator=(const Scheduler&) = delete;
 
   // Queues a validated request (prompt + max_tokens within max_model_len). Returns false,
   // changing nothing, when the waiting queue is full. Throws strata::Error, changing nothing,
