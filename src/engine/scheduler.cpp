@@ -16,13 +16,14 @@ struct Sequence {
 
   SeqRef ref;
   Request* req = nullptr;
-  uint64_t uid = 0;  // changes with every preemption: plans made before it are stale
+  uint64_t uid = 0;  // unique per sequence: plans made before an abort and a reused id are stale
   State state = State::Waiting;
   std::vector<int32_t> output;  // generated ids
   int64_t num_computed = 0;     // tokens in the caches
   int32_t slot = -1;
   cache::BlockTable blocks;
   bool pre_fork = false;   // completion 0 of an n > 1 request whose children don't exist yet
+  bool failed = false;     // sampled no valid id (non-finite logits): never runs again
   bool scheduled = false;  // has a chunk in the plan being built
 
   int64_t length() const;  // prompt + output
@@ -74,7 +75,7 @@ struct Scheduler::Impl {
 
   // A sequence that may run: the token it samples stays within max_model_len and max_tokens.
   bool schedulable(const Sequence& s) const {
-    return s.length() < cfg.max_model_len &&
+    return !s.failed && s.length() < cfg.max_model_len &&
            static_cast<int64_t>(s.output.size()) < s.req->max_tokens;
   }
 
@@ -107,7 +108,6 @@ struct Scheduler::Impl {
   void preempt(Sequence& s, StepPlan& plan) {
     detach(s);
     s.state = Sequence::State::Waiting;
-    s.uid = next_uid++;
     waiting.push_front(&s);
     plan.preempted.push_back(s.ref);
     ++preemptions;
@@ -141,6 +141,11 @@ struct Scheduler::Impl {
     c.tokens.reserve(static_cast<size_t>(num_tokens));
     for (int64_t i = 0; i < num_tokens; ++i)
       c.tokens.push_back(s.token(s.num_computed + i));
+    // Only a decode row may carry a token still on the device (one step in flight at most).
+    for (int64_t i = 0; i + 1 < num_tokens; ++i)
+      STRATA_CHECK(c.tokens[static_cast<size_t>(i)] != kPendingToken,
+                   "{}/{}: a chunk with a pending token inside (two steps in flight?)",
+                   s.ref.request_id, s.ref.index);
     c.blocks = &s.blocks;
     c.samples = s.num_computed + num_tokens == s.length();
     c.num_generated = static_cast<int64_t>(s.output.size());
@@ -361,16 +366,40 @@ StepPlan Scheduler::schedule() {
 }
 
 void Scheduler::update(const StepPlan& plan, const std::vector<int32_t>& sampled) {
-  STRATA_CHECK_EQ(sampled.size(), plan.chunks.size());
-  for (size_t i = 0; i < plan.chunks.size(); ++i) {
-    const ScheduledChunk& c = plan.chunks[i];
+  advance(plan);
+  commit(plan, sampled);
+}
+
+void Scheduler::advance(const StepPlan& plan) {
+  for (const ScheduledChunk& c : plan.chunks) {
     Sequence* s = impl_->find(c.seq);
     if (!s || s->uid != c.uid || s->state != Sequence::State::Running) continue;  // gone since
     STRATA_CHECK(s->num_computed == c.num_computed,
-                 "update: sequence {}/{} has {} tokens computed, the plan says {} (updated twice?)",
+                 "advance: sequence {}/{} has {} tokens computed, the plan says {} (advanced twice?)",
                  c.seq.request_id, c.seq.index, s->num_computed, c.num_computed);
     s->num_computed += static_cast<int64_t>(c.tokens.size());
-    if (c.samples && sampled[i] >= 0) s->output.push_back(sampled[i]);
+    if (c.samples) s->output.push_back(kPendingToken);
+  }
+}
+
+void Scheduler::commit(const StepPlan& plan, const std::vector<int32_t>& sampled) {
+  STRATA_CHECK_EQ(sampled.size(), plan.chunks.size());
+  for (size_t i = 0; i < plan.chunks.size(); ++i) {
+    const ScheduledChunk& c = plan.chunks[i];
+    if (!c.samples) continue;
+    Sequence* s = impl_->find(c.seq);
+    // Gone since, or finished; a sequence preempted since keeps its token.
+    if (!s || s->uid != c.uid || s->state == Sequence::State::Finished || s->failed) continue;
+    const auto at = static_cast<size_t>(c.num_generated);
+    STRATA_CHECK(at < s->output.size() && s->output[at] == kPendingToken,
+                 "commit: sequence {}/{} has no pending token {} (committed twice?)",
+                 c.seq.request_id, c.seq.index, at);
+    if (sampled[i] >= 0) {
+      s->output[at] = sampled[i];
+    } else {  // no valid id: the sequence stops here (the engine finishes it with an error)
+      s->output.resize(at);
+      s->failed = true;
+    }
   }
 }
 

@@ -14,6 +14,16 @@
 // the chunks) -> update(plan, sampled ids) -> the engine checks stop conditions and calls
 // finish() for the sequences that are done -> the next schedule().
 //
+// Overlapped (the host builds step t+1 while the device runs step t, as vLLM's async
+// scheduling): update() splits into advance(plan t) right after step t is launched, then
+// schedule() for t+1 before t's ids are known, then commit(plan t, ids) and the stop checks.
+// A sequence whose last token is still on the device gets a decode chunk whose token is
+// kPendingToken: the executor substitutes the id that the previous step sampled for that
+// sequence (it is on the device already). At most one step may be advanced but not committed
+// when schedule() runs. A sequence that stops at commit(t) has also run in step t+1 (one wasted
+// row, as in vLLM); finish() frees it at once, which is safe because step t+1 is ahead of any
+// later step that reuses its slot or blocks on the device stream.
+//
 // A sequence is scheduled only while prompt + output < max_model_len (the token it samples
 // would be beyond), so nothing ever runs past max_model_len; reaching max_model_len or
 // max_tokens is the engine's business (it calls finish()).
@@ -86,8 +96,11 @@ struct ScheduledChunk {
   const cache::BlockTable* blocks = nullptr;  // valid until the next schedule()/abort()
   bool samples = false;       // the chunk reaches the sequence's end: a token is sampled
   int64_t num_generated = 0;  // tokens the sequence has generated so far (sampling step index)
-  uint64_t uid = 0;  // this life of the sequence (update() skips chunks of sequences gone since)
+  uint64_t uid = 0;  // the sequence (update() skips chunks of sequences gone since)
 };
+
+// A token sampled by a step that is still running (overlapped scheduling, above).
+inline constexpr int32_t kPendingToken = -1;
 
 struct StepPlan {
   std::vector<ScheduledChunk> chunks;  // decode rows first, then prefill chunks
@@ -118,16 +131,22 @@ class Scheduler {
   StepPlan schedule();
   // After a step ran: sampled[i] is the id chunk i of `plan` sampled (ignored where !samples).
   // Appends the ids to their sequences and advances num_computed. Chunks of sequences aborted
-  // or finished since schedule() are skipped. A negative id (non-finite logits) appends
-  // nothing: the engine finishes that sequence with an error.
+  // or finished since schedule() are skipped. A negative id (non-finite logits) ends the
+  // sequence there: it is never scheduled again, and the engine finishes it with an error.
   void update(const StepPlan& plan, const std::vector<int32_t>& sampled);
+  // update() in two halves, for overlapped scheduling: advance() once the plan's step is
+  // launched (num_computed moves on; each sampled token is kPendingToken until committed),
+  // commit() once its ids are known (a preempted sequence keeps the token it sampled).
+  void advance(const StepPlan& plan);
+  void commit(const StepPlan& plan, const std::vector<int32_t>& sampled);
   // A sequence finished (stop, length, error): frees its blocks and slot now. The request is
   // gone once all its completions finished (finishing a parent before its fork finishes the
   // whole request). Unknown or already finished sequences are ignored.
   void finish(const SeqRef& seq);
 
   // What a sequence holds (tests, output processing); throws for an unknown sequence. A
-  // finished completion's tokens stay readable until its whole request is gone.
+  // finished completion's tokens stay readable until its whole request is gone. The last one
+  // or two may be kPendingToken between advance() and commit().
   const std::vector<int32_t>& output_tokens(const SeqRef& seq) const;
   int64_t num_live_requests() const;
   int64_t num_waiting() const;

@@ -360,10 +360,15 @@ class FakeEngine {
         const int64_t ctx = c.num_computed + len;
         ASSERT_EQ(static_cast<int64_t>(b.size()), (ctx + bs - 1) / bs)
             << k << ": the table must cover exactly the step's context";
+        const int64_t shared_len = static_cast<int64_t>(r.req.prompt.size()) - 1;
         for (size_t j = 0; j < b.size(); ++j) {
           EXPECT_GE(ba.ref_count(b[j]), 1) << k << " block " << b[j] << " is free";
           ++block_users[b[j]];
-          if (ba.ref_count(b[j]) > 1) ++stats_.shared_block_refs;
+          if (ba.ref_count(b[j]) > 1) {  // only full blocks of the prompt part its fork shared
+            ++stats_.shared_block_refs;
+            EXPECT_LE(static_cast<int64_t>(j + 1) * bs, shared_len)
+                << k << " shares block " << b[j] << " beyond its prompt";
+          }
         }
         // Blocks this chunk writes are its own: shared blocks are read-only prompt blocks.
         for (int64_t j = c.num_computed / bs; j < static_cast<int64_t>(b.size()); ++j)
