@@ -47,6 +47,13 @@ inline int32_t sample_token(uint64_t state, int32_t completion) {
                               static_cast<uint64_t>(kVocab));
 }
 
+// A step launched but not yet committed (overlapped scheduling).
+struct InFlight {
+  StepPlan plan;
+  std::vector<int32_t> sampled;
+  bool active = false;
+};
+
 struct FakeRequest {
   std::string id;
   std::vector<int32_t> prompt;
@@ -85,7 +92,7 @@ struct RunStats {
   int64_t steps = 0, chunks = 0, decode_rows = 0, continued_prefills = 0, first_chunks = 0;
   int64_t readmissions = 0, forks = 0, block_copies = 0, shared_block_refs = 0;
   int64_t finished = 0, aborted = 0, kv_reads_checked = 0, state_checks = 0;
-  int64_t max_chunks_in_step = 0;
+  int64_t max_chunks_in_step = 0, pending_tokens = 0;
 };
 
 class FakeEngine {
@@ -145,7 +152,18 @@ class FakeEngine {
       std::copy_n(kv_.begin() + from * bs, bs, kv_.begin() + to * bs);
     std::vector<int32_t> sampled;
     for (const ScheduledChunk& c : p.chunks) {
-      const SeqRecord& rec = seqs_.at(key(c.seq));
+      SeqRecord& rec = seqs_.at(key(c.seq));
+      std::vector<int32_t> toks = c.tokens;
+      for (size_t i = 0; i < toks.size(); ++i) {
+        if (toks[i] != kPendingToken) continue;
+        // The executor's part of overlapped scheduling: the id the previous step sampled for
+        // this sequence (on the device in a real run).
+        const auto last = last_sampled_.find(key(c.seq));
+        EXPECT_TRUE(i + 1 == toks.size() && last != last_sampled_.end())
+            << key(c.seq) << ": a pending token that no previous step sampled";
+        if (last != last_sampled_.end()) toks[i] = last->second;
+        ++stats_.pending_tokens;
+      }
       uint64_t state = kStateSeed;  // has_initial = 0: the slot's old bytes are never read
       if (c.num_computed > 0 && cfg_.need_slots) {
         state = slot_state_[static_cast<size_t>(c.slot)];
@@ -155,10 +173,10 @@ class FakeEngine {
       } else if (c.num_computed > 0) {
         state = fold(rec.tokens, c.num_computed);
       }
-      for (size_t i = 0; i < c.tokens.size(); ++i) {
+      for (size_t i = 0; i < toks.size(); ++i) {
         const int64_t pos = c.num_computed + static_cast<int64_t>(i);
-        state = mix(state, static_cast<uint64_t>(c.tokens[i]));
-        if (cfg_.need_kv) kv_[static_cast<size_t>(c.blocks->slot(pos, bs))] = kv_entry(c.tokens[i], pos);
+        state = mix(state, static_cast<uint64_t>(toks[i]));
+        if (cfg_.need_kv) kv_[static_cast<size_t>(c.blocks->slot(pos, bs))] = kv_entry(toks[i], pos);
       }
       if (cfg_.need_slots) slot_state_[static_cast<size_t>(c.slot)] = state;
       if (cfg_.need_kv) {  // attention reads the whole context through the block table
@@ -173,39 +191,80 @@ class FakeEngine {
         }
       }
       sampled.push_back(c.samples ? sample_token(state, c.seq.index) : -1);
+      if (c.samples) {  // what the device now knows (the scheduler learns it at commit)
+        rec.tokens.push_back(sampled.back());
+        last_sampled_[key(c.seq)] = sampled.back();
+      }
     }
     return sampled;
   }
 
-  // update() plus the engine's stop checks (finish()).
-  void update(const StepPlan& p, const std::vector<int32_t>& sampled) {
-    sched_.update(p, sampled);
+  // The scheduler's advance(), mirrored in the record.
+  void advance(const StepPlan& p) {
+    sched_.advance(p);
+    for (const ScheduledChunk& c : p.chunks)
+      if (SeqRecord* rec = live_record(c)) rec->computed += static_cast<int64_t>(c.tokens.size());
+  }
+
+  // The scheduler's commit() plus the engine's stop checks (finish()).
+  void commit(const StepPlan& p, const std::vector<int32_t>& sampled) {
+    sched_.commit(p, sampled);
     for (size_t i = 0; i < p.chunks.size(); ++i) {
       const ScheduledChunk& c = p.chunks[i];
-      if (reqs_.at(c.seq.request_id).aborted) continue;  // aborted while the step ran
-      const auto found = seqs_.find(key(c.seq));
-      if (found == seqs_.end() || found->second.uid != c.uid) continue;  // its id was reused since
-      SeqRecord& rec = found->second;
-      rec.computed += static_cast<int64_t>(c.tokens.size());
-      if (!c.samples) continue;
-      rec.tokens.push_back(sampled[i]);
-      rec.output.push_back(sampled[i]);
-      EXPECT_EQ(sched_.output_tokens(c.seq), rec.output) << key(c.seq);
-      if (stops(static_cast<int64_t>(rec.output.size()), static_cast<int64_t>(rec.tokens.size()),
-                sampled[i], rec_req(c.seq).req.max_tokens, cfg_.max_model_len, stop_below_)) {
+      SeqRecord* rec = c.samples ? live_record(c) : nullptr;
+      if (!rec || rec->finished) continue;
+      const FakeRequest& req = rec_req(c.seq).req;
+      EXPECT_EQ(static_cast<int64_t>(rec->output.size()), c.num_generated) << key(c.seq);
+      rec->output.push_back(sampled[i]);
+      EXPECT_EQ(sampled[i], rec->tokens[req.prompt.size() + static_cast<size_t>(c.num_generated)]);
+      // The scheduler's view: the committed ids, then at most one still pending.
+      const std::vector<int32_t>& got = sched_.output_tokens(c.seq);
+      EXPECT_TRUE(got.size() >= rec->output.size() && got.size() <= rec->output.size() + 1 &&
+                  std::equal(rec->output.begin(), rec->output.end(), got.begin()))
+          << key(c.seq);
+      for (size_t j = rec->output.size(); j < got.size(); ++j)
+        EXPECT_EQ(got[j], kPendingToken) << key(c.seq);
+      const auto length = static_cast<int64_t>(req.prompt.size() + rec->output.size());
+      if (stops(static_cast<int64_t>(rec->output.size()), length, sampled[i], req.max_tokens,
+                cfg_.max_model_len, stop_below_)) {
         sched_.finish(c.seq);
-        rec.finished = true;
+        rec->finished = true;
         ++stats_.finished;
         ReqRecord& r = rec_req(c.seq);
-        r.outputs[c.seq.index] = rec.output;
+        r.outputs[c.seq.index] = rec->output;
         if (--r.live == 0) r.done = true;
       }
     }
   }
 
+  void update(const StepPlan& p, const std::vector<int32_t>& sampled) {
+    advance(p);
+    commit(p, sampled);
+  }
+
   void step() {
     const StepPlan p = plan();
     update(p, run(p));
+  }
+
+  // Overlapped: the plan of step t+1 is made (and run) before step t is committed.
+  void run_pipelined_to_completion(int64_t max_steps = 200000) {
+    InFlight in_flight;
+    for (int64_t s = 0; sched_.has_work() || in_flight.active; ++s) {
+      ASSERT_LT(s, max_steps) << "the scheduler made no progress";
+      pipelined_step(in_flight);
+      if (::testing::Test::HasFailure()) return;
+    }
+  }
+  // One overlapped step: plan and launch t+1, then commit t.
+  void pipelined_step(InFlight& in_flight) {
+    StepPlan p = plan();
+    std::vector<int32_t> sampled = run(p);
+    advance(p);
+    if (in_flight.active) commit(in_flight.plan, in_flight.sampled);
+    in_flight.active = !p.empty();
+    in_flight.plan = std::move(p);
+    in_flight.sampled = std::move(sampled);
   }
 
   // Steps until the scheduler is idle; fails (instead of hanging) after `max_steps`.
@@ -271,8 +330,8 @@ class FakeEngine {
     std::map<int32_t, std::vector<int32_t>> outputs;
   };
   struct SeqRecord {
-    std::vector<int32_t> tokens;  // prompt + output
-    std::vector<int32_t> output;
+    std::vector<int32_t> tokens;  // prompt + every id the device sampled
+    std::vector<int32_t> output;  // the ids committed
     int64_t computed = 0;
     bool finished = false;
     bool readmit = false;  // preempted: its next first chunk is a re-admission
@@ -280,6 +339,14 @@ class FakeEngine {
   };
 
   ReqRecord& rec_req(const SeqRef& s) { return reqs_.at(s.request_id); }
+
+  // The record of a chunk's sequence while the scheduler still runs it (null: aborted, or its
+  // id reused since the plan was made).
+  SeqRecord* live_record(const ScheduledChunk& c) {
+    if (reqs_.at(c.seq.request_id).aborted) return nullptr;
+    const auto it = seqs_.find(key(c.seq));
+    return it == seqs_.end() || it->second.uid != c.uid ? nullptr : &it->second;
+  }
 
   // The invariants every plan must hold, against the test's own record.
   void check_plan(const StepPlan& p) {
@@ -332,11 +399,18 @@ class FakeEngine {
       ASSERT_GE(len, 1) << k;
       ASSERT_EQ(c.num_computed, s.computed) << k;
       ASSERT_LE(c.num_computed + len, known) << k << " runs tokens that do not exist";
-      for (int64_t i = 0; i < len; ++i)
-        ASSERT_EQ(c.tokens[static_cast<size_t>(i)], s.tokens[static_cast<size_t>(c.num_computed + i)])
-            << k << " token " << c.num_computed + i;
+      const auto committed = static_cast<int64_t>(r.req.prompt.size() + s.output.size());
+      for (int64_t i = 0; i < len; ++i) {
+        const int64_t pos = c.num_computed + i;
+        if (c.tokens[static_cast<size_t>(i)] == kPendingToken) {  // sampled, not yet committed
+          ASSERT_TRUE(pos == known - 1 && pos >= committed) << k << " token " << pos;
+        } else {
+          ASSERT_EQ(c.tokens[static_cast<size_t>(i)], s.tokens[static_cast<size_t>(pos)])
+              << k << " token " << pos;
+        }
+      }
       EXPECT_EQ(c.samples, c.num_computed + len == known) << k;
-      EXPECT_EQ(c.num_generated, static_cast<int64_t>(s.output.size())) << k;
+      EXPECT_EQ(c.num_generated, known - static_cast<int64_t>(r.req.prompt.size())) << k;
       EXPECT_LE(c.num_computed + len + (c.samples ? 1 : 0), cfg_.max_model_len) << k;
       // Decode rows first, then continuing prefill chunks, then first chunks.
       const bool decode = c.num_computed > 0 && len == 1 && c.samples;
@@ -405,6 +479,7 @@ class FakeEngine {
   std::map<std::string, ReqRecord> reqs_;
   std::map<std::string, SeqRecord> seqs_;
   std::set<std::string> preempted_;  // sequences preempted at least once
+  std::map<std::string, int32_t> last_sampled_;  // the fake device's last id per sequence
   int64_t next_arrival_ = 0;
   RunStats stats_;
 };

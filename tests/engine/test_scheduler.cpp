@@ -216,6 +216,52 @@ TEST(Scheduler, NewerSequenceYieldsItsBlocksToAnOlderOne) {
   e.expect_all_free();
 }
 
+TEST(Scheduler, OverlappedSchedulingGivesTheSameOutputs) {
+  // Step t+1 is planned while step t runs: decode rows carry kPendingToken for the id still on
+  // the device; preemptions and forks in between; outputs equal the references.
+  for (const bool pipelined : {false, true}) {
+    SCOPED_TRACE(pipelined ? "pipelined" : "synchronous");
+    FakeEngine e(make_config(4, 16, 12, 6), /*stop_below=*/40);
+    for (int i = 0; i < 10; ++i)
+      ASSERT_TRUE(e.add(request("q" + std::to_string(i), 2 + 3 * i, 9, i % 3 == 1 ? 2 : 1)));
+    if (pipelined) {
+      e.run_pipelined_to_completion();
+      EXPECT_GT(e.stats().pending_tokens, 20);
+    } else {
+      e.run_to_completion();
+      EXPECT_EQ(e.stats().pending_tokens, 0);
+    }
+    EXPECT_GE(e.scheduler().num_preemptions(), 1);
+    EXPECT_GE(e.stats().forks, 1);
+    EXPECT_EQ(e.expect_reference_outputs(), 13);
+    e.expect_all_free();
+  }
+}
+
+TEST(Scheduler, OverlappedPlanCarriesThePendingIdOnlyInDecodeRows) {
+  FakeEngine e(make_config(2, 16, 12, 4));
+  ASSERT_TRUE(e.add(request("a", 5, 4)));
+  const StepPlan p0 = e.plan();  // a's prompt: samples
+  const auto s0 = e.run(p0);
+  e.advance(p0);
+  EXPECT_EQ(e.scheduler().output_tokens({"a", 0}), (std::vector<int32_t>{kPendingToken}));
+  const StepPlan p1 = e.plan();  // before p0 is committed
+  ASSERT_EQ(p1.chunks.size(), 1u);
+  EXPECT_EQ(p1.chunks[0].num_computed, 5);
+  EXPECT_EQ(p1.chunks[0].tokens, (std::vector<int32_t>{kPendingToken}));
+  EXPECT_EQ(p1.chunks[0].num_generated, 1);
+  const auto s1 = e.run(p1);
+  e.advance(p1);
+  e.commit(p0, s0);
+  EXPECT_EQ(e.scheduler().output_tokens({"a", 0}), (std::vector<int32_t>{s0[0], kPendingToken}));
+  EXPECT_THROW(e.scheduler().commit(p0, s0), Error);  // committed twice
+  e.commit(p1, s1);
+  EXPECT_EQ(e.scheduler().output_tokens({"a", 0}), (std::vector<int32_t>{s0[0], s1[0]}));
+  e.run_to_completion();
+  EXPECT_EQ(e.expect_reference_outputs(), 1);
+  e.expect_all_free();
+}
+
 // --- FIFO -------------------------------------------------------------------------------
 
 TEST(Scheduler, LaterRequestNeverOvertakesAnEarlierOneThatWaitsForBlocks) {

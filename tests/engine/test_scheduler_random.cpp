@@ -21,6 +21,7 @@ struct LeakCase {
   bool kv, slots;
   int64_t num_blocks, num_slots, block_size, max_num_seqs, budget;
   uint32_t seed;
+  bool pipelined = false;  // overlapped: step t+1 planned before step t is committed
 };
 
 void PrintTo(const LeakCase& k, std::ostream* os) { *os << k.name; }
@@ -49,7 +50,8 @@ TEST_P(Leak, ThousandRandomRequestsLeaveNothingBehind) {
   int added = 0, refused = 0;
   std::vector<std::string> live;  // ids that may still be aborted
   int64_t step = 0;
-  while (added < total || e.scheduler().has_work()) {
+  testing::InFlight in_flight;  // pipelined only
+  while (added < total || e.scheduler().has_work() || in_flight.active) {
     ASSERT_LT(step, 100000) << "no progress";
     // Arrivals: bursts of up to 4 requests, some steps none.
     for (int64_t a = uniform(0, 4) - 1; a > 0 && added < total; --a) {
@@ -75,9 +77,10 @@ TEST_P(Leak, ThousandRandomRequestsLeaveNothingBehind) {
       if (e.scheduler().abort(live[i])) e.abort_recorded(live[i]);
       live.erase(live.begin() + static_cast<std::ptrdiff_t>(i));
     }
-    const StepPlan p = e.plan();
+    StepPlan p = e.plan();
     if (::testing::Test::HasFatalFailure()) return;
-    const std::vector<int32_t> sampled = e.run(p);
+    std::vector<int32_t> sampled = e.run(p);
+    if (k.pipelined) e.advance(p);
     // Aborts while the step runs: ~1% of steps, a request in this very plan.
     if (!p.chunks.empty() && uniform(1, 100) <= 1) {
       const std::string id =
@@ -85,7 +88,14 @@ TEST_P(Leak, ThousandRandomRequestsLeaveNothingBehind) {
               .seq.request_id;
       if (e.scheduler().abort(id)) e.abort_recorded(id);
     }
-    e.update(p, sampled);
+    if (k.pipelined) {
+      if (in_flight.active) e.commit(in_flight.plan, in_flight.sampled);
+      in_flight.active = !p.empty();
+      in_flight.plan = std::move(p);
+      in_flight.sampled = std::move(sampled);
+    } else {
+      e.update(p, sampled);
+    }
     if (::testing::Test::HasFailure()) return;
     ++step;
   }
@@ -97,7 +107,7 @@ TEST_P(Leak, ThousandRandomRequestsLeaveNothingBehind) {
   std::printf("[%s] steps %lld, chunks %lld (decode %lld, continued prefill %lld, first %lld), "
               "preemptions %lld, re-admissions %lld, forks %lld, block copies %lld, shared block "
               "refs %lld, finished %lld, aborted %lld, outputs compared %lld, KV reads checked "
-              "%lld, state checks %lld, most chunks in a step %lld\n",
+              "%lld, state checks %lld, most chunks in a step %lld, pending tokens %lld\n",
               k.name, static_cast<long long>(s.steps), static_cast<long long>(s.chunks),
               static_cast<long long>(s.decode_rows), static_cast<long long>(s.continued_prefills),
               static_cast<long long>(s.first_chunks),
@@ -106,7 +116,8 @@ TEST_P(Leak, ThousandRandomRequestsLeaveNothingBehind) {
               static_cast<long long>(s.block_copies), static_cast<long long>(s.shared_block_refs),
               static_cast<long long>(s.finished), static_cast<long long>(s.aborted),
               static_cast<long long>(compared), static_cast<long long>(s.kv_reads_checked),
-              static_cast<long long>(s.state_checks), static_cast<long long>(s.max_chunks_in_step));
+              static_cast<long long>(s.state_checks), static_cast<long long>(s.max_chunks_in_step),
+              static_cast<long long>(s.pending_tokens));
   EXPECT_GT(e.scheduler().num_preemptions(), 20);
   EXPECT_GT(s.readmissions, 20);
   EXPECT_GT(s.forks, 100);
@@ -123,6 +134,11 @@ TEST_P(Leak, ThousandRandomRequestsLeaveNothingBehind) {
   if (k.slots) {
     EXPECT_GT(s.state_checks, 10000);
   }
+  if (k.pipelined) {
+    EXPECT_GT(s.pending_tokens, 10000);
+  } else {
+    EXPECT_EQ(s.pending_tokens, 0);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -135,7 +151,10 @@ INSTANTIATE_TEST_SUITE_P(
         // Attention only (no Mamba slots), block size 1.
         LeakCase{"kv_only", true, false, 120, 0, 1, 6, 16, 3},
         // Mamba only (no KV): nothing but slots and seats to run out of.
-        LeakCase{"slots_only", false, true, 0, 5, 16, 8, 24, 4}),
+        LeakCase{"slots_only", false, true, 0, 5, 16, 8, 24, 4},
+        // Overlapped scheduling (advance / schedule / commit) over tight blocks and slots.
+        LeakCase{"blocks_pipelined", true, true, 40, 16, 4, 8, 32, 5, true},
+        LeakCase{"slots_pipelined", true, true, 400, 6, 4, 8, 32, 6, true}),
     [](const ::testing::TestParamInfo<LeakCase>& i) { return std::string(i.param.name); });
 
 }  // namespace
