@@ -34,7 +34,9 @@ bool KvBlockPool::allocate(int64_t n, std::vector<int32_t>* out) {
   return allocator_.allocate(n, out);
 }
 
-void KvBlockPool::free(const std::vector<int32_t>& blocks) { allocator_.release(blocks); }
+void KvBlockPool::free(const std::vector<int32_t>& blocks) {
+  allocator_.release(blocks);
+}
 
 Tensor& KvBlockPool::k_cache(int64_t l) {
   STRATA_CHECK(l >= 0 && l < num_layers(), "attention layer {} of {}", l, num_layers());
@@ -51,6 +53,8 @@ bool BlockTable::ensure(KvBlockPool& pool, int64_t num_tokens) {
   return ensure(pool.allocator(), num_tokens);
 }
 
-void BlockTable::release(KvBlockPool& pool) { release(pool.allocator()); }
+void BlockTable::release(KvBlockPool& pool) {
+  release(pool.allocator());
+}
 
 }  // namespace strata::cache

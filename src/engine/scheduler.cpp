@@ -54,13 +54,16 @@ int32_t Sequence::token(int64_t i) const {
   return i < p ? req->prompt[static_cast<size_t>(i)] : output[static_cast<size_t>(i - p)];
 }
 
-int64_t Sequence::seats() const { return pre_fork ? req->n : 1; }
+int64_t Sequence::seats() const {
+  return pre_fork ? req->n : 1;
+}
 
 }  // namespace
 
 struct Scheduler::Impl {
   explicit Impl(const SchedulerConfig& c)
-      : cfg(c), blocks(c.need_kv ? c.num_blocks : 0, c.block_size),
+      : cfg(c),
+        blocks(c.need_kv ? c.num_blocks : 0, c.block_size),
         slots(c.need_slots ? c.num_slots : 0) {}
 
   SchedulerConfig cfg;
@@ -188,9 +191,8 @@ struct Scheduler::Impl {
         child->blocks.share_prefix(parent.blocks, full_blocks, blocks);
         STRATA_CHECK(child->blocks.ensure(blocks, child->length()));
         if (partial)
-          plan.block_copies.emplace_back(
-              parent.blocks.blocks()[static_cast<size_t>(full_blocks)],
-              child->blocks.blocks()[static_cast<size_t>(full_blocks)]);
+          plan.block_copies.emplace_back(parent.blocks.blocks()[static_cast<size_t>(full_blocks)],
+                                         child->blocks.blocks()[static_cast<size_t>(full_blocks)]);
       }
       // Admitted with the parent: preempted after anything admitted later.
       running.insert(running.begin() + static_cast<std::ptrdiff_t>(parent_pos) + c, child.get());
@@ -217,9 +219,8 @@ struct Scheduler::Impl {
       if (s->pre_fork) {
         ok = acquire_or_preempt(s, plan, [&] { return try_fork(*s, i, plan); });
       } else {
-        ok = acquire_or_preempt(s, plan, [&] {
-          return !cfg.need_kv || s->blocks.ensure(blocks, s->length());
-        });
+        ok = acquire_or_preempt(
+            s, plan, [&] { return !cfg.need_kv || s->blocks.ensure(blocks, s->length()); });
         if (ok) add_chunk(*s, 1, plan);
       }
       if (!ok) continue;  // s left running: running[i] is the next one
@@ -238,9 +239,8 @@ struct Scheduler::Impl {
         continue;
       }
       const int64_t n = std::min(remaining, budget);
-      const bool ok = acquire_or_preempt(s, plan, [&] {
-        return !cfg.need_kv || s->blocks.ensure(blocks, s->num_computed + n);
-      });
+      const bool ok = acquire_or_preempt(
+          s, plan, [&] { return !cfg.need_kv || s->blocks.ensure(blocks, s->num_computed + n); });
       if (!ok) continue;
       add_chunk(*s, n, plan);
       budget -= n;
@@ -250,6 +250,10 @@ struct Scheduler::Impl {
 
   // Pass 3: admissions from the front of the queue, in order, while the first one fits (a
   // later request never overtakes an earlier one). New sequences never preempt.
+  // Prefix caching (a later issue) hooks in here: look up the prompt's full blocks by content
+  // hash (cache::BlockAllocator), share() the hits, restore the Mamba state snapshot of the
+  // last hit block boundary into the new slot (a slot copy), and start at num_computed = the
+  // hit length instead of 0.
   void schedule_admissions(StepPlan& plan, int64_t& budget) {
     if (!plan.preempted.empty()) return;  // the pools are short: admitting would thrash
     for (size_t q = 0; q < waiting.size() && budget > 0;) {
@@ -289,7 +293,8 @@ Scheduler::Scheduler(const SchedulerConfig& c) : config_(c) {
   if (c.max_num_batched_tokens < c.max_num_seqs)
     fail("scheduler: max_num_batched_tokens ({}) must be at least max_num_seqs ({})",
          c.max_num_batched_tokens, c.max_num_seqs);
-  if (c.max_model_len < 2) fail("scheduler: max_model_len must be at least 2, got {}", c.max_model_len);
+  if (c.max_model_len < 2)
+    fail("scheduler: max_model_len must be at least 2, got {}", c.max_model_len);
   if (c.need_kv && c.num_blocks < 1) fail("scheduler: the model needs KV blocks but has none");
   if (c.need_slots && c.num_slots < 1) fail("scheduler: the model needs Mamba slots but has none");
   impl_ = std::make_unique<Impl>(c);
@@ -303,7 +308,8 @@ bool Scheduler::add(const EngineRequest& request) {
   const int32_t n = request.params.n;
   const int64_t max_tokens = request.params.max_tokens;
   if (L < 1) fail("request {}: empty prompt", request.id);
-  if (max_tokens < 1) fail("request {}: max_tokens must be at least 1, got {}", request.id, max_tokens);
+  if (max_tokens < 1)
+    fail("request {}: max_tokens must be at least 1, got {}", request.id, max_tokens);
   if (L + max_tokens > config_.max_model_len)
     fail("request {}: {} prompt tokens + max_tokens {} exceed the maximum model length {}",
          request.id, L, max_tokens, config_.max_model_len);
@@ -374,9 +380,10 @@ void Scheduler::advance(const StepPlan& plan) {
   for (const ScheduledChunk& c : plan.chunks) {
     Sequence* s = impl_->find(c.seq);
     if (!s || s->uid != c.uid || s->state != Sequence::State::Running) continue;  // gone since
-    STRATA_CHECK(s->num_computed == c.num_computed,
-                 "advance: sequence {}/{} has {} tokens computed, the plan says {} (advanced twice?)",
-                 c.seq.request_id, c.seq.index, s->num_computed, c.num_computed);
+    STRATA_CHECK(
+        s->num_computed == c.num_computed,
+        "advance: sequence {}/{} has {} tokens computed, the plan says {} (advanced twice?)",
+        c.seq.request_id, c.seq.index, s->num_computed, c.num_computed);
     s->num_computed += static_cast<int64_t>(c.tokens.size());
     if (c.samples) s->output.push_back(kPendingToken);
   }
@@ -426,13 +433,29 @@ const std::vector<int32_t>& Scheduler::output_tokens(const SeqRef& ref) const {
 int64_t Scheduler::num_live_requests() const {
   return static_cast<int64_t>(impl_->requests.size());
 }
-int64_t Scheduler::num_waiting() const { return static_cast<int64_t>(impl_->waiting.size()); }
-int64_t Scheduler::num_running() const { return static_cast<int64_t>(impl_->running.size()); }
-int64_t Scheduler::num_free_blocks() const { return impl_->blocks.num_free(); }
-int64_t Scheduler::num_free_slots() const { return impl_->slots.num_free(); }
-int64_t Scheduler::num_preemptions() const { return impl_->preemptions; }
-bool Scheduler::has_work() const { return !impl_->waiting.empty() || !impl_->running.empty(); }
-const cache::BlockAllocator& Scheduler::block_allocator() const { return impl_->blocks; }
-const cache::SlotAllocator& Scheduler::slot_allocator() const { return impl_->slots; }
+int64_t Scheduler::num_waiting() const {
+  return static_cast<int64_t>(impl_->waiting.size());
+}
+int64_t Scheduler::num_running() const {
+  return static_cast<int64_t>(impl_->running.size());
+}
+int64_t Scheduler::num_free_blocks() const {
+  return impl_->blocks.num_free();
+}
+int64_t Scheduler::num_free_slots() const {
+  return impl_->slots.num_free();
+}
+int64_t Scheduler::num_preemptions() const {
+  return impl_->preemptions;
+}
+bool Scheduler::has_work() const {
+  return !impl_->waiting.empty() || !impl_->running.empty();
+}
+const cache::BlockAllocator& Scheduler::block_allocator() const {
+  return impl_->blocks;
+}
+const cache::SlotAllocator& Scheduler::slot_allocator() const {
+  return impl_->slots;
+}
 
 }  // namespace strata::engine

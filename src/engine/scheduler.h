@@ -91,19 +91,19 @@ struct SeqRef {
 struct ScheduledChunk {
   SeqRef seq;
   int32_t slot = -1;
-  int64_t num_computed = 0;            // tokens already in the caches
-  std::vector<int32_t> tokens;         // this step's tokens
+  int64_t num_computed = 0;                   // tokens already in the caches
+  std::vector<int32_t> tokens;                // this step's tokens
   const cache::BlockTable* blocks = nullptr;  // valid until the next schedule()/abort()
   bool samples = false;       // the chunk reaches the sequence's end: a token is sampled
   int64_t num_generated = 0;  // tokens the sequence has generated so far (sampling step index)
-  uint64_t uid = 0;  // the sequence (update() skips chunks of sequences gone since)
+  uint64_t uid = 0;           // the sequence (update() skips chunks of sequences gone since)
 };
 
 // A token sampled by a step that is still running (overlapped scheduling, above).
 inline constexpr int32_t kPendingToken = -1;
 
 struct StepPlan {
-  std::vector<ScheduledChunk> chunks;  // decode rows first, then prefill chunks
+  std::vector<ScheduledChunk> chunks;                     // decode rows first, then prefill chunks
   std::vector<std::pair<int32_t, int32_t>> slot_copies;   // (from, to) before the step
   std::vector<std::pair<int32_t, int32_t>> block_copies;  // (from, to) before the step
   std::vector<SeqRef> preempted;  // sequences preempted while planning this step

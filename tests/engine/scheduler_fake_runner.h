@@ -27,7 +27,9 @@ inline uint64_t splitmix(uint64_t x) {
   x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
   return x ^ (x >> 31);
 }
-inline uint64_t mix(uint64_t h, uint64_t v) { return splitmix(h ^ splitmix(v)); }
+inline uint64_t mix(uint64_t h, uint64_t v) {
+  return splitmix(h ^ splitmix(v));
+}
 
 constexpr uint64_t kStateSeed = 0x5eed5eedull;
 constexpr int64_t kVocab = 1000;
@@ -85,7 +87,9 @@ inline std::vector<int32_t> reference_output(const FakeRequest& r, int32_t index
   }
 }
 
-inline std::string key(const SeqRef& s) { return s.request_id + "/" + std::to_string(s.index); }
+inline std::string key(const SeqRef& s) {
+  return s.request_id + "/" + std::to_string(s.index);
+}
 
 // Counts of what a run exercised (tests assert these are > 0 where they mean to cover it).
 struct RunStats {
@@ -176,7 +180,8 @@ class FakeEngine {
       for (size_t i = 0; i < toks.size(); ++i) {
         const int64_t pos = c.num_computed + static_cast<int64_t>(i);
         state = mix(state, static_cast<uint64_t>(toks[i]));
-        if (cfg_.need_kv) kv_[static_cast<size_t>(c.blocks->slot(pos, bs))] = kv_entry(toks[i], pos);
+        if (cfg_.need_kv)
+          kv_[static_cast<size_t>(c.blocks->slot(pos, bs))] = kv_entry(toks[i], pos);
       }
       if (cfg_.need_slots) slot_state_[static_cast<size_t>(c.slot)] = state;
       if (cfg_.need_kv) {  // attention reads the whole context through the block table
@@ -478,7 +483,7 @@ class FakeEngine {
   std::vector<uint64_t> slot_state_;  // [num_slots] Mamba "state"
   std::map<std::string, ReqRecord> reqs_;
   std::map<std::string, SeqRecord> seqs_;
-  std::set<std::string> preempted_;  // sequences preempted at least once
+  std::set<std::string> preempted_;              // sequences preempted at least once
   std::map<std::string, int32_t> last_sampled_;  // the fake device's last id per sequence
   int64_t next_arrival_ = 0;
   RunStats stats_;

@@ -16,8 +16,8 @@ namespace {
 using testing::FakeEngine;
 using testing::FakeRequest;
 
-SchedulerConfig make_config(int64_t max_seqs, int64_t budget, int64_t num_blocks,
-                            int64_t num_slots, int64_t block_size = 4, int64_t max_len = 256) {
+SchedulerConfig make_config(int64_t max_seqs, int64_t budget, int64_t num_blocks, int64_t num_slots,
+                            int64_t block_size = 4, int64_t max_len = 256) {
   SchedulerConfig c;
   c.max_num_seqs = max_seqs;
   c.max_num_batched_tokens = budget;
@@ -39,7 +39,8 @@ std::vector<int32_t> random_prompt(int64_t len, uint32_t seed) {
 }
 
 FakeRequest request(const std::string& id, int64_t prompt_len, int64_t max_tokens, int32_t n = 1) {
-  return FakeRequest{id, random_prompt(prompt_len, static_cast<uint32_t>(std::hash<std::string>{}(id))),
+  return FakeRequest{id,
+                     random_prompt(prompt_len, static_cast<uint32_t>(std::hash<std::string>{}(id))),
                      n, max_tokens};
 }
 
@@ -56,7 +57,8 @@ void expect_plan(const StepPlan& p, const std::vector<Row>& want, int64_t step) 
     const ScheduledChunk& c = p.chunks[i];
     EXPECT_EQ(testing::key(c.seq), want[i].seq) << "step " << step << " chunk " << i;
     EXPECT_EQ(c.num_computed, want[i].num_computed) << "step " << step << " chunk " << i;
-    EXPECT_EQ(static_cast<int64_t>(c.tokens.size()), want[i].len) << "step " << step << " chunk " << i;
+    EXPECT_EQ(static_cast<int64_t>(c.tokens.size()), want[i].len)
+        << "step " << step << " chunk " << i;
     EXPECT_EQ(c.samples, want[i].samples) << "step " << step << " chunk " << i;
   }
 }
@@ -89,7 +91,8 @@ TEST_P(ChunkBoundaries, ChunksFillTheBudgetAndBlocksFollowExactly) {
     EXPECT_EQ(static_cast<int64_t>(c.tokens.size()), want) << "step " << steps;
     EXPECT_EQ(c.samples, computed + want == known) << "step " << steps;
     const int64_t ctx = computed + want;
-    EXPECT_EQ(e.scheduler().num_free_blocks(), num_blocks - (ctx + k.block_size - 1) / k.block_size);
+    EXPECT_EQ(e.scheduler().num_free_blocks(),
+              num_blocks - (ctx + k.block_size - 1) / k.block_size);
     e.update(p, e.run(p));
     computed = ctx;
     generated += c.samples;
@@ -117,9 +120,9 @@ TEST(Scheduler, BudgetSplitsDecodesThenChunksThenAdmissions) {
   ASSERT_TRUE(e.add(request("c", 5, 10)));
   ASSERT_TRUE(e.add(request("d", 9, 10)));
   const std::vector<std::vector<Row>> steps = {
-      {{"a/0", 0, 3, true}, {"b/0", 0, 5, false}},                      // c must wait: no budget
-      {{"a/0", 3, 1, true}, {"b/0", 5, 7, false}},                      // decode first
-      {{"a/0", 4, 1, true}, {"b/0", 12, 7, false}},                     // b at 19 of 20
+      {{"a/0", 0, 3, true}, {"b/0", 0, 5, false}},   // c must wait: no budget
+      {{"a/0", 3, 1, true}, {"b/0", 5, 7, false}},   // decode first
+      {{"a/0", 4, 1, true}, {"b/0", 12, 7, false}},  // b at 19 of 20
       {{"a/0", 5, 1, true}, {"b/0", 19, 1, true}, {"c/0", 0, 5, true}, {"d/0", 0, 1, false}},
       {{"a/0", 6, 1, true}, {"b/0", 20, 1, true}, {"c/0", 5, 1, true}, {"d/0", 1, 5, false}},
       {{"a/0", 7, 1, true}, {"b/0", 21, 1, true}, {"c/0", 6, 1, true}, {"d/0", 6, 3, true}},
@@ -338,7 +341,8 @@ TEST(Scheduler, RefusesRequestsThatCanNeverRunAndConfigsItCannotHonour) {
     return q;
   };
   EXPECT_THROW(s.add(with([](EngineRequest& q) { q.prompt.clear(); })), Error);
-  EXPECT_THROW(s.add(with([](EngineRequest& q) { q.params.max_tokens = 25; })), Error);  // 8 + 25 > 32
+  EXPECT_THROW(s.add(with([](EngineRequest& q) { q.params.max_tokens = 25; })),
+               Error);  // 8 + 25 > 32
   EXPECT_THROW(s.add(with([](EngineRequest& q) { q.params.max_tokens = 0; })), Error);
   EXPECT_THROW(s.add(with([](EngineRequest& q) { q.params.n = 5; })), Error);  // > max_num_seqs
   EXPECT_THROW(s.add(with([](EngineRequest& q) { q.params.n = 4; })), Error);  // > 3 slots

@@ -82,7 +82,8 @@ TEST(BlockAllocator, RandomTablesAgreeWithAnIndependentCount) {
       BlockTable child;
       child.share_prefix(tables[i], full, a);
       for (int64_t j = 0; j < full; ++j)
-        EXPECT_EQ(child.blocks()[static_cast<size_t>(j)], tables[i].blocks()[static_cast<size_t>(j)]);
+        EXPECT_EQ(child.blocks()[static_cast<size_t>(j)],
+                  tables[i].blocks()[static_cast<size_t>(j)]);
       tables.push_back(std::move(child));
       lengths.push_back(full * bs);
       ++forks;

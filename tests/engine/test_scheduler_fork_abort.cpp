@@ -14,8 +14,8 @@ namespace {
 using testing::FakeEngine;
 using testing::FakeRequest;
 
-SchedulerConfig make_config(int64_t max_seqs, int64_t budget, int64_t num_blocks,
-                            int64_t num_slots, int64_t block_size = 4) {
+SchedulerConfig make_config(int64_t max_seqs, int64_t budget, int64_t num_blocks, int64_t num_slots,
+                            int64_t block_size = 4) {
   SchedulerConfig c;
   c.max_num_seqs = max_seqs;
   c.max_num_batched_tokens = budget;
@@ -128,13 +128,13 @@ TEST_P(Fork, ChildrenCopyTheStateShareFullBlocksAndCopyThePartialOne) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Scheduler, Fork,
-                         ::testing::Values(ForkCase{9, 4, 3},    // L-1 = 8: whole blocks only
-                                           ForkCase{10, 4, 3},   // a partial block to copy
-                                           ForkCase{2, 4, 2},    // only a partial block
-                                           ForkCase{5, 4, 2},    // L-1 = 4: one shared block
-                                           ForkCase{1, 4, 3},    // nothing to share
-                                           ForkCase{37, 16, 4},  // two shared, one copied
-                                           ForkCase{13, 1, 2})); // block size 1
+                         ::testing::Values(ForkCase{9, 4, 3},     // L-1 = 8: whole blocks only
+                                           ForkCase{10, 4, 3},    // a partial block to copy
+                                           ForkCase{2, 4, 2},     // only a partial block
+                                           ForkCase{5, 4, 2},     // L-1 = 4: one shared block
+                                           ForkCase{1, 4, 3},     // nothing to share
+                                           ForkCase{37, 16, 4},   // two shared, one copied
+                                           ForkCase{13, 1, 2}));  // block size 1
 
 TEST(Scheduler, ForkShortOfSlotsPreemptsANewerSequence) {
   // 3 slots: the parent and b hold one each; the fork needs two more: b (newer) goes.
@@ -205,7 +205,9 @@ struct AbortCase {
   AbortAt at;
 };
 
-void PrintTo(const AbortCase& k, std::ostream* os) { *os << k.name; }
+void PrintTo(const AbortCase& k, std::ostream* os) {
+  *os << k.name;
+}
 
 class Abort : public ::testing::TestWithParam<AbortCase> {};
 
@@ -216,7 +218,8 @@ TEST_P(Abort, FreesEverythingAndLeavesTheOthersUntouched) {
   if (at == AbortAt::Waiting) cfg.num_slots = 1;  // v waits behind a
   if (at == AbortAt::Preempted) cfg.num_blocks = 6;
   FakeEngine e(cfg);
-  const bool fork = at == AbortAt::BeforeFork || at == AbortAt::AfterFork || at == AbortAt::Finished;
+  const bool fork =
+      at == AbortAt::BeforeFork || at == AbortAt::AfterFork || at == AbortAt::Finished;
   ASSERT_TRUE(e.add(request("a", 6, 10)));
   ASSERT_TRUE(e.add(request("b", 5, 10)));
   ASSERT_TRUE(e.add(request("v", at == AbortAt::MidPrefill ? 30 : 6, 10, fork ? 3 : 1)));
@@ -271,17 +274,18 @@ TEST_P(Abort, FreesEverythingAndLeavesTheOthersUntouched) {
   e.expect_all_free();
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Scheduler, Abort,
-    ::testing::Values(AbortCase{"Waiting", AbortAt::Waiting},
-                      AbortCase{"MidPrefill", AbortAt::MidPrefill},
-                      AbortCase{"MidDecode", AbortAt::MidDecode},
-                      AbortCase{"Preempted", AbortAt::Preempted},
-                      AbortCase{"BeforeFork", AbortAt::BeforeFork},
-                      AbortCase{"AfterFork", AbortAt::AfterFork},
-                      AbortCase{"WhileStepRuns", AbortAt::WhileStepRuns},
-                      AbortCase{"Finished", AbortAt::Finished}),
-    [](const ::testing::TestParamInfo<AbortCase>& i) { return std::string(i.param.name); });
+INSTANTIATE_TEST_SUITE_P(Scheduler, Abort,
+                         ::testing::Values(AbortCase{"Waiting", AbortAt::Waiting},
+                                           AbortCase{"MidPrefill", AbortAt::MidPrefill},
+                                           AbortCase{"MidDecode", AbortAt::MidDecode},
+                                           AbortCase{"Preempted", AbortAt::Preempted},
+                                           AbortCase{"BeforeFork", AbortAt::BeforeFork},
+                                           AbortCase{"AfterFork", AbortAt::AfterFork},
+                                           AbortCase{"WhileStepRuns", AbortAt::WhileStepRuns},
+                                           AbortCase{"Finished", AbortAt::Finished}),
+                         [](const ::testing::TestParamInfo<AbortCase>& i) {
+                           return std::string(i.param.name);
+                         });
 
 TEST(Scheduler, AbortEverythingAtOnceInEveryStateFreesEveryBlockAndSlot) {
   // Many requests in mixed states (waiting, prefilling, decoding, forked, preempted), then

@@ -24,7 +24,9 @@ struct LeakCase {
   bool pipelined = false;  // overlapped: step t+1 planned before step t is committed
 };
 
-void PrintTo(const LeakCase& k, std::ostream* os) { *os << k.name; }
+void PrintTo(const LeakCase& k, std::ostream* os) {
+  *os << k.name;
+}
 
 class Leak : public ::testing::TestWithParam<LeakCase> {};
 
@@ -104,20 +106,21 @@ TEST_P(Leak, ThousandRandomRequestsLeaveNothingBehind) {
   const int64_t compared = e.expect_reference_outputs();
   e.expect_all_free();
   // The run covered what it is meant to (counts printed for the report).
-  std::printf("[%s] steps %lld, chunks %lld (decode %lld, continued prefill %lld, first %lld), "
-              "preemptions %lld, re-admissions %lld, forks %lld, block copies %lld, shared block "
-              "refs %lld, finished %lld, aborted %lld, outputs compared %lld, KV reads checked "
-              "%lld, state checks %lld, most chunks in a step %lld, pending tokens %lld\n",
-              k.name, static_cast<long long>(s.steps), static_cast<long long>(s.chunks),
-              static_cast<long long>(s.decode_rows), static_cast<long long>(s.continued_prefills),
-              static_cast<long long>(s.first_chunks),
-              static_cast<long long>(e.scheduler().num_preemptions()),
-              static_cast<long long>(s.readmissions), static_cast<long long>(s.forks),
-              static_cast<long long>(s.block_copies), static_cast<long long>(s.shared_block_refs),
-              static_cast<long long>(s.finished), static_cast<long long>(s.aborted),
-              static_cast<long long>(compared), static_cast<long long>(s.kv_reads_checked),
-              static_cast<long long>(s.state_checks), static_cast<long long>(s.max_chunks_in_step),
-              static_cast<long long>(s.pending_tokens));
+  std::printf(
+      "[%s] steps %lld, chunks %lld (decode %lld, continued prefill %lld, first %lld), "
+      "preemptions %lld, re-admissions %lld, forks %lld, block copies %lld, shared block "
+      "refs %lld, finished %lld, aborted %lld, outputs compared %lld, KV reads checked "
+      "%lld, state checks %lld, most chunks in a step %lld, pending tokens %lld\n",
+      k.name, static_cast<long long>(s.steps), static_cast<long long>(s.chunks),
+      static_cast<long long>(s.decode_rows), static_cast<long long>(s.continued_prefills),
+      static_cast<long long>(s.first_chunks),
+      static_cast<long long>(e.scheduler().num_preemptions()),
+      static_cast<long long>(s.readmissions), static_cast<long long>(s.forks),
+      static_cast<long long>(s.block_copies), static_cast<long long>(s.shared_block_refs),
+      static_cast<long long>(s.finished), static_cast<long long>(s.aborted),
+      static_cast<long long>(compared), static_cast<long long>(s.kv_reads_checked),
+      static_cast<long long>(s.state_checks), static_cast<long long>(s.max_chunks_in_step),
+      static_cast<long long>(s.pending_tokens));
   EXPECT_GT(e.scheduler().num_preemptions(), 20);
   EXPECT_GT(s.readmissions, 20);
   EXPECT_GT(s.forks, 100);
