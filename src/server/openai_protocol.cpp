@@ -286,7 +286,10 @@ ParsedRequest parse_chat(std::string_view body, const ServingContext& ctx,
   const json* tools = f.get("tools");
   check_tools(tools);
   plan.tool_choice = tool_choice(f, tools, ctx);
-  if (plan.tool_choice == ToolChoice::Auto) plan.tool_call_parser = ctx.tool_call_parser;
+  if (plan.tool_choice == ToolChoice::Auto) {
+    plan.tool_call_parser = ctx.tool_call_parser;
+    plan.tools = *tools;
+  }
   if (f.get("chat_template"))
     reject("chat_template in a request is not allowed (start the server with --chat-template)",
            "chat_template");
