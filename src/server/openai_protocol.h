@@ -104,6 +104,11 @@ std::variant<nlohmann::ordered_json, ApiError> parse_json_body(std::string_view 
 std::optional<ApiError> check_model(const nlohmann::ordered_json& request,
                                     const ServingContext& ctx);
 
+// Start-up check of the serving flags: unknown --tool-call-parser / --reasoning-parser names,
+// --enable-auto-tool-choice without a parser, a missing max_model_len or vocab size. Returns
+// the message to exit with, or nullopt when the context is usable.
+std::optional<std::string> check_serving_context(const ServingContext& ctx);
+
 // A fresh id: prefix + 32 hex digits (random, unique within the process).
 std::string random_id(std::string_view prefix);
 

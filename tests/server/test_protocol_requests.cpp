@@ -394,6 +394,24 @@ TEST(ProtocolRequests, NemotronTemplatesDecideThinkingAndTools) {
   EXPECT_FALSE(r.plan.emit_reasoning_content);
 }
 
+TEST(ProtocolRequests, ServingContextCheck) {
+  DemoServer server;
+  EXPECT_FALSE(check_serving_context(server.ctx).has_value());
+  server.ctx.tool_call_parser = "hermes";
+  EXPECT_TRUE(check_serving_context(server.ctx).has_value());
+  server.ctx.tool_call_parser = "";
+  server.ctx.enable_auto_tool_choice = true;
+  EXPECT_TRUE(check_serving_context(server.ctx).has_value());
+  server.ctx.tool_call_parser = "qwen3_coder";
+  EXPECT_FALSE(check_serving_context(server.ctx).has_value());
+  server.ctx.reasoning_parser = "nope";
+  EXPECT_TRUE(check_serving_context(server.ctx).has_value());
+  server.ctx.reasoning_parser = "nano_v3";
+  EXPECT_FALSE(check_serving_context(server.ctx).has_value());
+  server.ctx.max_model_len = 0;
+  EXPECT_TRUE(check_serving_context(server.ctx).has_value());
+}
+
 TEST(ProtocolRequests, WithoutATokenizerOnlyTokenIdsAreServed) {
   DemoServer server;
   server.ctx.tokenizer = nullptr;
