@@ -68,6 +68,7 @@ struct ResponsePlan {
   // `logprobs` is true (0 when not given), else -1.
   int32_t logprobs = -1;
   bool return_token_ids = false;
+  bool return_tokens_as_token_ids = false;  // logprob tokens written "token_id:N"
   bool detokenize = true;  // false without a tokenizer: choices carry ids, text stays empty
   // One engine request per prompt (completions accept a batch), in prompt order; choice
   // index = prompt index * n + completion index.

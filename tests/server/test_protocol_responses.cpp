@@ -311,6 +311,15 @@ TEST(ProtocolResponses, LogprobShapesPerEndpoint) {
     }
   }
   {
+    const ParsedRequest ids_only = parse(server, R"({"prompt": "x", "max_tokens": 16, "logprobs": 0,
+                                                    "return_tokens_as_token_ids": true})", false);
+    ResponseBuilder as_ids(ids_only.plan, server.ctx);
+    simulate(server, ids_only, as_ids, {{ids}}, {}, lp);
+    const json li = as_ids.body()["choices"][0]["logprobs"];
+    EXPECT_EQ(li["tokens"][0], "token_id:" + std::to_string(ids[0]));
+    EXPECT_EQ(li["top_logprobs"][0].size(), 1u);  // logprobs 0: the chosen token only
+  }
+  {
     const ParsedRequest p = parse(server, R"({"messages": [{"role": "user", "content": "x"}], "max_tokens": 16,
                                              "logprobs": true, "top_logprobs": 3})", true);
     ResponseBuilder builder(p.plan, server.ctx);
