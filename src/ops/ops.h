@@ -355,6 +355,22 @@ struct CastArgs {
   }
 };
 
+// Token ids that are still on the device (overlapped scheduling: a decode row's token is the
+// one the previous step sampled): ids[t] = prev[src[t]] where src[t] >= 0, else unchanged.
+// A src outside prev counts an index error and leaves ids[t] unchanged.
+struct TakeIdsArgs {
+  static constexpr const char* kName = "take_ids";
+  Tensor ids;   // [T] i32, in/out
+  Tensor src;   // [T] i32: a row of prev, or -1
+  Tensor prev;  // [P] i32: the previous step's sampled ids
+  template <class F>
+  void visit(F&& f) {
+    f(ids, Role::InOut);
+    f(src, Role::In);
+    f(prev, Role::In);
+  }
+};
+
 // Sampling parameters of one row.
 struct SamplingRow {
   float temperature = 0.f;  // 0 = greedy (argmax, lowest index on ties)
