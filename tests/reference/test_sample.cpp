@@ -278,7 +278,9 @@ TEST(HostSample, NonFiniteRowsAreFlagged) {
       EXPECT_EQ(got.top_ids[b * 3 + i], -1);
   }
   // The good rows draw what they draw alone.
-  const SampleOut alone = run_sample(repeat_row(row_of(logits, 5), 1), {rows[5]});
+  SamplingRow no_lp = rows[5];
+  no_lp.num_logprobs = -1;  // logprobs do not change the draw
+  const SampleOut alone = run_sample(repeat_row(row_of(logits, 5), 1), {no_lp});
   EXPECT_EQ(alone.ids[0], got.ids[5]);
   // Without the flag tensor a flagged row is an error.
   EXPECT_THROW(run_sample(logits, rows, {}, 3, /*flag=*/false), Error);
