@@ -364,18 +364,18 @@ struct CastArgs {
 // Sampling parameters of one row. Defaults are "off": greedy, no filters, no penalties, no
 // logprobs. (The first five fields keep their order: callers brace-initialize them.)
 struct SamplingRow {
-  float temperature = 0.f;  // < 1e-5 (kGreedyTemperature) = greedy (argmax, lowest id on ties)
-  int32_t top_k = 0;        // 0 = off
-  float top_p = 1.f;        // 1 = off; in (0, 1]
-  uint64_t seed = 0;        // with `step`, determines the random draw
-  uint64_t step = 0;        // index of the token being sampled in its request
-  float min_p = 0.f;        // 0 = off; in [0, 1]
-  float presence_penalty = 0.f;    // subtracted once from tokens of the output (vLLM)
+  float temperature = 0.f;       // < 1e-5 (kGreedyTemperature) = greedy (argmax, lowest id on ties)
+  int32_t top_k = 0;             // 0 = off
+  float top_p = 1.f;             // 1 = off; in (0, 1]
+  uint64_t seed = 0;             // with `step`, determines the random draw
+  uint64_t step = 0;             // index of the token being sampled in its request
+  float min_p = 0.f;             // 0 = off; in [0, 1]
+  float presence_penalty = 0.f;  // subtracted once from tokens of the output (vLLM)
   float frequency_penalty = 0.f;   // subtracted per occurrence in the output
   float repetition_penalty = 1.f;  // > 0; divides positive / multiplies negative logits of
                                    // tokens seen in the prompt or the output
-  int32_t num_logprobs = -1;  // -1 = none; k in [0, 20]: the sampled token's logprob and rank,
-                              // and the k most likely tokens with their logprobs
+  int32_t num_logprobs = -1;       // -1 = none; k in [0, 20]: the sampled token's logprob and rank,
+                                   // and the k most likely tokens with their logprobs
 };
 
 // ids[b] sampled from logits[b] (f32) with rows[b]'s parameters, on host and device alike

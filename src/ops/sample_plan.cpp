@@ -131,8 +131,8 @@ void check_sample_args(const SampleArgs& a, bool host_entries) {
   check_vec(a.ids, "ids", DType::I32, B);
   if (a.nonfinite.defined()) check_vec(a.nonfinite, "nonfinite", DType::I32, B);
 
-  const Tensor* entries[] = {&a.entry_offsets, &a.entry_tokens, &a.entry_counts,
-                             &a.entry_in_prompt, &a.entry_bias};
+  const Tensor* entries[] = {&a.entry_offsets, &a.entry_tokens, &a.entry_counts, &a.entry_in_prompt,
+                             &a.entry_bias};
   int given = 0;
   for (const Tensor* t : entries)
     given += t->defined() ? 1 : 0;

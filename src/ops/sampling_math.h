@@ -40,25 +40,42 @@ STRATA_HD inline int32_t sample_path(float temperature, int32_t top_k, float top
 }
 
 #if defined(__CUDA_ARCH__)
-STRATA_HD inline float add_rn(float a, float b) { return __fadd_rn(a, b); }
-STRATA_HD inline float sub_rn(float a, float b) { return __fsub_rn(a, b); }
-STRATA_HD inline float mul_rn(float a, float b) { return __fmul_rn(a, b); }
-STRATA_HD inline float div_rn(float a, float b) { return __fdiv_rn(a, b); }
+STRATA_HD inline float add_rn(float a, float b) {
+  return __fadd_rn(a, b);
+}
+STRATA_HD inline float sub_rn(float a, float b) {
+  return __fsub_rn(a, b);
+}
+STRATA_HD inline float mul_rn(float a, float b) {
+  return __fmul_rn(a, b);
+}
+STRATA_HD inline float div_rn(float a, float b) {
+  return __fdiv_rn(a, b);
+}
 #else
-inline float add_rn(float a, float b) { return a + b; }
-inline float sub_rn(float a, float b) { return a - b; }
-inline float mul_rn(float a, float b) { return a * b; }
-inline float div_rn(float a, float b) { return a / b; }
+inline float add_rn(float a, float b) {
+  return a + b;
+}
+inline float sub_rn(float a, float b) {
+  return a - b;
+}
+inline float mul_rn(float a, float b) {
+  return a * b;
+}
+inline float div_rn(float a, float b) {
+  return a / b;
+}
 #endif
 
 // A logit without a sparse entry, as processed: -0 becomes +0 so that "ties by lower id" means
 // the same thing to a comparison (host) and to a radix sort on the bits (device).
-STRATA_HD inline float plain_logit(float raw) { return add_rn(raw, 0.f); }
+STRATA_HD inline float plain_logit(float raw) {
+  return add_rn(raw, 0.f);
+}
 
 // A logit with a sparse entry: bias, then the penalties (vLLM's apply_penalties).
-STRATA_HD inline float processed_logit(float raw, float bias, int32_t output_count,
-                                       bool in_prompt, float presence, float frequency,
-                                       float repetition) {
+STRATA_HD inline float processed_logit(float raw, float bias, int32_t output_count, bool in_prompt,
+                                       float presence, float frequency, float repetition) {
   float z = add_rn(raw, bias);
   if (output_count > 0 || in_prompt) z = z > 0.f ? div_rn(z, repetition) : mul_rn(z, repetition);
   z = sub_rn(z, mul_rn(frequency, static_cast<float>(output_count)));

@@ -111,9 +111,9 @@ std::vector<OpCase> sample_cases() {
   };
   std::vector<OpCase> out;
   for (const S& s : shapes)
-    out.push_back({"sample", fmt::format("{} B={} V={} logits sd {}", s.name, s.B, s.V, s.spread),
-                   true,
-                   [s](Rng& rng) { return run_sample_case(rng, s.B, s.V, s.spread, s.mix, s.poison); }});
+    out.push_back(
+        {"sample", fmt::format("{} B={} V={} logits sd {}", s.name, s.B, s.V, s.spread), true,
+         [s](Rng& rng) { return run_sample_case(rng, s.B, s.V, s.spread, s.mix, s.poison); }});
   out.push_back({"sample", "greedy only B=3 V=131072 (no sort)", true, [](Rng& rng) {
                    SampleArgs a;
                    a.logits = normal_tensor(rng, Shape{3, Nano3::vocab}, DType::F32, 3.f);

@@ -42,9 +42,12 @@ TEST(SampleTiming, DecodeBatches) {
   top_k.top_k = 50;
   top_p.top_p = 0.9f;
   logprobs.num_logprobs = 5;
-  const Config configs[] = {{"greedy", greedy},       {"race (temperature)", race},
-                            {"race + min_p", min_p},  {"race + 256 penalties", penalties, 256},
-                            {"top_k 50 (sorted)", top_k}, {"top_p 0.9 (sorted)", top_p},
+  const Config configs[] = {{"greedy", greedy},
+                            {"race (temperature)", race},
+                            {"race + min_p", min_p},
+                            {"race + 256 penalties", penalties, 256},
+                            {"top_k 50 (sorted)", top_k},
+                            {"top_p 0.9 (sorted)", top_p},
                             {"race + 5 logprobs", logprobs}};
   int64_t ran = 0;
   Rng rng(77);

@@ -120,8 +120,8 @@ struct SampleOut {
 // Runs the host op on `logits` with `rows` and per-row entries (empty = none); logprob
 // tensors are given when `K` >= 0 (K top slots), the nonfinite flag when `flag`.
 inline SampleOut run_sample(const Tensor& logits, const std::vector<ops::SamplingRow>& rows,
-                            const std::vector<std::vector<RefEntry>>& entries = {},
-                            int64_t K = -1, bool flag = true) {
+                            const std::vector<std::vector<RefEntry>>& entries = {}, int64_t K = -1,
+                            bool flag = true) {
   const int64_t B = logits.dim(0);
   ops::SampleArgs a;
   a.logits = logits;

@@ -66,8 +66,8 @@ TEST(HostSample, KeptSetsEqualTheFloat64Reference) {
   for (int trial = 0; trial < 400; ++trial) {
     Tensor t = random_tensor({1, V}, DType::F32, rng, spreads[trial % 3]);
     const std::vector<float> raw = row_of(t, 0);
-    const SamplingRow r = random_row(temps[rng() % 4], ks[rng() % 7], ps[rng() % 6],
-                                     min_ps[rng() % 5], rng(), 0);
+    const SamplingRow r =
+        random_row(temps[rng() % 4], ks[rng() % 7], ps[rng() % 6], min_ps[rng() % 5], rng(), 0);
     const RefKept want = ref_kept(ref_processed(raw, r, {}), r);
     if (want.margin < 4e-6) {
       ++ambiguous;
@@ -150,12 +150,12 @@ TEST(HostSample, FrequenciesMatchTheProcessedDistribution) {
     run_frequency_case(c);
     ++cases;
   };
-  run({l, random_row(0.8f, 0, 1.f, 0.f, 0, 0), {}});        // full softmax: the race path
-  run({l, random_row(1.3f, 0, 1.f, 0.f, 0, 0), {}});        // flatter
-  run({l, random_row(1.0f, 0, 1.f, 0.2f, 0, 0), {}});       // min_p on the race path
-  run({l, random_row(1.0f, 3, 1.f, 0.f, 0, 0), {}});        // top-k = 3
-  run({l, random_row(1.3f, 0, 0.7f, 0.f, 0, 0), {}});       // top-p cut
-  run({l, random_row(2.0f, 5, 0.9f, 0.05f, 0, 0), {}});     // all three
+  run({l, random_row(0.8f, 0, 1.f, 0.f, 0, 0), {}});     // full softmax: the race path
+  run({l, random_row(1.3f, 0, 1.f, 0.f, 0, 0), {}});     // flatter
+  run({l, random_row(1.0f, 0, 1.f, 0.2f, 0, 0), {}});    // min_p on the race path
+  run({l, random_row(1.0f, 3, 1.f, 0.f, 0, 0), {}});     // top-k = 3
+  run({l, random_row(1.3f, 0, 0.7f, 0.f, 0, 0), {}});    // top-p cut
+  run({l, random_row(2.0f, 5, 0.9f, 0.05f, 0, 0), {}});  // all three
   run({{0.f, 0.f, 0.f, 0.f}, random_row(1.f, 0, 1.f, 0.f, 0, 0), {}});  // uniform
   // Penalties and bias move the distribution: drawn from the processed logits, not the raw.
   SamplingRow pen = random_row(0.9f, 0, 1.f, 0.f, 0, 0);

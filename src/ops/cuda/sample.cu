@@ -54,8 +54,8 @@ __device__ __forceinline__ Best better_of(Best a, Best b) {
 
 __device__ __forceinline__ Best warp_best(Best a) {
   for (int o = 16; o > 0; o >>= 1)
-    a = better_of(a, Best{__shfl_xor_sync(0xffffffffu, a.x, o),
-                          __shfl_xor_sync(0xffffffffu, a.v, o)});
+    a = better_of(a,
+                  Best{__shfl_xor_sync(0xffffffffu, a.x, o), __shfl_xor_sync(0xffffffffu, a.v, o)});
   return a;
 }
 
@@ -208,7 +208,8 @@ __global__ void __launch_bounds__(kThreads)
   for_each_token(in, r, row, [&](int64_t v, float z, float raw) {
     bad |= !isfinite(raw);
     top = better_of(top, Best{z, v});
-    if (race_now) drawn = better_of(drawn, Best{ops::race_value(z, row.temperature, row.key, v), v});
+    if (race_now)
+      drawn = better_of(drawn, Best{ops::race_value(z, row.temperature, row.key, v), v});
     if (want_lp) {
       const float zs = ops::div_rn(z, t_lp);
       if (zs > lm) {
@@ -238,8 +239,8 @@ __global__ void __launch_bounds__(kThreads)
   double lse = 0.0;
   if (want_lp && status == kOk) {  // block-uniform branch
     const Best m = block_best(Best{lm, lm > -INFINITY ? 0 : -1}, sh_best);
-    const double part = lm > -INFINITY ? static_cast<double>(ls) * exp(static_cast<double>(lm) - m.x)
-                                       : 0.0;
+    const double part =
+        lm > -INFINITY ? static_cast<double>(ls) * exp(static_cast<double>(lm) - m.x) : 0.0;
     lse = m.x + log(block_sum(part, sh_sum));
     int ptr = 0;
     for (int i = 0; i < k && i < r.V; ++i) {
@@ -401,9 +402,8 @@ __global__ void __launch_bounds__(kThreads)
   __syncthreads();
   const float zs = ops::div_rn(sampled_z, t_lp);
   double count = 0.0;
-  for_each_token(in, r, row, [&](int64_t, float z, float) {
-    count += ops::div_rn(z, t_lp) >= zs ? 1.0 : 0.0;
-  });
+  for_each_token(in, r, row,
+                 [&](int64_t, float z, float) { count += ops::div_rn(z, t_lp) >= zs ? 1.0 : 0.0; });
   count = block_sum(count, sh_sum);
   if (threadIdx.x == 0) {
     out.sampled_logprob[b] = static_cast<float>(static_cast<double>(zs) - out.lse[b]);
@@ -487,7 +487,7 @@ void launch_sample(const SampleLaunch& p, int* index_errors, void* stream) {
   const Scratch sc = carve(p.scratch, B, V, chunk);
   const Inputs in{p.logits,       p.entry_offsets,   p.entry_tokens,
                   p.entry_counts, p.entry_in_prompt, p.entry_bias};
-  const Outputs out{p.ids,     p.nonfinite,    p.sampled_logprob, p.sampled_rank, p.top_ids,
+  const Outputs out{p.ids,          p.nonfinite, p.sampled_logprob, p.sampled_rank, p.top_ids,
                     p.top_logprobs, p.top_width, sc.status,         sc.lse};
   // The bitmap of listed tokens: (V + 31) / 32 words of dynamic shared memory (32 KiB at
   // V = 262144), only when some row has entries.
@@ -495,9 +495,9 @@ void launch_sample(const SampleLaunch& p, int* index_errors, void* stream) {
   if (bitmap_bytes > 48 * 1024) {
     STRATA_CUDA_CHECK(cudaFuncSetAttribute(scan_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                            static_cast<int>(bitmap_bytes)));
-    STRATA_CUDA_CHECK(cudaFuncSetAttribute(
-        sort_keys_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-        static_cast<int>(bitmap_bytes)));
+    STRATA_CUDA_CHECK(cudaFuncSetAttribute(sort_keys_kernel,
+                                           cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                           static_cast<int>(bitmap_bytes)));
     STRATA_CUDA_CHECK(cudaFuncSetAttribute(rank_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                            static_cast<int>(bitmap_bytes)));
   }
@@ -512,7 +512,7 @@ void launch_sample(const SampleLaunch& p, int* index_errors, void* stream) {
   };
   row_chunks([&](int64_t r0, int64_t n, const SampleRowsParam& param) {
     scan_kernel<<<static_cast<unsigned>(n), kThreads, bitmap_bytes, s>>>(in, out, r0, param,
-                                                                          index_errors);
+                                                                         index_errors);
     STRATA_CUDA_LAUNCH_CHECK();
   });
   for (int64_t c0 = 0; c0 < p.num_sorted; c0 += chunk) {
@@ -529,8 +529,8 @@ void launch_sample(const SampleLaunch& p, int* index_errors, void* stream) {
     // Stable radix sort: equal logits keep ascending ids, the host's tie order (processed
     // logits are never -0, whose bits would sort below +0).
     STRATA_CUDA_CHECK(cub::DeviceSegmentedRadixSort::SortPairsDescending(
-        sc.temp, temp, sc.keys_in, sc.keys_out, sc.vals_in, sc.vals_out, static_cast<int>(n * V),
-        n, sc.offsets, sc.offsets + 1, 0, 32, s));
+        sc.temp, temp, sc.keys_in, sc.keys_out, sc.vals_in, sc.vals_out, static_cast<int>(n * V), n,
+        sc.offsets, sc.offsets + 1, 0, 32, s));
     STRATA_CUDA_LAUNCH_CHECK();
     sorted_draw_kernel<<<static_cast<unsigned>(n), kThreads, 0, s>>>(V, param, sc.keys_out,
                                                                      sc.vals_out, sc.status, p.ids);
@@ -539,7 +539,7 @@ void launch_sample(const SampleLaunch& p, int* index_errors, void* stream) {
   if (p.any_logprobs) {
     row_chunks([&](int64_t r0, int64_t n, const SampleRowsParam& param) {
       rank_kernel<<<static_cast<unsigned>(n), kThreads, bitmap_bytes, s>>>(in, out, r0, param,
-                                                                            index_errors);
+                                                                           index_errors);
       STRATA_CUDA_LAUNCH_CHECK();
     });
   }

@@ -64,8 +64,8 @@ int32_t process_row(const float* raw, int64_t V, const SamplingRow& r, const Row
     z[v] = plain_logit(raw[v]);
   for (int64_t i = 0; i < e.n; ++i) {
     const int32_t t = e.tokens[i];
-    z[t] = processed_logit(raw[t], e.bias[i], e.counts[i], e.in_prompt[i] != 0,
-                           r.presence_penalty, r.frequency_penalty, r.repetition_penalty);
+    z[t] = processed_logit(raw[t], e.bias[i], e.counts[i], e.in_prompt[i] != 0, r.presence_penalty,
+                           r.frequency_penalty, r.repetition_penalty);
   }
   return 0;
 }
@@ -174,9 +174,8 @@ RowResult sample_row(const float* raw, int64_t V, const SamplingRow& r, const Ro
     out.status = 2;
     return out;
   }
-  out.id = sample_path(r.temperature, r.top_k, r.top_p) == kPathGreedy
-               ? static_cast<int32_t>(best)
-               : draw(z, z[best], r, order);
+  out.id = sample_path(r.temperature, r.top_k, r.top_p) == kPathGreedy ? static_cast<int32_t>(best)
+                                                                       : draw(z, z[best], r, order);
   if (r.num_logprobs >= 0) logprobs(z, r, out, order, top_ids, top_lp);
   return out;
 }
