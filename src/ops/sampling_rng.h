@@ -41,11 +41,18 @@ STRATA_HD inline uint64_t sampling_bits(uint64_t seed, uint64_t step) {
 //   53-bit significand, so u never rounds to 0 or 1), noise = -log(-log(u)) in [-3.6, 36.7].
 // argmax_v (z_v / T + noise_v) is a draw from softmax(z / T) (the Gumbel-max trick; the
 // exponential race vLLM uses, probs / Exp(1), is the same draw).
-STRATA_HD inline double gumbel_noise(uint64_t row_key, int64_t v) {
+STRATA_HD inline double gumbel_uniform(uint64_t row_key, int64_t v) {
   const uint64_t bits =
       splitmix64_mix(row_key + (static_cast<uint64_t>(v) + 1) * 0x9E3779B97F4A7C15ull);
-  const double u = (static_cast<double>(bits >> 12) + 0.5) * (1.0 / 4503599627370496.0);
-  return -log(-log(u));
+  return (static_cast<double>(bits >> 12) + 0.5) * (1.0 / 4503599627370496.0);
 }
+STRATA_HD inline double gumbel_noise(uint64_t row_key, int64_t v) {
+  return -log(-log(gumbel_uniform(row_key, v)));
+}
+
+// A cheap exact bound for skipping the two logs: u <= 0.98 gives noise <= -log(-log(0.98)) =
+// 3.902 < 4, so a token whose z / T is more than 4 below a race value already seen cannot win.
+constexpr double kGumbelSkipGap = 4.0;
+constexpr double kGumbelSkipUniform = 0.98;
 
 }  // namespace strata::ops

@@ -244,6 +244,9 @@ TEST(HostSample, GumbelNoiseIsFiniteAndDistinct) {
       seen.insert(g);
     }
   EXPECT_EQ(seen.size(), 4000u);
+  // The device skips the logs of tokens more than kGumbelSkipGap below a race value already
+  // seen when u <= kGumbelSkipUniform: exact only if that u's noise stays below the gap.
+  EXPECT_LT(-std::log(-std::log(ops::kGumbelSkipUniform)), ops::kGumbelSkipGap - 0.05);
   EXPECT_GT(lo, -3.7);  // -log(-log(2^-53))
   EXPECT_LT(hi, 36.8);  // -log(2^-53)
 }

@@ -11,8 +11,10 @@
 //     their processed values), and reduces what the row needs:
 //       greedy rows: argmax only. Cost: one read of V floats.
 //       race rows (temperature, no top_k / top_p): the Gumbel race, argmax of z / T + noise
-//         (a 64-bit hash and two f64 logs per token; no sort, no prefix sum). Cost: one read
-//         of V floats; min_p rows need the row maximum first: a second read.
+//         (a 64-bit hash per token, and two f64 logs for the tokens that can still win: a
+//         token more than 4 below the thread's best skips them 98% of the time; no sort, no
+//         prefix sum). Cost: one read of V floats; min_p rows need the row maximum first: a
+//         second read.
 //       logprob rows: an online log-sum-exp of z / T and a per-thread top-k list (k <= 20)
 //         merged in k block reductions.
 //   sorted path (rows with top_k or top_p only), in chunks of <= 64 rows and 4 Mi logits:
@@ -109,6 +111,16 @@ struct Inputs {
   const int32_t* in_prompt;
   const float* bias;
 };
+
+// Offers token v (processed logit z) to a thread's race. Tokens whose z / T is more than 4
+// below the thread's best race value are skipped without the logs when their uniform is <= 0.98
+// (they cannot win: ops::kGumbelSkipGap): exact, and most tokens of a peaked row skip.
+__device__ __forceinline__ void race_offer(Best& best, float z, float T, uint64_t key, int64_t v) {
+  const double a = static_cast<double>(ops::div_rn(z, T));
+  const double u = ops::gumbel_uniform(key, v);
+  if (best.v >= 0 && a < best.x - ops::kGumbelSkipGap && u <= ops::kGumbelSkipUniform) return;
+  best = better_of(best, Best{a + -log(-log(u)), v});  // ops::race_value, the same operations
+}
 
 // Sets up row b's view; builds the bitmap in `bits` (shared, (V + 31) / 32 words) when the row
 // has entries. Entries outside the vocabulary count an index error and are skipped.
@@ -208,8 +220,7 @@ __global__ void __launch_bounds__(kThreads)
   for_each_token(in, r, row, [&](int64_t v, float z, float raw) {
     bad |= !isfinite(raw);
     top = better_of(top, Best{z, v});
-    if (race_now)
-      drawn = better_of(drawn, Best{ops::race_value(z, row.temperature, row.key, v), v});
+    if (race_now) race_offer(drawn, z, row.temperature, row.key, v);
     if (want_lp) {
       const float zs = ops::div_rn(z, t_lp);
       if (zs > lm) {
@@ -230,7 +241,7 @@ __global__ void __launch_bounds__(kThreads)
       const float m = static_cast<float>(top.x);
       for_each_token(in, r, row, [&](int64_t v, float z, float) {
         if (ops::scaled_logit(z, m, row.temperature) >= row.log_min_p)
-          drawn = better_of(drawn, Best{ops::race_value(z, row.temperature, row.key, v), v});
+          race_offer(drawn, z, row.temperature, row.key, v);
       });
     }
     drawn = block_best(drawn, sh_best);
@@ -367,7 +378,7 @@ __global__ void __launch_bounds__(kThreads)
   }
   Best drawn{-INFINITY, -1};
   for (int64_t i = threadIdx.x; i < kept; i += blockDim.x)
-    drawn = better_of(drawn, Best{ops::race_value(z[i], T, row.key, id[i]), id[i]});
+    race_offer(drawn, z[i], T, row.key, id[i]);
   drawn = block_best(drawn, sh_best);
   if (threadIdx.x == 0) ids[b] = static_cast<int32_t>(drawn.v);
 }
