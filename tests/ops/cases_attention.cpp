@@ -17,7 +17,8 @@ struct S {
   std::vector<int32_t> q_lens, ctx;
 };
 
-Outcome run_attention(const S& s, DType act, Rng& rng) {
+// fp8: e4m3 caches with per-layer scales (FP8 KV), read as code * scale by both backends.
+Outcome run_attention(const S& s, DType act, bool fp8, Rng& rng) {
   AttentionArgs a;
   const int64_t B = static_cast<int64_t>(s.q_lens.size());
   std::vector<int32_t> cu{0};
@@ -41,8 +42,14 @@ Outcome run_attention(const S& s, DType act, Rng& rng) {
   const int64_t qw = s.nh * s.hd;
   Tensor qkv = normal_tensor(rng, Shape{T, qw + 2 * s.nkv * s.hd}, act, 1.f);
   a.q = qkv.slice(1, 0, qw);
-  a.k_cache = normal_tensor(rng, Shape{num_blocks, s.bs, s.nkv, s.hd}, act, 1.f);
-  a.v_cache = normal_tensor(rng, Shape{num_blocks, s.bs, s.nkv, s.hd}, act, 1.f);
+  const Shape cache{num_blocks, s.bs, s.nkv, s.hd};
+  if (fp8) {
+    a.k_cache = fp8_weight(rng, cache, 1.f, &a.k_scale);
+    a.v_cache = fp8_weight(rng, cache, 1.f, &a.v_scale);
+  } else {
+    a.k_cache = normal_tensor(rng, cache, act, 1.f);
+    a.v_cache = normal_tensor(rng, cache, act, 1.f);
+  }
   a.block_tables = i32_tensor(table, Shape{B, max_blocks});
   a.cu_seqlens_q = i32_tensor(cu);
   a.context_lens = i32_tensor(s.ctx);
@@ -99,7 +106,18 @@ std::vector<OpCase> attention_cases() {
           {"attention",
            fmt::format("{} heads {}/{}x{} block {} q_lens {} ctx {} {}", s.name, s.nh, s.nkv, s.hd,
                        s.bs, fmt::join(s.q_lens, ","), fmt::join(s.ctx, ","), dt(act)),
-           true, [s, act](Rng& rng) { return run_attention(s, act, rng); }});
+           true, [s, act](Rng& rng) { return run_attention(s, act, false, rng); }});
+  // FP8 KV (e4m3 caches, k_scale / v_scale): decode, prefill, mixed, odd head_dims.
+  for (size_t i : {size_t{0}, size_t{2}, size_t{6}, size_t{9}, size_t{10}, size_t{13}, size_t{20}})
+    for (DType act : acts()) {
+      const S& s = shapes[i];
+      out.push_back(
+          {"attention",
+           fmt::format("{} heads {}/{}x{} block {} q_lens {} ctx {} {} e4m3 cache", s.name, s.nh,
+                       s.nkv, s.hd, s.bs, fmt::join(s.q_lens, ","), fmt::join(s.ctx, ","),
+                       dt(act)),
+           true, [s, act](Rng& rng) { return run_attention(s, act, true, rng); }});
+    }
   return out;
 }
 

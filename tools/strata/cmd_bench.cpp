@@ -10,6 +10,7 @@
 
 #include "bench/decode_bench.h"
 #include "bench/op_profile.h"
+#include "cmd_bench_prefill.h"
 #include "command.h"
 #include "core/check.h"
 #include "engine/device.h"
@@ -115,7 +116,12 @@ void setup_bench(CLI::App& app) {
                   "Then time this many eager decode steps op by op (CUDA events per op)");
   sub->add_option("--json", f->json_out, "Also write the numbers as JSON to this file");
   sub->add_option("--label", f->label, "Free text printed with the results (commit, notes)");
-  sub->callback([f] { run_bench(*f); });
+  CLI::App* prefill = setup_bench_prefill(sub);
+  sub->require_subcommand(0, 1);
+  // `strata bench prefill ...` runs only the prefill benchmark.
+  sub->callback([f, prefill] {
+    if (!prefill->parsed()) run_bench(*f);
+  });
 }
 
 }  // namespace

@@ -11,8 +11,10 @@ constexpr int64_t kAttentionMaxHeadDim = 256;
 
 struct AttentionLaunch {
   Mat q;                          // [T, n_heads * hd] act
-  const void* k_cache = nullptr;  // [num_blocks, block_size, n_kv, hd] act
+  const void* k_cache = nullptr;  // [num_blocks, block_size, n_kv, hd] act (or e4m3: fp8_cache)
   const void* v_cache = nullptr;
+  bool fp8_cache = false;              // e4m3 caches, read as code * k_scale / v_scale
+  float k_scale = 1.f, v_scale = 1.f;  // (general kernel family only)
   int64_t num_blocks = 0, block_size = 0;
   Mat block_tables;                // [B, max_blocks] i32
   Vec cu_seqlens_q, context_lens;  // i32 [B+1], [B]

@@ -1,7 +1,9 @@
 // Registration of attention on the CUDA backend: "cuda.decode" (bf16 decode at the real models'
 // shapes: tensor cores, fused split combine) is registered first, so ops::run prefers it;
-// "cuda" (the general family: prefill and decode, f32 and bf16, head_dim 1..256) takes the rest.
+// "cuda" (the general family: prefill and decode, f32 and bf16, head_dim 1..256, act or e4m3
+// caches) takes the rest.
 #ifdef STRATA_HAVE_CUDA
+#include <cmath>
 #include <cstdint>
 #include <cstdlib>
 
@@ -20,9 +22,16 @@ bool attention_supports(const AttentionArgs& a, std::string* why) {
   c.on_device(a.q, "q").on_device(a.k_cache, "k_cache").on_device(a.v_cache, "v_cache");
   c.on_device(a.block_tables, "block_tables").on_device(a.cu_seqlens_q, "cu_seqlens_q");
   c.on_device(a.context_lens, "context_lens").on_device(a.out, "out");
-  c.act(a.q, "q")
-      .same_dtype(a.q, a.k_cache, "q", "k_cache")
-      .same_dtype(a.q, a.v_cache, "q", "v_cache");
+  c.act(a.q, "q");
+  if (a.k_cache.dtype() == DType::F8E4M3) {  // FP8 KV: code * k_scale
+    c.dtype(a.v_cache, DType::F8E4M3, "v_cache (k_cache is e4m3)");
+    c.require(std::isfinite(a.k_scale) && a.k_scale > 0.f && std::isfinite(a.v_scale) &&
+                  a.v_scale > 0.f,
+              fmt::format("k_scale {} and v_scale {} must be finite and > 0", a.k_scale,
+                          a.v_scale));
+  } else {
+    c.same_dtype(a.q, a.k_cache, "q", "k_cache").same_dtype(a.q, a.v_cache, "q", "v_cache");
+  }
   c.same_dtype(a.q, a.out, "q", "out").dtype(a.block_tables, DType::I32, "block_tables");
   c.dtype(a.cu_seqlens_q, DType::I32, "cu_seqlens_q")
       .dtype(a.context_lens, DType::I32, "context_lens");
@@ -66,6 +75,9 @@ AttentionLaunch launch_of(const AttentionArgs& a) {
   p.head_dim = a.head_dim;
   p.max_q_len = a.max_q_len;
   p.scale = a.scale;
+  p.fp8_cache = a.k_cache.dtype() == DType::F8E4M3;
+  p.k_scale = p.fp8_cache ? a.k_scale : 1.f;
+  p.v_scale = p.fp8_cache ? a.v_scale : 1.f;
   p.out = mat_of(a.out);
   return p;
 }
@@ -107,6 +119,9 @@ bool decode_supports(const AttentionArgs& a, std::string* why) {
   const int64_t group = a.n_heads / a.n_kv_heads;
   c.require(a.max_q_len == 1, fmt::format("max_q_len {}: decode only", a.max_q_len));
   c.require(a.q.dtype() == DType::BF16, fmt::format("q {}: bf16 only", a.q.str()));
+  c.require(a.k_cache.dtype() == DType::BF16,
+            fmt::format("k_cache {}: bf16 caches only (e4m3 goes to the general kernel)",
+                        a.k_cache.str()));
   c.require(attention_decode_shape_supported(a.head_dim, group),
             fmt::format("head_dim {} / GQA group {}: kernels for head_dim 64, 128 and groups "
                         "up to {}",
