@@ -98,6 +98,12 @@ std::vector<OpCase> attention_cases() {
       {"hd 96", 12, 4, 96, 9, {31, 1}, {45, 100}},
       {"hd 256 mixed", 8, 2, 256, 16, {1, 20}, {300, 20}},
       {"hd 256 decode long", 16, 1, 256, 13, {1}, {2500}},
+      // Mixed steps as the engine packs them (decode rows first, then prefill chunks) and a
+      // longer prompt: the flash kernel's key tiles, causal masks and row packing.
+      {"nano3 mixed", n3q, n3kv, 128, 16, {1, 1, 1, 40, 17}, {300, 17, 999, 40, 60}},
+      {"9b mixed decode first", n9q, n9kv, 128, 16, {1, 1, 33, 2}, {64, 129, 100, 2}},
+      {"nano3 prefill 600", n3q, n3kv, 128, 16, {600}, {600}},
+      {"hd 64 group 64", 64, 1, 64, 16, {3, 70}, {3, 70}},
   };
   std::vector<OpCase> out;
   for (const S& s : shapes)
@@ -108,7 +114,8 @@ std::vector<OpCase> attention_cases() {
                        s.bs, fmt::join(s.q_lens, ","), fmt::join(s.ctx, ","), dt(act)),
            true, [s, act](Rng& rng) { return run_attention(s, act, false, rng); }});
   // FP8 KV (e4m3 caches, k_scale / v_scale): decode, prefill, mixed, odd head_dims.
-  for (size_t i : {size_t{0}, size_t{2}, size_t{6}, size_t{9}, size_t{10}, size_t{13}, size_t{20}})
+  for (size_t i : {size_t{0}, size_t{2}, size_t{6}, size_t{9}, size_t{10}, size_t{13}, size_t{20},
+                   size_t{24}, size_t{25}, size_t{27}})
     for (DType act : acts()) {
       const S& s = shapes[i];
       out.push_back(

@@ -1,5 +1,6 @@
 // Registration of attention on the CUDA backend: "cuda.decode" (bf16 decode at the real models'
 // shapes: tensor cores, fused split combine) is registered first, so ops::run prefers it;
+// "cuda.flash" (prefill and mixed steps, bf16 or e4m3 caches, head_dim 64/128, tensor cores);
 // "cuda" (the general family: prefill and decode, f32 and bf16, head_dim 1..256, act or e4m3
 // caches) takes the rest.
 #ifdef STRATA_HAVE_CUDA
@@ -165,10 +166,38 @@ void decode_run(const AttentionArgs& a, OpContext& ctx) {
   launch_attention_decode(p, plan, index_error_counter(), stream_of(ctx));
 }
 
+// ---- cuda.flash ----
+
+bool flash_supports(const AttentionArgs& a, std::string* why) {
+  if (!attention_supports(a, why)) return false;
+  ArgCheck c(why);
+  c.require(a.max_q_len > 1,
+            fmt::format("max_q_len {}: prefill and mixed steps (decode has its own kernels)",
+                        a.max_q_len));
+  c.require(a.q.dtype() == DType::BF16, fmt::format("q {}: bf16 only", a.q.str()));
+  c.require(attention_flash_shape_supported(a.head_dim, a.n_heads / a.n_kv_heads),
+            fmt::format("head_dim {} / GQA group {}: head_dim 64 or 128, groups up to 64",
+                        a.head_dim, a.n_heads / a.n_kv_heads));
+  if (!c) return false;
+  const Mat q = mat_of(a.q), out = mat_of(a.out);
+  c.require(reinterpret_cast<uintptr_t>(a.q.raw()) % 4 == 0 && q.ld % 2 == 0 &&
+                reinterpret_cast<uintptr_t>(a.out.raw()) % 4 == 0 && out.ld % 2 == 0,
+            "q and out rows must be 4-byte aligned");
+  c.require(aligned16(a.k_cache.raw()) && aligned16(a.v_cache.raw()),
+            "k_cache / v_cache must start 16-byte aligned");
+  return c;
+}
+
+void flash_run(const AttentionArgs& a, OpContext& ctx) {
+  launch_attention_flash(launch_of(a), index_error_counter(), stream_of(ctx));
+}
+
 }  // namespace
 
-// Registration order = preference: the decode kernel first.
+// Registration order = preference: the decode kernel first, then flash attention for prefill
+// and mixed steps, then the general family.
 STRATA_REGISTER_KERNEL(AttentionArgs, "cuda.decode", Device::Cuda, decode_supports, decode_run);
+STRATA_REGISTER_KERNEL(AttentionArgs, "cuda.flash", Device::Cuda, flash_supports, flash_run);
 STRATA_REGISTER_KERNEL(AttentionArgs, "cuda", Device::Cuda, attention_supports, attention_run);
 
 }  // namespace strata::cuda
