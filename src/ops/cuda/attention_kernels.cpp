@@ -185,6 +185,8 @@ bool flash_supports(const AttentionArgs& a, std::string* why) {
             "q and out rows must be 4-byte aligned");
   c.require(aligned16(a.k_cache.raw()) && aligned16(a.v_cache.raw()),
             "k_cache / v_cache must start 16-byte aligned");
+  c.require(!kernel_disabled(AttentionArgs::kName, "cuda.flash"),
+            "disabled by STRATA_CUDA_DISABLE_KERNELS");
   return c;
 }
 

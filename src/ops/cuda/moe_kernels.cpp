@@ -263,6 +263,8 @@ bool grouped_mma_supports(const MoeExpertsArgs& a, std::string* why) {
   ArgCheck c(why);
   const std::string reason = moe_mma_unsupported(launch_shape_of(a));
   c.require(reason.empty(), reason);
+  c.require(!kernel_disabled(MoeExpertsArgs::kName, "cuda.grouped_mma"),
+            "disabled by STRATA_CUDA_DISABLE_KERNELS");
   return c;
 }
 void grouped_mma_run(const MoeExpertsArgs& a, OpContext& ctx) {
