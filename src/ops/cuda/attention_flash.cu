@@ -10,8 +10,8 @@
 // values; k_scale folds into the score scale, v_scale into the output).
 //   S = Q K^T       mma m16n8k16 bf16 -> f32, Q fragments kept in registers
 //   online softmax  per row in f32 (exp2 with the scale folded in), causal mask per row
-//   O += P V        P in registers as bf16 hi + lo parts (two mmas: ~16 bits of P), V fragments
-//                   by ldmatrix.trans from the [key][dim] tile
+//   O += P V        P in registers as bf16 hi + mid + lo parts (three mmas: ~24 bits of P), V
+//                   fragments by ldmatrix.trans from the [key][dim] tile
 // Fragment layouts: PTX ISA m16n8k16 (lane = 4 grp + tig). Shared rows are HD + 8 bf16 apart
 // (a 16-byte pad): the 8 rows a fragment load or an ldmatrix touches land in distinct banks.
 #include <cfloat>
@@ -265,20 +265,21 @@ __global__ void __launch_bounds__(kThreads) flash_kernel(AttentionLaunch p, int6
       o[nt][2] *= corr[1];
       o[nt][3] *= corr[1];
     }
-    // O += P V over 4 k16 steps of keys; P as bf16 hi + lo.
+    // O += P V over 4 k16 steps of keys; P as three bf16 parts (hi + mid + lo: ~24 bits, so P
+    // keeps f32's precision: two parts, ~16 bits, failed the harness on a cancelling output).
 #pragma unroll
     for (int kk = 0; kk < kKeys / 16; ++kk) {
-      uint32_t hi[4], lo[4];
-      const float* a0 = s[2 * kk];
-      const float* a1 = s[2 * kk + 1];
-      hi[0] = pack_bf16(a0[0], a0[1]);
-      hi[1] = pack_bf16(a0[2], a0[3]);
-      hi[2] = pack_bf16(a1[0], a1[1]);
-      hi[3] = pack_bf16(a1[2], a1[3]);
-      lo[0] = pack_bf16(a0[0] - bf16_lo(hi[0]), a0[1] - bf16_hi(hi[0]));
-      lo[1] = pack_bf16(a0[2] - bf16_lo(hi[1]), a0[3] - bf16_hi(hi[1]));
-      lo[2] = pack_bf16(a1[0] - bf16_lo(hi[2]), a1[1] - bf16_hi(hi[2]));
-      lo[3] = pack_bf16(a1[2] - bf16_lo(hi[3]), a1[3] - bf16_hi(hi[3]));
+      const float pv[8] = {s[2 * kk][0],     s[2 * kk][1],     s[2 * kk][2],     s[2 * kk][3],
+                           s[2 * kk + 1][0], s[2 * kk + 1][1], s[2 * kk + 1][2], s[2 * kk + 1][3]};
+      uint32_t hi[4], mid[4], lo[4];
+#pragma unroll
+      for (int r = 0; r < 4; ++r) {
+        const float x0 = pv[2 * r], x1 = pv[2 * r + 1];
+        hi[r] = pack_bf16(x0, x1);
+        const float y0 = x0 - bf16_lo(hi[r]), y1 = x1 - bf16_hi(hi[r]);
+        mid[r] = pack_bf16(y0, y1);
+        lo[r] = pack_bf16(y0 - bf16_lo(mid[r]), y1 - bf16_hi(mid[r]));
+      }
       // ldmatrix.x4.trans: lanes 0-15 address keys kk*16 + (lane & 15) at dims n0, lanes 16-31
       // the same keys at dims n0 + 8: registers = (b0, b1) of tile n0, then of tile n0 + 8.
       const bf16* vbase = sv + (kk * 16 + (lane & 15)) * G::kLd + (lane >> 4) * 8;
@@ -287,8 +288,10 @@ __global__ void __launch_bounds__(kThreads) flash_kernel(AttentionLaunch p, int6
         uint32_t vb[4];
         ldmatrix_x4_trans(vb, vbase + nt * 8);
         mma_bf16(o[nt], hi, vb[0], vb[1]);
+        mma_bf16(o[nt], mid, vb[0], vb[1]);
         mma_bf16(o[nt], lo, vb[0], vb[1]);
         mma_bf16(o[nt + 1], hi, vb[2], vb[3]);
+        mma_bf16(o[nt + 1], mid, vb[2], vb[3]);
         mma_bf16(o[nt + 1], lo, vb[2], vb[3]);
       }
     }

@@ -1,4 +1,4 @@
-// The routed experts' grouped GEMMs on the tensor cores (mma.sync), for many tokens.
+// The routed experts' grouped GEMMs on the tensor cores (mma.sync bf16), for many tokens.
 //
 // The pairs are already bucketed by expert (moe_experts.cu: count, plan, scatter on the device)
 // and cut into tiles of up to 64 sorted rows of one expert. One launch does the up projection
@@ -12,16 +12,16 @@
 // when an expert has few tokens) keeps two stages in flight while the third is multiplied.
 // Rows past the tile's pairs, features past F and k past K are zero-filled by the copies.
 //
-// Fragments (PTX ISA, mma.m16n8k16 .bf16 and mma.m16n8k32 .e4m3), lane = 4 grp + tig: in both
-// shapes A's registers are the 4 bytes at byte offsets 4 tig and 16 + 4 tig of rows grp and
-// grp + 8 of a 32-byte k step, and B's the same byte offsets of feature row grp (W is stored
-// [feature][k], which is mma's col-major B). So one byte-addressed loader serves both dtypes;
-// only the mma instruction differs. Shared rows are 144 bytes apart (36 words): the 8 row
-// groups x 4 tig of a fragment load hit 32 distinct banks.
+// Products: mma.sync m16n8k16 bf16 -> f32. Fragments (PTX ISA), lane = 4 grp + tig: A's
+// registers are the 4 bytes at byte offsets 4 tig and 16 + 4 tig of rows grp and grp + 8 of a
+// 32-byte k step, B's the same byte offsets of feature row grp (W is stored [feature][k], which
+// is mma's col-major B). Shared rows are 144 bytes apart (36 words): the 8 row groups x 4 tig of
+// a fragment load hit 32 distinct banks.
 //
-// e4m3 sums: Hopper's FP8 tensor cores keep a short running sum, so each stage's four k32 mmas
-// accumulate into a zeroed partial that is then added to the f32 accumulators (128 products
-// per partial).
+// e4m3 (W8A8): Hopper has no native e4m3 mma.sync (the first version used it and ran at ~124
+// TFLOP/s at 8192 tokens: ptxas lowers it through per-fragment conversions), so each half stage
+// is converted once, exactly (e4m3 values are bf16 values), into a bf16 tile that the bf16 mmas
+// read; the f32 accumulation is then exact up to f32 rounding.
 #include "ops/cuda/moe_common.cuh"
 
 namespace strata::cuda::moe {
@@ -35,7 +35,10 @@ constexpr int kLd = kStageK + 16;               // shared row stride (bytes)
 constexpr int kStages = 3;                      // cp.async pipeline depth
 constexpr int kThreads = 256;                   // 8 warps: 2 (rows) x 4 (features)
 constexpr int kStageBytes = (kBM + kBN) * kLd;  // A rows then W rows
-constexpr int kSmemBytes = kStages * kStageBytes;
+// FP8 adds one bf16 tile of half a stage (64 values per row: 128 bytes, same stride).
+constexpr int smem_bytes(bool fp8) {
+  return kStages * kStageBytes + (fp8 ? kStageBytes : 0);
+}
 
 // 16 bytes global -> shared, L1 bypassed; src_bytes 0 writes zeros and reads nothing.
 __device__ __forceinline__ void cp_async16(void* smem, const void* gmem, int src_bytes) {
@@ -62,16 +65,20 @@ __device__ __forceinline__ void mma_bf16(float (&c)[4], const uint32_t (&a)[4], 
       : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
-// c += A . B (16 x 32 e4m3 times 32 x 8 e4m3).
-__device__ __forceinline__ void mma_e4m3(float (&c)[4], const uint32_t (&a)[4], uint32_t b0,
-                                         uint32_t b1) {
-  asm("mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
-      "{%8, %9}, {%0, %1, %2, %3};"
-      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+// Four e4m3 codes (byte i = value i) -> bf16x2 words (values 0, 1) and (2, 3), exactly: the
+// exponent and mantissa fields move into bf16's with the bias 120 short, which one exact multiply
+// by 2^120 restores (subnormals become normals on the way). As linear_fp8_mma.cuh.
+__device__ __forceinline__ void e4m3x4_to_bf16x4(uint32_t v, uint32_t& w01, uint32_t& w23) {
+  const uint32_t t01 = __byte_perm(v, 0u, 0x1404);  // b1 << 24 | b0 << 8
+  const uint32_t t23 = __byte_perm(v, 0u, 0x3424);  // b3 << 24 | b2 << 8
+  const uint32_t m01 = ((t01 >> 4) & 0x07f007f0u) | (t01 & 0x80008000u);
+  const uint32_t m23 = ((t23 >> 4) & 0x07f007f0u) | (t23 & 0x80008000u);
+  constexpr uint32_t kTwo120 = 0x7b807b80u;  // bf16x2 (2^120, 2^120)
+  asm("mul.rn.bf16x2 %0, %1, %2;" : "=r"(w01) : "r"(m01), "r"(kTwo120));
+  asm("mul.rn.bf16x2 %0, %1, %2;" : "=r"(w23) : "r"(m23), "r"(kTwo120));
 }
 
-// grid (max_tiles, ceil(F / 128)), kThreads threads, kSmemBytes of dynamic shared memory.
+// grid (max_tiles, ceil(F / 128)), kThreads threads, smem_bytes(FP8) of dynamic shared memory.
 // FP8: e4m3 A and W (W8A8), else bf16 A and W.
 template <bool FP8, bool UP>
 __global__ void __launch_bounds__(kThreads, 2) grouped_mma_kernel(MoeExpertsLaunch p, Scratch s) {
@@ -134,32 +141,10 @@ __global__ void __launch_bounds__(kThreads, 2) grouped_mma_kernel(MoeExpertsLaun
   const bool mt_live[2] = {wm * 32 < rows, wm * 32 + 16 < rows};
 
   float acc[2][4][4] = {};
-  const int64_t nk = (kbytes + kStageK - 1) / kStageK;
+  // 32 bytes of k per row of a bf16 tile (16 values): one k16 mma step for every fragment.
+  auto mma_steps = [&](const uint8_t* sa, const uint8_t* sw, int steps) {
 #pragma unroll
-  for (int st = 0; st < kStages - 1; ++st) {
-    if (st < nk) load_stage(st, st);
-    cp_async_commit();
-  }
-  for (int64_t kt = 0; kt < nk; ++kt) {
-    cp_async_wait<kStages - 2>();
-    __syncthreads();  // stage kt landed for every thread; stage kt - 1 is free for reuse
-    if (kt + kStages - 1 < nk)
-      load_stage(static_cast<int>((kt + kStages - 1) % kStages), kt + kStages - 1);
-    cp_async_commit();
-    const uint8_t* sa = smem + (kt % kStages) * kStageBytes;
-    const uint8_t* sw = sa + kBM * kLd;
-    float part[2][4][4];
-    if constexpr (FP8) {
-#pragma unroll
-      for (int mt = 0; mt < 2; ++mt)
-#pragma unroll
-        for (int nt = 0; nt < 4; ++nt)
-#pragma unroll
-          for (int i = 0; i < 4; ++i)
-            part[mt][nt][i] = 0.f;
-    }
-#pragma unroll
-    for (int ks = 0; ks < kStageK / 32; ++ks) {
+    for (int ks = 0; ks < steps; ++ks) {
       const int kb = ks * 32 + 4 * tig;
       uint32_t a[2][4];
 #pragma unroll
@@ -175,23 +160,48 @@ __global__ void __launch_bounds__(kThreads, 2) grouped_mma_kernel(MoeExpertsLaun
         const uint8_t* r = sw + (wn * 32 + nt * 8 + grp) * kLd + kb;
         const uint32_t b0 = ld32(r), b1 = ld32(r + 16);
 #pragma unroll
-        for (int mt = 0; mt < 2; ++mt) {
-          if (!mt_live[mt]) continue;
-          if constexpr (FP8)
-            mma_e4m3(part[mt][nt], a[mt], b0, b1);
-          else
-            mma_bf16(acc[mt][nt], a[mt], b0, b1);
-        }
+        for (int mt = 0; mt < 2; ++mt)
+          if (mt_live[mt]) mma_bf16(acc[mt][nt], a[mt], b0, b1);
       }
     }
+  };
+  const int64_t nk = (kbytes + kStageK - 1) / kStageK;
+#pragma unroll
+  for (int st = 0; st < kStages - 1; ++st) {
+    if (st < nk) load_stage(st, st);
+    cp_async_commit();
+  }
+  uint8_t* cvt = smem + kStages * kStageBytes;  // FP8: the bf16 tile of half a stage
+  for (int64_t kt = 0; kt < nk; ++kt) {
+    cp_async_wait<kStages - 2>();
+    __syncthreads();  // stage kt landed for every thread; stage kt - 1 is free for reuse
+    if (kt + kStages - 1 < nk)
+      load_stage(static_cast<int>((kt + kStages - 1) % kStages), kt + kStages - 1);
+    cp_async_commit();
+    const uint8_t* sa = smem + (kt % kStages) * kStageBytes;
     if constexpr (FP8) {
+      // Each half (64 e4m3 values per row) becomes a bf16 tile: 192 rows x 4 units of 16 codes.
 #pragma unroll
-      for (int mt = 0; mt < 2; ++mt)
+      for (int half = 0; half < 2; ++half) {
+        if (half == 1) __syncthreads();  // the first half's tile is consumed
 #pragma unroll
-        for (int nt = 0; nt < 4; ++nt)
-#pragma unroll
-          for (int i = 0; i < 4; ++i)
-            acc[mt][nt][i] += part[mt][nt][i];
+        for (int c = threadIdx.x; c < (kBM + kBN) * 4; c += kThreads) {
+          const int row = c >> 2, part = c & 3;
+          const uint4 v = *reinterpret_cast<const uint4*>(sa + row * kLd + half * 64 + part * 16);
+          uint4 lo, hi;
+          e4m3x4_to_bf16x4(v.x, lo.x, lo.y);
+          e4m3x4_to_bf16x4(v.y, lo.z, lo.w);
+          e4m3x4_to_bf16x4(v.z, hi.x, hi.y);
+          e4m3x4_to_bf16x4(v.w, hi.z, hi.w);
+          uint8_t* d = cvt + row * kLd + part * 32;
+          *reinterpret_cast<uint4*>(d) = lo;
+          *reinterpret_cast<uint4*>(d + 16) = hi;
+        }
+        __syncthreads();  // the bf16 tile is complete
+        mma_steps(cvt, cvt + kBM * kLd, kStageK / 2 / 16);
+      }
+    } else {
+      mma_steps(sa, sa + kBM * kLd, kStageK / 32);
     }
   }
   cp_async_wait<0>();
@@ -228,13 +238,13 @@ void launch_one(const MoeExpertsLaunch& p, const Scratch& s, int64_t max_tiles,
   static const bool configured = [] {
     STRATA_CUDA_CHECK(cudaFuncSetAttribute(grouped_mma_kernel<FP8, UP>,
                                            cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                           kSmemBytes));
+                                           smem_bytes(FP8)));
     return true;
   }();
   (void)configured;
   const int64_t F = UP ? p.inter : p.hidden;
   const dim3 grid(static_cast<unsigned>(max_tiles), static_cast<unsigned>((F + kBN - 1) / kBN));
-  grouped_mma_kernel<FP8, UP><<<grid, kThreads, kSmemBytes, stream>>>(p, s);
+  grouped_mma_kernel<FP8, UP><<<grid, kThreads, smem_bytes(FP8), stream>>>(p, s);
   STRATA_CUDA_LAUNCH_CHECK();
 }
 
