@@ -132,6 +132,20 @@ std::vector<OpCase> elementwise_cases() {
              return run_case(a, act, Tolerance{});
            }});
     }
+  // 16-byte aligned bf16 rows (the vectorized kernels): row views of wider rows.
+  out.push_back({"relu2", "aligned rows T=257 N=15680 bf16", true, [](Rng& rng) {
+                   Relu2Args a;
+                   a.x = wide_rows(rng, 257, 15680, 8, 8, DType::BF16, 2.f);
+                   a.out = Tensor::empty(Shape{257, 15680}, DType::BF16);
+                   return run_case(a, DType::BF16, Tolerance{});
+                 }});
+  out.push_back({"add", "aligned rows T=257 N=2688 bf16", true, [](Rng& rng) {
+                   AddArgs a;
+                   a.a = normal_tensor(rng, Shape{257, 2688}, DType::BF16, 1.f);
+                   a.b = wide_rows(rng, 257, 2688, 16, 8, DType::BF16, 1.f);
+                   a.out = Tensor::empty(Shape{257, 2688}, DType::BF16);
+                   return run_case(a, DType::BF16, Tolerance{});
+                 }});
   out.push_back({"relu2", "in place T=17 N=1856 bf16", true, [](Rng& rng) {
                    Relu2Args a;
                    a.x = normal_tensor(rng, Shape{17, 1856}, DType::BF16, 2.f);
