@@ -318,6 +318,9 @@ void launch_flash_for(const AttentionLaunch& p, int* errors, cudaStream_t s) {
   static const bool configured = [] {
     STRATA_CUDA_CHECK(cudaFuncSetAttribute(
         flash_kernel<HD, FP8>, cudaFuncAttributeMaxDynamicSharedMemorySize, G::kSmemBytes));
+    STRATA_CUDA_CHECK(cudaFuncSetAttribute(flash_kernel<HD, FP8>,
+                                           cudaFuncAttributePreferredSharedMemoryCarveout,
+                                           cudaSharedmemCarveoutMaxShared));
     return true;
   }();
   (void)configured;

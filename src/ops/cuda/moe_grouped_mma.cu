@@ -239,6 +239,10 @@ void launch_one(const MoeExpertsLaunch& p, const Scratch& s, int64_t max_tiles,
     STRATA_CUDA_CHECK(cudaFuncSetAttribute(grouped_mma_kernel<FP8, UP>,
                                            cudaFuncAttributeMaxDynamicSharedMemorySize,
                                            smem_bytes(FP8)));
+    // All of the unified L1 as shared memory: two blocks per multiprocessor fit only so.
+    STRATA_CUDA_CHECK(cudaFuncSetAttribute(grouped_mma_kernel<FP8, UP>,
+                                           cudaFuncAttributePreferredSharedMemoryCarveout,
+                                           cudaSharedmemCarveoutMaxShared));
     return true;
   }();
   (void)configured;
