@@ -18,10 +18,14 @@
 // is mma's col-major B). Shared rows are 144 bytes apart (36 words): the 8 row groups x 4 tig of
 // a fragment load hit 32 distinct banks.
 //
-// e4m3 (W8A8): Hopper has no native e4m3 mma.sync (the first version used it and ran at ~124
-// TFLOP/s at 8192 tokens: ptxas lowers it through per-fragment conversions), so each half stage
-// is converted once, exactly (e4m3 values are bf16 values), into a bf16 tile that the bf16 mmas
-// read; the f32 accumulation is then exact up to f32 rounding.
+// e4m3 (W8A8), two variants picked by the token count (kConvertFromTokens), both measured on the
+// H200: below it, mma.sync m16n8k32 e4m3 on the staged bytes, each stage's four k steps summed
+// into a zeroed partial then added to the f32 accumulators (Hopper's e4m3 path keeps a short
+// running sum); from it, each half stage converted once, exactly (e4m3 values are bf16 values),
+// into a bf16 tile for the bf16 mmas (ptxas lowers sm_90 e4m3 mma.sync through per-fragment
+// conversions, which costs more than the extra shared-memory pass once the tiles are full).
+// Both are bound by the L1/shared-memory pipe (ncu: ~75% L1 throughput, DRAM ~30% at 512
+// tokens), not by DRAM: see docs/BENCHMARKS.md for the next steps.
 #include "ops/cuda/moe_common.cuh"
 
 namespace strata::cuda::moe {
@@ -35,10 +39,16 @@ constexpr int kLd = kStageK + 16;               // shared row stride (bytes)
 constexpr int kStages = 3;                      // cp.async pipeline depth
 constexpr int kThreads = 256;                   // 8 warps: 2 (rows) x 4 (features)
 constexpr int kStageBytes = (kBM + kBN) * kLd;  // A rows then W rows
-// FP8 adds one bf16 tile of half a stage (64 values per row: 128 bytes, same stride).
-constexpr int smem_bytes(bool fp8) {
-  return kStages * kStageBytes + (fp8 ? kStageBytes : 0);
+// The converting FP8 kernel adds one bf16 tile of half a stage (64 values per row: 128 bytes,
+// same stride).
+constexpr int smem_bytes(bool conv) {
+  return kStages * kStageBytes + (conv ? kStageBytes : 0);
 }
+
+// Tokens from which the e4m3 GEMMs convert to bf16 tiles (W8A8). Measured on the H200 (MoE op
+// per Nano-3 layer, docs/BENCHMARKS.md): e4m3 mma 697 / 998 / 2310 / 7912 us and converted bf16
+// 858 / 1041 / 2202 / 7298 us at 128 / 512 / 2048 / 8192 tokens.
+constexpr int64_t kConvertFromTokens = 1024;
 
 // 16 bytes global -> shared, L1 bypassed; src_bytes 0 writes zeros and reads nothing.
 __device__ __forceinline__ void cp_async16(void* smem, const void* gmem, int src_bytes) {
@@ -65,6 +75,15 @@ __device__ __forceinline__ void mma_bf16(float (&c)[4], const uint32_t (&a)[4], 
       : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
+// c += A . B (16 x 32 e4m3 times 32 x 8 e4m3).
+__device__ __forceinline__ void mma_e4m3(float (&c)[4], const uint32_t (&a)[4], uint32_t b0,
+                                         uint32_t b1) {
+  asm("mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+      "{%8, %9}, {%0, %1, %2, %3};"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
 // Four e4m3 codes (byte i = value i) -> bf16x2 words (values 0, 1) and (2, 3), exactly: the
 // exponent and mantissa fields move into bf16's with the bias 120 short, which one exact multiply
 // by 2^120 restores (subnormals become normals on the way). As linear_fp8_mma.cuh.
@@ -78,9 +97,10 @@ __device__ __forceinline__ void e4m3x4_to_bf16x4(uint32_t v, uint32_t& w01, uint
   asm("mul.rn.bf16x2 %0, %1, %2;" : "=r"(w23) : "r"(m23), "r"(kTwo120));
 }
 
-// grid (max_tiles, ceil(F / 128)), kThreads threads, smem_bytes(FP8) of dynamic shared memory.
-// FP8: e4m3 A and W (W8A8), else bf16 A and W.
-template <bool FP8, bool UP>
+// grid (max_tiles, ceil(F / 128)), kThreads threads, smem_bytes(CONV) of dynamic shared memory.
+// FP8: e4m3 A and W (W8A8), else bf16 A and W. FP8 && CONV: converted to bf16 tiles (many
+// tokens); FP8 && !CONV: e4m3 mma.sync (few tokens).
+template <bool FP8, bool UP, bool CONV>
 __global__ void __launch_bounds__(kThreads, 2) grouped_mma_kernel(MoeExpertsLaunch p, Scratch s) {
   extern __shared__ __align__(16) uint8_t smem[];
   const int e = s.tiles[2 * blockIdx.x];
@@ -179,7 +199,7 @@ __global__ void __launch_bounds__(kThreads, 2) grouped_mma_kernel(MoeExpertsLaun
       load_stage(static_cast<int>((kt + kStages - 1) % kStages), kt + kStages - 1);
     cp_async_commit();
     const uint8_t* sa = smem + (kt % kStages) * kStageBytes;
-    if constexpr (FP8) {
+    if constexpr (FP8 && CONV) {
       // Each half (64 e4m3 values per row) becomes a bf16 tile: 192 rows x 4 units of 16 codes.
 #pragma unroll
       for (int half = 0; half < 2; ++half) {
@@ -200,6 +220,46 @@ __global__ void __launch_bounds__(kThreads, 2) grouped_mma_kernel(MoeExpertsLaun
         __syncthreads();  // the bf16 tile is complete
         mma_steps(cvt, cvt + kBM * kLd, kStageK / 2 / 16);
       }
+    } else if constexpr (FP8) {
+      // e4m3 mma per 32-byte k step; the four of a stage sum into a zeroed partial that is then
+      // added to the f32 accumulators (Hopper's e4m3 path keeps a short running sum).
+      const uint8_t* sw = sa + kBM * kLd;
+      float part[2][4][4];
+#pragma unroll
+      for (int mt = 0; mt < 2; ++mt)
+#pragma unroll
+        for (int nt = 0; nt < 4; ++nt)
+#pragma unroll
+          for (int i = 0; i < 4; ++i)
+            part[mt][nt][i] = 0.f;
+#pragma unroll
+      for (int ks = 0; ks < kStageK / 32; ++ks) {
+        const int kb = ks * 32 + 4 * tig;
+        uint32_t a[2][4];
+#pragma unroll
+        for (int mt = 0; mt < 2; ++mt) {
+          const uint8_t* r0 = sa + (wm * 32 + mt * 16 + grp) * kLd + kb;
+          a[mt][0] = ld32(r0);
+          a[mt][1] = ld32(r0 + 8 * kLd);
+          a[mt][2] = ld32(r0 + 16);
+          a[mt][3] = ld32(r0 + 8 * kLd + 16);
+        }
+#pragma unroll
+        for (int nt = 0; nt < 4; ++nt) {
+          const uint8_t* r = sw + (wn * 32 + nt * 8 + grp) * kLd + kb;
+          const uint32_t b0 = ld32(r), b1 = ld32(r + 16);
+#pragma unroll
+          for (int mt = 0; mt < 2; ++mt)
+            if (mt_live[mt]) mma_e4m3(part[mt][nt], a[mt], b0, b1);
+        }
+      }
+#pragma unroll
+      for (int mt = 0; mt < 2; ++mt)
+#pragma unroll
+        for (int nt = 0; nt < 4; ++nt)
+#pragma unroll
+          for (int i = 0; i < 4; ++i)
+            acc[mt][nt][i] += part[mt][nt][i];
     } else {
       mma_steps(sa, sa + kBM * kLd, kStageK / 32);
     }
@@ -232,15 +292,15 @@ __global__ void __launch_bounds__(kThreads, 2) grouped_mma_kernel(MoeExpertsLaun
   }
 }
 
-template <bool FP8, bool UP>
+template <bool FP8, bool UP, bool CONV>
 void launch_one(const MoeExpertsLaunch& p, const Scratch& s, int64_t max_tiles,
                 cudaStream_t stream) {
   static const bool configured = [] {
-    STRATA_CUDA_CHECK(cudaFuncSetAttribute(grouped_mma_kernel<FP8, UP>,
+    STRATA_CUDA_CHECK(cudaFuncSetAttribute(grouped_mma_kernel<FP8, UP, CONV>,
                                            cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                           smem_bytes(FP8)));
+                                           smem_bytes(CONV)));
     // All of the unified L1 as shared memory: two blocks per multiprocessor fit only so.
-    STRATA_CUDA_CHECK(cudaFuncSetAttribute(grouped_mma_kernel<FP8, UP>,
+    STRATA_CUDA_CHECK(cudaFuncSetAttribute(grouped_mma_kernel<FP8, UP, CONV>,
                                            cudaFuncAttributePreferredSharedMemoryCarveout,
                                            cudaSharedmemCarveoutMaxShared));
     return true;
@@ -248,7 +308,7 @@ void launch_one(const MoeExpertsLaunch& p, const Scratch& s, int64_t max_tiles,
   (void)configured;
   const int64_t F = UP ? p.inter : p.hidden;
   const dim3 grid(static_cast<unsigned>(max_tiles), static_cast<unsigned>((F + kBN - 1) / kBN));
-  grouped_mma_kernel<FP8, UP><<<grid, kThreads, smem_bytes(FP8), stream>>>(p, s);
+  grouped_mma_kernel<FP8, UP, CONV><<<grid, kThreads, smem_bytes(CONV), stream>>>(p, s);
   STRATA_CUDA_LAUNCH_CHECK();
 }
 
@@ -256,12 +316,15 @@ void launch_one(const MoeExpertsLaunch& p, const Scratch& s, int64_t max_tiles,
 
 void launch_grouped_mma(const MoeExpertsLaunch& p, const Scratch& s, int64_t max_tiles,
                         cudaStream_t stream) {
-  if (p.w8a8) {
-    launch_one<true, true>(p, s, max_tiles, stream);
-    launch_one<true, false>(p, s, max_tiles, stream);
+  if (p.w8a8 && p.x.rows >= kConvertFromTokens) {
+    launch_one<true, true, true>(p, s, max_tiles, stream);
+    launch_one<true, false, true>(p, s, max_tiles, stream);
+  } else if (p.w8a8) {
+    launch_one<true, true, false>(p, s, max_tiles, stream);
+    launch_one<true, false, false>(p, s, max_tiles, stream);
   } else {
-    launch_one<false, true>(p, s, max_tiles, stream);
-    launch_one<false, false>(p, s, max_tiles, stream);
+    launch_one<false, true, false>(p, s, max_tiles, stream);
+    launch_one<false, false, false>(p, s, max_tiles, stream);
   }
 }
 
