@@ -22,8 +22,9 @@
 // H200: below it, mma.sync m16n8k32 e4m3 on the staged bytes, each stage's four k steps summed
 // into a zeroed partial then added to the f32 accumulators (Hopper's e4m3 path keeps a short
 // running sum); from it, each half stage converted once, exactly (e4m3 values are bf16 values),
-// into a bf16 tile for the bf16 mmas (ptxas lowers sm_90 e4m3 mma.sync through per-fragment
-// conversions, which costs more than the extra shared-memory pass once the tiles are full).
+// into a bf16 tile for the bf16 mmas. (Why the e4m3 mma loses on full tiles was not seen in the
+// SASS; the likely reason is that sm_90 has no native e4m3 mma.sync and ptxas converts per
+// fragment. The commit that added the conversion claimed that as fact; it was a guess.)
 // Both are bound by the L1/shared-memory pipe (ncu: ~75% L1 throughput, DRAM ~30% at 512
 // tokens), not by DRAM: see docs/BENCHMARKS.md for the next steps.
 #include "ops/cuda/moe_common.cuh"
