@@ -223,13 +223,16 @@ struct GatedRmsNormArgs {
 
 // Writes new K/V rows into the paged cache: row t goes to block slot_mapping[t] / block_size,
 // offset slot_mapping[t] % block_size. Negative slot = skip (padding).
+// An FP8 cache (k_cache / v_cache e4m3, `--kv-cache-dtype fp8`) stores e4m3(k / k_scale) and
+// e4m3(v / v_scale), saturated to +-448, with one float scale per layer (1 by default).
 struct KvCacheWriteArgs {
   static constexpr const char* kName = "kv_cache_write";
   Tensor k;             // [T, n_kv*hd] act
   Tensor v;             // [T, n_kv*hd] act
-  Tensor k_cache;       // [num_blocks, block_size, n_kv, hd] act
-  Tensor v_cache;       // [num_blocks, block_size, n_kv, hd] act
+  Tensor k_cache;       // [num_blocks, block_size, n_kv, hd] act or e4m3
+  Tensor v_cache;       // [num_blocks, block_size, n_kv, hd] act or e4m3
   Tensor slot_mapping;  // [T] i32
+  float k_scale = 1.f, v_scale = 1.f;  // e4m3 caches: the stored values' scales
   template <class F>
   void visit(F&& f) {
     f(k, Role::In);
@@ -244,19 +247,21 @@ struct KvCacheWriteArgs {
 // q[cu_seqlens_q[b] .. cu_seqlens_q[b+1]) which are the last q_len tokens of its context of
 // length context_lens[b] (already written to the cache). Query i (context position
 // p = context_lens[b] - q_len + i) attends to positions 0..p; head h uses kv head
-// h / (n_heads / n_kv_heads). softmax in f32 with `scale`; out stored act.
+// h / (n_heads / n_kv_heads). softmax in f32 with `scale`; out stored act. An e4m3 cache is read
+// as f32(code) * k_scale (v_scale), the scales kv_cache_write stored it with.
 struct AttentionArgs {
   static constexpr const char* kName = "attention";
   Tensor q;             // [T, n_heads*hd] act
-  Tensor k_cache;       // [num_blocks, block_size, n_kv, hd] act
-  Tensor v_cache;       // [num_blocks, block_size, n_kv, hd] act
+  Tensor k_cache;       // [num_blocks, block_size, n_kv, hd] act or e4m3
+  Tensor v_cache;       // [num_blocks, block_size, n_kv, hd] act or e4m3
   Tensor block_tables;  // [B, max_blocks_per_seq] i32
   Tensor cu_seqlens_q;  // [B+1] i32
   Tensor context_lens;  // [B] i32
   int64_t n_heads = 0, n_kv_heads = 0, head_dim = 0;
   int64_t max_q_len = 0;  // host-known bound: 1 for pure decode steps
   float scale = 1.f;
-  Tensor out;  // [T, n_heads*hd] act
+  float k_scale = 1.f, v_scale = 1.f;  // e4m3 caches: the stored values' scales
+  Tensor out;                          // [T, n_heads*hd] act
   template <class F>
   void visit(F&& f) {
     f(q, Role::In);

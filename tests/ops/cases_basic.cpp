@@ -132,6 +132,20 @@ std::vector<OpCase> elementwise_cases() {
              return run_case(a, act, Tolerance{});
            }});
     }
+  // 16-byte aligned bf16 rows (the vectorized kernels): row views of wider rows.
+  out.push_back({"relu2", "aligned rows T=257 N=15680 bf16", true, [](Rng& rng) {
+                   Relu2Args a;
+                   a.x = wide_rows(rng, 257, 15680, 8, 8, DType::BF16, 2.f);
+                   a.out = Tensor::empty(Shape{257, 15680}, DType::BF16);
+                   return run_case(a, DType::BF16, Tolerance{});
+                 }});
+  out.push_back({"add", "aligned rows T=257 N=2688 bf16", true, [](Rng& rng) {
+                   AddArgs a;
+                   a.a = normal_tensor(rng, Shape{257, 2688}, DType::BF16, 1.f);
+                   a.b = wide_rows(rng, 257, 2688, 16, 8, DType::BF16, 1.f);
+                   a.out = Tensor::empty(Shape{257, 2688}, DType::BF16);
+                   return run_case(a, DType::BF16, Tolerance{});
+                 }});
   out.push_back({"relu2", "in place T=17 N=1856 bf16", true, [](Rng& rng) {
                    Relu2Args a;
                    a.x = normal_tensor(rng, Shape{17, 1856}, DType::BF16, 2.f);
@@ -166,24 +180,35 @@ std::vector<OpCase> kv_write_cases() {
   std::vector<OpCase> out;
   for (const S& s : shapes)
     for (DType act : acts())
-      out.push_back({"kv_cache_write",
-                     fmt::format("{} T={} n_kv={} hd={} blocks={}x{} {}", s.name, s.T, s.nkv, s.hd,
-                                 s.blocks, s.bs, dt(act)),
-                     true, [s, act](Rng& rng) {
-                       KvCacheWriteArgs a;
-                       const int64_t W = s.nkv * s.hd;
-                       // k and v: column ranges of one fused qkv projection row.
-                       Tensor qkv = normal_tensor(rng, Shape{s.T, 3 * W}, act, 1.f);
-                       a.k = qkv.slice(1, W, W);
-                       a.v = qkv.slice(1, 2 * W, W);
-                       a.k_cache = normal_tensor(rng, Shape{s.blocks, s.bs, s.nkv, s.hd}, act, 1.f);
-                       a.v_cache = normal_tensor(rng, Shape{s.blocks, s.bs, s.nkv, s.hd}, act, 1.f);
-                       std::vector<int32_t> slots = distinct(rng, s.T, s.blocks * s.bs);
-                       for (size_t i = 0; i < slots.size(); i += 5)
-                         slots[i] = -1;  // padding tokens
-                       a.slot_mapping = i32_tensor(slots);
-                       return run_case(a, act, Tolerance{});
-                     }});
+      for (bool fp8 : {false, true})
+        out.push_back(
+            {"kv_cache_write",
+             fmt::format("{} T={} n_kv={} hd={} blocks={}x{} {}{}", s.name, s.T, s.nkv, s.hd,
+                         s.blocks, s.bs, dt(act), fp8 ? " e4m3 cache, scales 0.37/2.5" : ""),
+             true, [s, act, fp8](Rng& rng) {
+               KvCacheWriteArgs a;
+               const int64_t W = s.nkv * s.hd;
+               // k and v: column ranges of one fused qkv projection row.
+               Tensor qkv = normal_tensor(rng, Shape{s.T, 3 * W}, act, 1.f);
+               a.k = qkv.slice(1, W, W);
+               a.v = qkv.slice(1, 2 * W, W);
+               const Shape cache{s.blocks, s.bs, s.nkv, s.hd};
+               if (fp8) {  // e4m3(k / k_scale): host and device divide and round alike
+                 float unused = 0.f;
+                 a.k_cache = fp8_weight(rng, cache, 1.f, &unused);
+                 a.v_cache = fp8_weight(rng, cache, 1.f, &unused);
+                 a.k_scale = 0.37f;
+                 a.v_scale = 2.5f;
+               } else {
+                 a.k_cache = normal_tensor(rng, cache, act, 1.f);
+                 a.v_cache = normal_tensor(rng, cache, act, 1.f);
+               }
+               std::vector<int32_t> slots = distinct(rng, s.T, s.blocks * s.bs);
+               for (size_t i = 0; i < slots.size(); i += 5)
+                 slots[i] = -1;  // padding tokens
+               a.slot_mapping = i32_tensor(slots);
+               return run_case(a, act, Tolerance{});
+             }});
   return out;
 }
 
