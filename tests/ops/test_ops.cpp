@@ -8,6 +8,7 @@
 #include <set>
 #include <sstream>
 
+#include "../common/require_gpu.h"
 #include "harness.h"
 #include "ops/cuda/cuda_backend.h"
 
@@ -63,8 +64,8 @@ TEST(OpHarness, TableCoversEveryOp) {
 TEST(OpHarness, EveryCudaKernelMatchesHost) {
   std::string why;
   if (!cuda::device_available(&why)) {
-    GTEST_SKIP() << "SKIPPED: the op harness needs a CUDA GPU and this machine has none (" << why
-                 << "). Device kernels were NOT checked here.";
+    STRATA_GPU_SKIP("the op harness needs a CUDA GPU and this machine has none (" + why +
+                    "). Device kernels were NOT checked here.");
   }
   cuda::init_backend(0);
   const auto fs = filters();

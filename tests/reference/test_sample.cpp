@@ -208,6 +208,25 @@ TEST(HostSample, TopPOneKeepsEveryToken) {
   EXPECT_EQ(sample(repeat_row(l, 2000), rows), ids);
 }
 
+// The top-p boundary: equal logits give p = 1 per token exactly (exp(0)), so with top_p = 0.5 over
+// four tokens the first two reach the needed mass 2.0 exactly: the kept set is {0, 1} (the
+// shortest prefix whose mass *reaches* top_p, vLLM's rule), never a third token. 400 draws: a
+// third kept token would be drawn ~133 times.
+TEST(HostSample, TopPStopsAtTheTokenThatReachesTheMassExactly) {
+  const std::vector<float> l = {1.5f, 1.5f, 1.5f, 1.5f};
+  std::vector<ops::SamplingRow> rows;
+  for (uint64_t s = 0; s < 400; ++s)
+    rows.push_back({1.0f, 0, 0.5f, s, 0});
+  const std::vector<int32_t> ids = sample(repeat_row(l, 400), rows);
+  std::map<int32_t, int> count;
+  for (int32_t id : ids)
+    ++count[id];
+  EXPECT_EQ(count.size(), 2u);
+  EXPECT_GT(count[0], 100);
+  EXPECT_GT(count[1], 100);
+  EXPECT_EQ(count[0] + count[1], 400);
+}
+
 TEST(HostSample, InvalidParametersAndLogitsFail) {
   Tensor logits = repeat_row({0.f, 1.f}, 1);
   EXPECT_THROW(sample(logits, {{-1.f, 0, 1.f, 0, 0}}), Error);

@@ -162,13 +162,21 @@ struct ScanCase {
   DType act, param;
   std::vector<int32_t> lens, slots, has_initial;
   bool in_place;
+  double tiny_dt = 0;  // > 0: every dt_bias = softplus^-1(tiny_dt), so dt spans ~tiny_dt e^+-3
 };
+
+// dt_bias whose softplus is `dt` (dt_raw ~ N(0, 1) then spreads dt over a few decades).
+void set_tiny_dt(SsmProblem& pr, double dt) {
+  for (int64_t h = 0; h < pr.Hm; ++h)
+    set(pr.dt_bias, {h}, std::log(std::expm1(dt)));
+}
 
 void run_scan_case(const ScanCase& c, uint64_t seed) {
   SCOPED_TRACE(fmt::format("Hm={} P={} G={} N={} Q={} act={} in_place={}", c.Hm, c.P, c.G, c.N, c.Q,
                            dtype_name(c.act), c.in_place));
   std::mt19937_64 rng(seed);
   SsmProblem pr = make_problem(c.Hm, c.P, c.G, c.N, c.S, c.act, c.param, rng);
+  if (c.tiny_dt > 0) set_tiny_dt(pr, c.tiny_dt);
   ScanCall call{{0}, c.slots, c.has_initial, c.Q};
   for (int32_t l : c.lens)
     call.cu.push_back(call.cu.back() + l);
@@ -243,6 +251,20 @@ TEST(HostSsmScan, ChunkedEqualsSequentialAroundChunkBoundaries) {
       {4, 2, 4, 3, 3, 5, bf16, f32, {23, 0}, {1, 2}, {1, 0}, true},
   };
   uint64_t seed = 200;
+  for (const auto& c : cases)
+    run_scan_case(c, seed++);
+}
+
+// Δ is not clamped (spec 3.2 step 4: vLLM applies no time_step_min / time_step_limit): dt down
+// to ~1e-5 and below must reach the recurrence unchanged. A floor at time_step_min = 1e-3 would
+// grow every state increment ~100x, far outside the f32 band.
+TEST(HostSsmScan, TinyDtIsNotFloored) {
+  const DType f32 = DType::F32, bf16 = DType::BF16;
+  const ScanCase cases[] = {
+      {4, 3, 2, 8, 4, 8, f32, f32, {9, 20}, {1, 3}, {1, 0}, false, 1e-5},
+      {4, 3, 1, 8, 4, 8, bf16, f32, {17}, {2}, {0}, false, 1e-5},
+  };
+  uint64_t seed = 260;
   for (const auto& c : cases)
     run_scan_case(c, seed++);
 }
@@ -338,12 +360,15 @@ TEST(HostSsmScan, TwoPiecesEqualOnePiece) {
 
 // Decode: ssm_update applied T times (a batch of 3 sequences, slots permuted) equals one
 // ssm_scan over the same T tokens from the same initial states.
+// Also with dt down to ~1e-5 (no floor, see TinyDtIsNotFloored).
 TEST(HostSsmUpdate, RepeatedStepsEqualScan) {
+  for (const double tiny_dt : {0.0, 1e-5})
   for (DType act : {DType::F32, DType::BF16}) {
-    SCOPED_TRACE(dtype_name(act));
+    SCOPED_TRACE(fmt::format("{} tiny_dt {}", dtype_name(act), tiny_dt));
     std::mt19937_64 rng(230);
     const int64_t T = 10, nseq = 3, Hm = 4, P = 2, G = 2, N = 5, Q = 4;
     SsmProblem scan = make_problem(Hm, P, G, N, 4, act, act, rng);
+    if (tiny_dt > 0) set_tiny_dt(scan, tiny_dt);
     SsmProblem upd = scan;
     upd.states = clone(scan.states);
     const Tensor states0 = clone(scan.states);
