@@ -11,6 +11,12 @@
 #   --list                                print the mutations and exit
 #   --check                               check that every mutation's text occurs exactly once
 #                                         in this tree (no build; run it after editing kernels)
+#   --in-place                            mutate this tree and build in its own build directory
+#                                         (every edited file is restored on exit; do not edit
+#                                         the tree while it runs)
+#   --all-suites                          run every suite of a mutation (default: stop at the
+#                                         first suite that catches it, building only what that
+#                                         suite needs)
 #
 # The tree itself is never modified. Host mode copies the working tree (tracked and untracked,
 # not ignored) to a scratch directory beside it ($MUTATION_SCRATCH, default <root>-mutants: at
@@ -22,7 +28,7 @@
 # exit). Exit status: 0 when every mutation was caught, 1 otherwise, 2 for a setup error.
 #
 # Environment: MUTATION_SCRATCH, JOBS (build parallelism, default nproc), MUTATION_LOG (default
-# <scratch>/mutation-logs).
+# <scratch>/build/mutation-logs).
 set -uo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -31,6 +37,7 @@ ONLY=""
 LIST=0
 CHECK=0
 IN_PLACE=0
+ALL_SUITES=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --device) MODE=device; shift ;;
@@ -38,6 +45,7 @@ while [ $# -gt 0 ]; do
     --list) LIST=1; shift ;;
     --check) CHECK=1; shift ;;
     --in-place) IN_PLACE=1; shift ;;
+    --all-suites) ALL_SUITES=1; shift ;;
     *) echo "mutation-pass: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -50,25 +58,25 @@ done
 # "gate:<preset>:<dtype>" (strata gate on a dummy model). The separator is " ||| ".
 host_mutations() {
   cat <<'EOF'
-conv-window-off-by-one ||| src/ops/host/conv1d.cpp ||| acc += wc[k] * win.v[ ||| acc += wc[(k + 1) % p.K] * win.v[ ||| test_reference:HostConv1d*,test_model:Golden*
-conv-state-off-by-one ||| src/ops/host/conv1d.cpp ||| win.row(win.rows - (K - 1) + k)); ||| win.row(std::max<int64_t>(win.rows - K + k, 0))); ||| test_reference:HostConv1d*,test_model:Golden*
-ssm-D-skip-dropped-prefill ||| src/ops/host/ssm_scan.cpp ||| sc.y[p] = (diag + off) + D * sc.x[l * P + p]; ||| sc.y[p] = (diag + off) + 0.f * D * sc.x[l * P + p]; ||| test_reference:HostSsm*,test_model:Golden*
-ssm-D-skip-dropped-decode ||| src/ops/host/ssm_update.cpp ||| + prm.D[static_cast<size_t>(h)] * xs[p]; ||| + 0.f * prm.D[static_cast<size_t>(h)] * xs[p]; ||| test_reference:HostSsm*,test_model:Golden*
-dt-floor-prefill ||| src/ops/host/ssm_scan.cpp ||| sc.dt[l] = softplus(raw + bias); ||| sc.dt[l] = std::max(softplus(raw + bias), 1e-3f); ||| test_reference:HostSsm*,test_model:Golden*
-dt-floor-decode ||| src/ops/host/ssm_update.cpp ||| const float dt = softplus(raw + prm.dt_bias[static_cast<size_t>(h)]); ||| const float dt = std::fmax(softplus(raw + prm.dt_bias[static_cast<size_t>(h)]), 1e-3f); ||| test_reference:HostSsm*,test_model:Golden*
-ssm-group-index ||| src/ops/host/ssm_common.h ||| return h / (heads / groups); ||| return h % groups; ||| test_reference:HostSsm*,test_model:Golden*
-moe-renorm-biased-scores ||| src/ops/host/moe.cpp ||| sum += s[e]; ||| sum += sel[e]; ||| test_reference:HostMoe*,test_model:Golden*
+conv-window-off-by-one ||| src/ops/host/conv1d.cpp ||| acc += wc[k] * win.v[ ||| acc += wc[(k + 1) % p.K] * win.v[ ||| test_reference:HostConv1d*,test_model:*Golden*
+conv-state-off-by-one ||| src/ops/host/conv1d.cpp ||| win.row(win.rows - (K - 1) + k)); ||| win.row(std::max<int64_t>(win.rows - K + k, 0))); ||| test_reference:HostConv1d*,test_model:*Golden*
+ssm-D-skip-dropped-prefill ||| src/ops/host/ssm_scan.cpp ||| sc.y[p] = (diag + off) + D * sc.x[l * P + p]; ||| sc.y[p] = (diag + off) + 0.f * D * sc.x[l * P + p]; ||| test_reference:HostSsm*,test_model:*Golden*
+ssm-D-skip-dropped-decode ||| src/ops/host/ssm_update.cpp ||| + prm.D[static_cast<size_t>(h)] * xs[p]; ||| + 0.f * prm.D[static_cast<size_t>(h)] * xs[p]; ||| test_reference:HostSsm*,test_model:*Golden*
+dt-floor-prefill ||| src/ops/host/ssm_scan.cpp ||| sc.dt[l] = softplus(raw + bias); ||| sc.dt[l] = std::max(softplus(raw + bias), 1e-3f); ||| test_reference:HostSsm*,test_model:*Golden*
+dt-floor-decode ||| src/ops/host/ssm_update.cpp ||| const float dt = softplus(raw + prm.dt_bias[static_cast<size_t>(h)]); ||| const float dt = std::fmax(softplus(raw + prm.dt_bias[static_cast<size_t>(h)]), 1e-3f); ||| test_reference:HostSsm*,test_model:*Golden*
+ssm-group-index ||| src/ops/host/ssm_common.h ||| return h / (heads / groups); ||| return h % groups; ||| test_reference:HostSsm*,test_model:*Golden*
+moe-renorm-biased-scores ||| src/ops/host/moe.cpp ||| sum += s[e]; ||| sum += sel[e]; ||| test_reference:HostMoe*,test_model:*Golden*
 moe-renorm-biased-scores ||| src/ops/host/moe.cpp ||| const float w = a.norm_topk_prob ? s[e] / sum : s[e]; ||| const float w = a.norm_topk_prob ? sel[e] / sum : s[e]; ||| -
-moe-routed-scaling-dropped ||| src/ops/host/moe.cpp ||| weights[t * K + j] = w * a.routed_scaling_factor; ||| weights[t * K + j] = w; ||| test_reference:HostMoe*,test_model:Golden*
-gated-norm-epsilon ||| src/ops/host/norm.cpp ||| / static_cast<float>(group) + a.eps); ||| / static_cast<float>(group) + 0.1f * a.eps); ||| test_reference:HostGatedRmsNorm*,test_model:Golden*
-rms-norm-epsilon ||| src/ops/host/norm.cpp ||| / static_cast<float>(H) + a.eps); ||| / static_cast<float>(H) + 0.1f * a.eps); ||| test_reference:HostRmsNorm*,test_model:Golden*
-kv-block-index-off-by-one ||| src/ops/host/attention.cpp ||| load_f32(element_ptr(a.k_cache, {table[j / bs], ||| load_f32(element_ptr(a.k_cache, {table[std::max<int64_t>(j / bs - 1, 0)], ||| test_reference:HostAttention*,test_model:Golden*
-causal-mask-off-by-one ||| src/ops/host/attention.cpp ||| pos = ctx_lens[b] - q_len + (t - cu[b]); ||| pos = std::min<int64_t>(ctx_lens[b] - q_len + (t - cu[b]) + 1, ctx_lens[b] - 1); ||| test_reference:HostAttention*,test_model:Golden*
-mamba-state-not-written-at-chunk-boundary ||| src/ops/host/ssm_scan.cpp ||| store_head_state(a.ssm_states, slots[b], h, sc.S); ||| if ((cu[b + 1] - cu[b]) % Q != 0) store_head_state(a.ssm_states, slots[b], h, sc.S); ||| test_reference:HostSsm*,test_model:Golden*
-ssm-chunk-state-decay-dropped ||| src/ops/host/ssm_scan.cpp ||| Sv = decay_all * Sv + acc; ||| Sv = Sv + acc; ||| test_reference:HostSsm*,test_model:Golden*
+moe-routed-scaling-dropped ||| src/ops/host/moe.cpp ||| weights[t * K + j] = w * a.routed_scaling_factor; ||| weights[t * K + j] = w; ||| test_reference:HostMoe*,test_model:*Golden*
+gated-norm-epsilon ||| src/ops/host/norm.cpp ||| / static_cast<float>(group) + a.eps); ||| / static_cast<float>(group) + 0.1f * a.eps); ||| test_reference:HostGatedRmsNorm*,test_model:*Golden*
+rms-norm-epsilon ||| src/ops/host/norm.cpp ||| / static_cast<float>(H) + a.eps); ||| / static_cast<float>(H) + 0.1f * a.eps); ||| test_reference:HostRmsNorm*,test_model:*Golden*
+kv-block-index-off-by-one ||| src/ops/host/attention.cpp ||| load_f32(element_ptr(a.k_cache, {table[j / bs], ||| load_f32(element_ptr(a.k_cache, {table[std::max<int64_t>(j / bs - 1, 0)], ||| test_reference:HostAttention*,test_model:*Golden*
+causal-mask-off-by-one ||| src/ops/host/attention.cpp ||| pos = ctx_lens[b] - q_len + (t - cu[b]); ||| pos = std::min<int64_t>(ctx_lens[b] - q_len + (t - cu[b]) + 1, ctx_lens[b] - 1); ||| test_reference:HostAttention*,test_model:*Golden*
+mamba-state-not-written-at-chunk-boundary ||| src/ops/host/ssm_scan.cpp ||| store_head_state(a.ssm_states, slots[b], h, sc.S); ||| if ((cu[b + 1] - cu[b]) % Q != 0) store_head_state(a.ssm_states, slots[b], h, sc.S); ||| test_reference:HostSsm*,test_model:*Golden*
+ssm-chunk-state-decay-dropped ||| src/ops/host/ssm_scan.cpp ||| Sv = decay_all * Sv + acc; ||| Sv = Sv + acc; ||| test_reference:HostSsm*,test_model:*Golden*
 fp8-scale-inverted ||| src/ops/host/weight_rows.h ||| ? w.weight_scale : 1.0f; ||| ? 1.0f / w.weight_scale : 1.0f; ||| test_reference:HostLinear*:HostMoe*,test_model:Quantize*:Fp8*
 top-p-boundary ||| src/ops/host/sample.cpp ||| if (cum >= need) { ||| if (cum > need) { ||| test_reference:HostSample*
-relu2-not-squared ||| src/ops/host/elementwise.cpp ||| e = e > 0.f ? e * e : 0.f; ||| e = e > 0.f ? e : 0.f; ||| test_reference:HostRelu2*:HostElementwise*,test_model:Golden*
+relu2-not-squared ||| src/ops/host/elementwise.cpp ||| e = e > 0.f ? e * e : 0.f; ||| e = e > 0.f ? e : 0.f; ||| test_reference:HostRelu2*:HostElementwise*,test_model:*Golden*
 EOF
 }
 
@@ -156,7 +164,7 @@ fi
 
 # ---- the scratch tree ----
 JOBS=${JOBS:-$(nproc)}
-if [ "$MODE" = device ] && [ "$IN_PLACE" = 1 ]; then
+if [ "$IN_PLACE" = 1 ]; then
   SCRATCH=$ROOT
 else
   SCRATCH=${MUTATION_SCRATCH:-$ROOT-mutants$([ "$MODE" = device ] && echo -cuda)}
@@ -165,7 +173,7 @@ else
   (cd "$ROOT" && git ls-files -co --exclude-standard -z | tar --null -T - -cf -) | (cd "$SCRATCH" && tar -xf -) || exit 2
 fi
 PRISTINE=$(mktemp -d)
-LOG=${MUTATION_LOG:-$SCRATCH/mutation-logs}
+LOG=${MUTATION_LOG:-$SCRATCH/build/mutation-logs}
 mkdir -p "$LOG"
 for n in $SELECTED; do
   for f in $(files_of "$n"); do mkdir -p "$PRISTINE/$(dirname "$f")"; cp "$ROOT/$f" "$PRISTINE/$f"; done
@@ -200,7 +208,15 @@ targets() {
   echo "$t" | tr ' ' '\n' | grep -v '^$' | sort -u | tr '\n' ' '
 }
 TARGETS=$(targets)
-build() { (cd "$SCRATCH" && nice cmake --build "$BUILD" --target $TARGETS -j"$JOBS") > "$1" 2>&1; }
+# build LOG [TARGET...]: the given targets, or all the selected mutations need.
+build() {
+  local log=$1; shift
+  local t="$*"; [ -n "$t" ] || t=$TARGETS
+  (cd "$SCRATCH" && nice cmake --build "$BUILD" --target $t -j"$JOBS") > "$log" 2>&1
+}
+target_of() {
+  case "$1" in ops:*) echo test_ops ;; gate:*) echo strata ;; *) echo "${1%%:*}" ;; esac
+}
 
 # Runs one suite; prints the tests that failed (or "crashed", "timeout").
 run_suite() {
@@ -229,10 +245,16 @@ run_suite() {
   fi
 }
 
-run_suites() {  # name tag -> prints "caught-by" list
-  local n=$1 tag=$2 out=""
+# Builds and runs the suites of mutation $1 in order (each build only its suite's binary);
+# prints the tests that caught it, or "BUILD FAILED"; stops at the first catch unless
+# --all-suites.
+run_suites() {
+  local n=$1 out="" f
   for s in $(suites_of "$n" | tr ',' ' '); do
-    out="$out$(run_suite "$s" "$LOG/$tag.$(echo "$s" | tr -c 'A-Za-z0-9_\n' '_').log")"
+    if ! build "$LOG/$n.build.log" "$(target_of "$s")"; then echo "BUILD FAILED"; return; fi
+    f=$(run_suite "$s" "$LOG/$n.$(echo "$s" | tr -c 'A-Za-z0-9_\n' '_').log")
+    out="$out$f"
+    [ -n "$f" ] && [ "$ALL_SUITES" = 0 ] && break
   done
   echo "$out"
 }
@@ -261,14 +283,14 @@ for n in $SELECTED; do
   t0=$(date +%s)
   restore_all
   if ! apply_mutation "$n" "$SCRATCH"; then RESULTS+=("| $n | - | NOT APPLIED | |"); missed=1; continue; fi
-  if ! build "$LOG/$n.build.log"; then
+  caught=$(run_suites "$n")
+  if [ "$caught" = "BUILD FAILED" ]; then
     # A defect that does not compile proves nothing about the tests.
-    RESULTS+=("| $n | $(files_of "$n" | tr '\n' ' ') | BUILD FAILED | see $LOG/$n.build.log |")
+    RESULTS+=("| $n | $(files_of "$n" | tr '\n' ' ')| BUILD FAILED | see $LOG/$n.build.log |")
     missed=1
     restore_all
     continue
   fi
-  caught=$(run_suites "$n" "$n")
   restore_all
   secs=$(( $(date +%s) - t0 ))
   if [ -n "$caught" ]; then

@@ -63,8 +63,9 @@ class Gpu : public ::testing::Test {
  protected:
   void SetUp() override {
     std::string why;
-    if (!cuda::device_available(&why))
+    if (!cuda::device_available(&why)) {
       STRATA_GPU_SKIP("no CUDA device for the model GPU tests: " + why);
+    }
     engine::prepare_device(Device::Cuda, ctx_);
   }
   OpContext ctx_;
