@@ -68,7 +68,12 @@ Outcome run_linear_off_grid(const S& s, Rng& rng) {
     saturated += std::fabs(v) > 448.f ? 1 : 0;
     xq.data<float>()[i] = fp8e4m3_to_f32(fp8e4m3_from_f32_sat(v)) * in_scale;
   }
-  if (saturated == 0) return {Outcome::Failed, "no input saturates: the case misses its purpose"};
+  if (saturated == 0) {
+    Outcome o;
+    o.status = Outcome::Failed;
+    o.detail = "no input saturates: the case misses its purpose";
+    return o;
+  }
   a.x = xq;
   a.w.weight = fp8_of(s, rng, wstd, &a.w.weight_scale);
   a.w.input_scale = in_scale;
@@ -76,9 +81,10 @@ Outcome run_linear_off_grid(const S& s, Rng& rng) {
   Tolerance tol;  // one f32 sum of K products of the same e4m3 values, one rounding to out
   tol.reduction = s.K;
   tol.fp8_mma = true;  // the cuBLASLt FP8 GEMM accumulates below f32
-  return run_case(a, s.act, tol, [x](LinearArgs& dev, std::vector<std::shared_ptr<void>>&) {
-    dev.x = x.to(Device::Cuda);  // the device quantizes the original activations itself
-  });
+  // The device quantizes the original activations itself.
+  const std::function<void(LinearArgs&, std::vector<std::shared_ptr<void>>&)> original_x =
+      [x](LinearArgs& dev, std::vector<std::shared_ptr<void>>&) { dev.x = x.to(Device::Cuda); };
+  return run_case(a, s.act, tol, original_x);
 }
 
 Outcome run_linear(const S& s, Rng& rng) {
