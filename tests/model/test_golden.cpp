@@ -5,10 +5,11 @@
 // transformers' math (fp32 on the stored bf16 weights) and so gets the f32 bands: that separates
 // the weight/loader path from bf16 numerics.
 //
-// Three paths are compared with transformers' rows: one prefill of the whole prompt, a chunked
-// prefill whose chunks straddle the SSD chunk boundaries, and token-by-token decode (teacher
-// forcing: one token prefilled, every later token a decode step, through the prompt and on
-// through transformers' greedy tokens when the fixture records the logits of each greedy step).
+// Four paths are compared with transformers' rows: one prefill of the whole prompt, a chunked
+// prefill whose chunks straddle the SSD chunk boundaries, token-by-token decode (teacher
+// forcing: one token prefilled, every later prompt token a decode step), and the prompt
+// prefilled then transformers' greedy tokens decoded one by one, against the logits the fixture
+// records for each greedy step.
 // Then the greedy continuation of the engine is compared token by token.
 //
 // Logit bands (relative L2 against transformers' rows):
@@ -140,13 +141,16 @@ std::vector<std::vector<float>> prefill_all(NemotronHModel& m, const std::vector
   return rows;
 }
 
-// Teacher forcing: the first token prefilled, then every later token of `seq` one decode step
-// each; returns the logits of every position.
-std::vector<std::vector<float>> decode_all(NemotronHModel& m, const std::vector<int32_t>& seq) {
+// Teacher forcing: the first `prefill` tokens of `seq` prefilled at once, then every later token
+// one decode step each; returns the logits of every position.
+std::vector<std::vector<float>> decode_all(NemotronHModel& m, const std::vector<int32_t>& seq,
+                                           size_t prefill) {
   testing::Runner r(m, 1, static_cast<int64_t>(seq.size()));
   testing::TestSeq s = r.start();
-  auto rows = r.step({&s}, {{seq[0]}}, LogitRows::All);
-  for (size_t t = 1; t < seq.size(); ++t) {
+  auto rows = r.step(
+      {&s}, {std::vector<int32_t>(seq.begin(), seq.begin() + static_cast<std::ptrdiff_t>(prefill))},
+      LogitRows::All);
+  for (size_t t = prefill; t < seq.size(); ++t) {
     auto row = r.step({&s}, {{seq[t]}}, LogitRows::LastPerSequence, /*expect_decode=*/1);
     rows.insert(rows.end(), row.begin(), row.end());
   }
@@ -300,18 +304,22 @@ void check_fixture(const fs::path& dir, DType act) {
     compare_rows(prefill_all(model, prompt, prompt.size()), want, 0, &whole);
     const size_t chunk = static_cast<size_t>(config.chunk_size) + 1;
     compare_rows(prefill_all(model, prompt, chunk), want, 0, &chunked);
-    std::vector<int32_t> seq = prompt;
-    if (f.has_greedy_logits) seq.insert(seq.end(), greedy.begin(), greedy.end() - 1);
-    const auto dec = decode_all(model, seq);
-    ASSERT_EQ(dec.size(), seq.size());
-    compare_rows({dec.begin(), dec.begin() + static_cast<std::ptrdiff_t>(prompt.size())}, want, 0,
-                 &decoded);
+    // Every prompt token after the first a decode step.
+    const auto dec = decode_all(model, prompt, 1);
+    ASSERT_EQ(dec.size(), prompt.size());
+    compare_rows(dec, want, 0, &decoded);
     expected_count += 3 * static_cast<int64_t>(prompt.size()) * config.vocab_size;
     if (f.has_greedy_logits) {
-      // greedy_logits row j is position T - 1 + j: row 0 is the prompt's last, compared above.
+      // The engine's path: the prompt prefilled, then transformers' greedy tokens decoded (the
+      // prefill's final state and KV rows carry over). greedy_logits row j is position T - 1 + j:
+      // row 0 is the prompt's last, compared above.
+      std::vector<int32_t> seq = prompt;
+      seq.insert(seq.end(), greedy.begin(), greedy.end() - 1);
+      const auto gdec = decode_all(model, seq, prompt.size());
+      ASSERT_EQ(gdec.size(), seq.size());
       const Tensor gl = logits_file.tensor("greedy_logits." + std::to_string(i));
       ASSERT_EQ(gl.dim(0), static_cast<int64_t>(greedy.size()));
-      compare_rows({dec.begin() + static_cast<std::ptrdiff_t>(prompt.size()), dec.end()}, gl, 1,
+      compare_rows({gdec.begin() + static_cast<std::ptrdiff_t>(prompt.size()), gdec.end()}, gl, 1,
                    &decoded_greedy);
       expected_count += static_cast<int64_t>(greedy.size() - 1) * config.vocab_size;
     }
