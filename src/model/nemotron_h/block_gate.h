@@ -10,7 +10,8 @@
 // Bands (relative L2 of the block output, ||dev - host|| / ||host||):
 //   * bf16 (any activation dtype narrower than f32): calibrated on every block run from a
 //     measured host perturbation. The host reference runs the block a second time with f32
-//     activations on the same input and weights; the relative L2 between the two host outputs is
+//     activations on the same input and weights (the prompt's first 32 tokens, in the prefill;
+//     the decode row reuses its layer's figure); the relative L2 between the two host outputs is
 //     the whole effect of the block's activation roundings on this very input, with whatever
 //     amplification the block applies (the SSM, a router near a tie). A correct device kernel
 //     rounds at the same points, so it differs from the host only where single roundings flip
