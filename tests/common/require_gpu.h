@@ -19,8 +19,8 @@ inline bool gpu_required() {
 
 // Use in a test body or SetUp as a statement of its own, inside braces when it follows an `if`
 // (it returns from the function, like GTEST_SKIP).
-#define STRATA_GPU_SKIP(why)                                                              \
-  if (::strata::test::gpu_required())                                                     \
-    GTEST_FAIL() << "STRATA_REQUIRE_GPU=1 but the GPU test cannot run: " << (why);        \
-  else                                                                                    \
+#define STRATA_GPU_SKIP(why)                                                       \
+  if (::strata::test::gpu_required())                                              \
+    GTEST_FAIL() << "STRATA_REQUIRE_GPU=1 but the GPU test cannot run: " << (why); \
+  else                                                                             \
     GTEST_SKIP() << "SKIPPED: " << (why)

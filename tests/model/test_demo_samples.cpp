@@ -179,19 +179,20 @@ TEST(DemoModel, GenerateStopsAtEosWithFinishReasonStop) {
   const int64_t n = static_cast<int64_t>(hf.size()) + 8;
 
   // The model's own greedy continuation, not stopped.
-  const CliRun all = generate_json(demo, base + "--ignore-eos --max-tokens " + std::to_string(n),
-                                   tmp.path());
+  const CliRun all =
+      generate_json(demo, base + "--ignore-eos --max-tokens " + std::to_string(n), tmp.path());
   ASSERT_EQ(all.rc, 0) << all.err;
   const auto cont = all.out["token_ids"].get<std::vector<int32_t>>();
   ASSERT_EQ(static_cast<int64_t>(cont.size()), n);
   EXPECT_EQ(all.out["finish_reason"], "length");
 
   // The demo's own stop ids: </s> (2) and <|im_end|> (11).
-  const CliRun stopped = generate_json(demo, base + "--max-tokens " + std::to_string(n), tmp.path());
+  const CliRun stopped =
+      generate_json(demo, base + "--max-tokens " + std::to_string(n), tmp.path());
   ASSERT_EQ(stopped.rc, 0) << stopped.err;
   const auto got = stopped.out["token_ids"].get<std::vector<int32_t>>();
-  const auto first_eos = std::find_if(cont.begin(), cont.end(),
-                                      [](int32_t id) { return id == 2 || id == 11; });
+  const auto first_eos =
+      std::find_if(cont.begin(), cont.end(), [](int32_t id) { return id == 2 || id == 11; });
   if (first_eos != cont.end()) {
     EXPECT_EQ(got, std::vector<int32_t>(cont.begin(), first_eos + 1));
     EXPECT_EQ(stopped.out["finish_reason"], "stop");
@@ -230,15 +231,15 @@ TEST(DemoModel, GenerateStopsAtEosWithFinishReasonStop) {
   std::ofstream(copy / "generation_config.json")
       << nlohmann::json{{"bos_token_id", 1}, {"eos_token_id", {eos}}}.dump(2);
 
-  const CliRun at_k = generate_json(copy.string(), base + "--max-tokens " + std::to_string(n),
-                                    tmp.path());
+  const CliRun at_k =
+      generate_json(copy.string(), base + "--max-tokens " + std::to_string(n), tmp.path());
   ASSERT_EQ(at_k.rc, 0) << at_k.err;
   EXPECT_EQ(at_k.out["token_ids"].get<std::vector<int32_t>>(),
             std::vector<int32_t>(cont.begin(), cont.begin() + static_cast<std::ptrdiff_t>(k) + 1));
   EXPECT_EQ(at_k.out["finish_reason"], "stop");
   // max_tokens = k: the EOS at step k is never generated.
-  const CliRun before = generate_json(copy.string(), base + "--max-tokens " + std::to_string(k),
-                                      tmp.path());
+  const CliRun before =
+      generate_json(copy.string(), base + "--max-tokens " + std::to_string(k), tmp.path());
   ASSERT_EQ(before.rc, 0) << before.err;
   EXPECT_EQ(before.out["token_ids"].get<std::vector<int32_t>>(),
             std::vector<int32_t>(cont.begin(), cont.begin() + static_cast<std::ptrdiff_t>(k)));

@@ -45,9 +45,9 @@ Tensor scaled_copy(const Tensor& t, double factor) {
   const Tensor h = t.to(Device::Host).contiguous();
   Tensor out = Tensor::empty(h.shape(), h.dtype(), Device::Host);
   for (int64_t i = 0; i < h.numel(); ++i)
-    store_from_f32(out.raw(), out.dtype(), static_cast<size_t>(i),
-                   static_cast<float>(load_as_f32(h.raw(), h.dtype(), static_cast<size_t>(i)) *
-                                      factor));
+    store_from_f32(
+        out.raw(), out.dtype(), static_cast<size_t>(i),
+        static_cast<float>(load_as_f32(h.raw(), h.dtype(), static_cast<size_t>(i)) * factor));
   return out.to(t.device());
 }
 

@@ -38,8 +38,8 @@
 // Greedy: tokens must match transformers' greedy continuation, except at a step whose recorded
 // top-2 gap is a near tie: two logits can only swap when their gap is below the sum of their
 // errors, about 2 x band x rms(logits), with the band of f32 rows or of the continuation (bf16),
-// or flip_row at a step whose own position has a router margin near a tie. After an excused swap the
-// contexts differ; where the bf16 emulation took the same token there (and agreed before), the
+// or flip_row at a step whose own position has a router margin near a tie. After an excused swap
+// the contexts differ; where the bf16 emulation took the same token there (and agreed before), the
 // comparison continues against the emulation's continuation with its own recorded gaps.
 #include <gtest/gtest.h>
 
@@ -66,8 +66,7 @@ using nlohmann::json;
 constexpr double kF32RowBand = 2e-6;
 // The committed fixtures (docs/FIXTURES.md); a missing or extra directory fails GoldenFixtures.
 const std::vector<std::string> kFixtureNames = {"dense_bf16_sharded", "dense_f32_list_g1",
-                                                "dense_f32_pattern", "moe_bf16",
-                                                "moe_f32_grouped"};
+                                                "dense_f32_pattern", "moe_bf16", "moe_f32_grouped"};
 
 std::vector<std::string> fixture_dirs() {
   std::vector<std::string> dirs;
@@ -239,8 +238,8 @@ PromptBands prompt_bands(const Fixture& f, size_t p, bool bf16) {
     // The largest row error a flip made in the emulation: a prompt's whole error in one row.
     flip_row = 0;
     for (size_t i = 0; i < emu.size(); ++i)
-      flip_row = std::max(flip_row, 1.5 * emu[i] * std::sqrt(static_cast<double>(
-                                                      f.prompts[i].size())));
+      flip_row =
+          std::max(flip_row, 1.5 * emu[i] * std::sqrt(static_cast<double>(f.prompts[i].size())));
   }
   b.band = b.continuation = std::max(3 * emu_p, std::ldexp(1.0, -8));
   b.step_row.assign(steps, b.band);
@@ -329,8 +328,7 @@ void check_fixture(const fs::path& dir, DType act) {
         "decode, {:.3g} greedy decode; worst row {:.3g}; band {:.3g}{}{}, continuation {:.3g}\n",
         name, i, prompt.size(), whole.rel_l2(), chunked.rel_l2(), chunk, decoded.rel_l2(),
         decoded_greedy.compared ? decoded_greedy.rel_l2() : 0.0,
-        std::max({whole.worst_row, chunked.worst_row, decoded.worst_row,
-                  decoded_greedy.worst_row}),
+        std::max({whole.worst_row, chunked.worst_row, decoded.worst_row, decoded_greedy.worst_row}),
         band, bf16 ? " per prompt" : " per row",
         bands.back().router_flip ? " (router margin near a tie)" : "", continuation);
     for (const auto& [what, e] : {std::pair<const char*, const RowErrors*>{"whole", &whole},
@@ -342,9 +340,8 @@ void check_fixture(const fs::path& dir, DType act) {
         EXPECT_LE(e->rel_l2(), e == &decoded_greedy ? continuation : band)
             << "prompt " << i << " " << what;
       } else {
-        EXPECT_LE(e->worst_row, band)
-            << "prompt " << i << " " << what << ": row " << e->worst_at << " rel L2 "
-            << e->worst_row;
+        EXPECT_LE(e->worst_row, band) << "prompt " << i << " " << what << ": row " << e->worst_at
+                                      << " rel L2 " << e->worst_row;
         worst_f32_row = std::max(worst_f32_row, e->worst_row);
       }
     }
@@ -383,8 +380,8 @@ void check_fixture(const fs::path& dir, DType act) {
       // context (it agreed with transformers before step j).
       if (on_emulation || !bf16 || !g.contains("bf16_emulation_top2_gap")) break;
       const auto emu = g.at("bf16_emulation_tokens").get<std::vector<int32_t>>();
-      if (emu[j] != got[j] || !std::equal(emu.begin(), emu.begin() + static_cast<std::ptrdiff_t>(j),
-                                          want.begin()))
+      if (emu[j] != got[j] ||
+          !std::equal(emu.begin(), emu.begin() + static_cast<std::ptrdiff_t>(j), want.begin()))
         break;
       want = emu;
       gaps = g.at("bf16_emulation_top2_gap").get<std::vector<double>>();

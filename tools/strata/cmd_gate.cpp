@@ -46,9 +46,10 @@ void run_gate(const GateFlags& f) {
   double worst = 0;
   for (const auto& r : rows) {
     std::printf("%5lld %-9s %-7s %3lld %10.3e %10.3e %10.3e %10.3e %10.3e %10.3e  %s\n",
-                static_cast<long long>(r.layer), std::string(model::layer_kind_name(r.kind)).c_str(),
-                r.phase.c_str(), static_cast<long long>(r.fp8_linears), r.rel_l2, r.max_abs,
-                r.rounding, r.band, r.scale, r.scale_band, r.ok() ? "ok" : "OUT OF BAND");
+                static_cast<long long>(r.layer),
+                std::string(model::layer_kind_name(r.kind)).c_str(), r.phase.c_str(),
+                static_cast<long long>(r.fp8_linears), r.rel_l2, r.max_abs, r.rounding, r.band,
+                r.scale, r.scale_band, r.ok() ? "ok" : "OUT OF BAND");
     bad += r.ok() ? 0 : 1;
     worst = std::max({worst, r.rel_l2 / r.band, std::abs(r.scale) / r.scale_band});
   }

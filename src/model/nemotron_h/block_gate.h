@@ -65,7 +65,7 @@ struct BlockGateRow {
   int64_t fp8_linears = 0;  // W8A8 linears on the path whose quantization is not emulated
   double rel_l2 = 0, max_abs = 0, band = 0;
   double rounding = 0;  // bf16: the measured host rounding (host vs host with f32 activations)
-  double rounding_scale = 0;  // |scale component| of that measured rounding
+  double rounding_scale = 0;         // |scale component| of that measured rounding
   double scale = 0, scale_band = 0;  // <dev - host, host> / <host, host> and its band
   int64_t elements = 0;
   bool ok() const { return rel_l2 <= band && std::abs(scale) <= scale_band; }
