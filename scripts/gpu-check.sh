@@ -18,6 +18,8 @@
 # and the summary is always written). Order: benchmark first (nothing else running on the
 # machine), then the test suite (all binaries at once), then the gates.
 set -uo pipefail
+# A GPU test that cannot run fails instead of skipping (tests/common/require_gpu.h).
+export STRATA_REQUIRE_GPU=1
 
 ROOT=${STRATA_ROOT:-$(cd "$(dirname "$0")/.." && pwd)}
 OUT=${OUT:-$ROOT/gpu-check-out}
@@ -117,6 +119,14 @@ for f in "$OUT"/logs/*.log.summary; do
   case "$line" in *": ok,"*|*"not built"*) ;; *) FAILED=1 ;; esac
 done
 grep -h "^\[golden cuda\]" "$OUT/logs/test_model.log" | tail -1 | sed 's/^/fixtures on cuda: /' | tee -a "$SUMMARY"
+# The GPU tests must have run, not skipped: the op harness prints its device, the model GPU
+# tests their fixtures on cuda.
+if ! grep -q "^op harness on " "$OUT/logs/test_ops.log" 2>/dev/null; then
+  note "tests: the op harness did not run on a GPU (skipped or not built)"; FAILED=1
+fi
+if ! grep -q "^\[golden cuda\]" "$OUT/logs/test_model.log" 2>/dev/null; then
+  note "tests: the model GPU tests did not run on a GPU (skipped or not built)"; FAILED=1
+fi
 grep -h "^\[fp8\]" "$OUT/logs/test_model.log" | tee -a "$SUMMARY"
 grep -h "summary" "$OUT/logs/test_ops.log" | tail -2 | sed 's/^/op harness: /' | tee -a "$SUMMARY"
 note "tests done at $(elapsed) s"

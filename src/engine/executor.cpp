@@ -95,7 +95,8 @@ Executor::Executor(model::NemotronHModel& model, const ExecutorConfig& config)
   model::ModelConfig cache_config = c;
   cache_config.mamba_ssm_cache_dtype =
       parse_ssm_dtype(config.mamba_ssm_cache_dtype, c.mamba_ssm_cache_dtype);
-  const DType act = model.act_dtype();
+  // A given plan names its activation dtype (the gate's f32 host side of a bf16 model).
+  const DType act = config.cache_plan ? config.cache_plan->act_dtype : model.act_dtype();
   const DType kv_dtype = parse_kv_dtype(config.kv_cache_dtype, act);
   if (kv_dtype != act && c.num_attention > 0 && !kv_cache_dtype_supported(config.device, kv_dtype))
     fail("--kv-cache-dtype {}: the {} attention kernels do not read an {} KV cache",

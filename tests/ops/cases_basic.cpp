@@ -1,4 +1,5 @@
-// Cases: embedding, rms_norm, gated_rms_norm, relu2, add, cast, kv_cache_write.
+// Cases: embedding, rms_norm, gated_rms_norm, relu2, add, cast, kv_cache_write. The norms include
+// inputs of mean square ~eps (1e-5), where an epsilon off by 10x moves the output by ~40%.
 #include "cases_util.h"
 
 namespace strata::opstest {
@@ -41,8 +42,10 @@ std::vector<OpCase> rms_norm_cases() {
     const char* name;
     int64_t T, H;
     bool residual, x_view;
+    float x_std = 1.f;  // small: eps dominates the mean square, so a wrong eps shows
   };
-  const S shapes[] = {{"nano3", 1, Nano3::hidden, true, false},
+  const S shapes[] = {{"eps-dominated", 5, 257, true, false, 2e-3f},
+                      {"nano3", 1, Nano3::hidden, true, false},
                       {"nano3", 17, Nano3::hidden, true, true},
                       {"nano3 first layer", 3, Nano3::hidden, false, false},
                       {"9b", 3, Nano9B::hidden, true, false},
@@ -56,9 +59,10 @@ std::vector<OpCase> rms_norm_cases() {
                                  s.residual ? " +residual" : "", s.x_view ? " x-view" : ""),
                      true, [s, act](Rng& rng) {
                        RmsNormArgs a;
-                       a.x = s.x_view ? wide_rows(rng, s.T, s.H, 7, 3, act, 1.f)
-                                      : normal_tensor(rng, Shape{s.T, s.H}, act, 1.f);
-                       if (s.residual) a.residual = normal_tensor(rng, Shape{s.T, s.H}, act, 1.f);
+                       a.x = s.x_view ? wide_rows(rng, s.T, s.H, 7, 3, act, s.x_std)
+                                      : normal_tensor(rng, Shape{s.T, s.H}, act, s.x_std);
+                       if (s.residual)
+                         a.residual = normal_tensor(rng, Shape{s.T, s.H}, act, s.x_std);
                        a.weight = uniform_tensor(rng, Shape{s.H}, act, 0.5f, 1.5f);
                        a.eps = 1e-5f;
                        a.out = Tensor::empty(Shape{s.T, s.H}, act);
@@ -77,8 +81,10 @@ std::vector<OpCase> gated_norm_cases() {
   struct S {
     const char* name;
     int64_t T, D, G;
+    float y_std = 1.f;  // small: eps dominates the mean square, so a wrong eps shows
   };
-  const S shapes[] = {{"nano3", 1, Nano3::d_inner, Nano3::groups},
+  const S shapes[] = {{"eps-dominated", 3, 384, 2, 2e-3f},
+                      {"nano3", 1, Nano3::d_inner, Nano3::groups},
                       {"nano3", 17, Nano3::d_inner, Nano3::groups},
                       {"9b", 3, Nano9B::d_inner, Nano9B::groups},
                       {"odd", 130, 381, 3},
@@ -91,7 +97,7 @@ std::vector<OpCase> gated_norm_cases() {
            fmt::format("{} T={} D={} groups={} {}", s.name, s.T, s.D, s.G, dt(act)), true,
            [s, act](Rng& rng) {
              GatedRmsNormArgs a;
-             a.y = normal_tensor(rng, Shape{s.T, s.D}, act, 1.f);
+             a.y = normal_tensor(rng, Shape{s.T, s.D}, act, s.y_std);
              a.z =
                  wide_rows(rng, s.T, s.D, 64, 0, act, 1.5f);  // z: first columns of in_proj's rows
              a.weight = uniform_tensor(rng, Shape{s.D}, act, 0.5f, 1.5f);
