@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include "core/check.h"
+#include "io/atomic_file.h"
 #include "io/safetensors.h"
 
 namespace strata::io {
@@ -38,16 +39,7 @@ std::string shard_file_name(size_t index, size_t count) {
 }
 
 void write_text_file(const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    if (!f) fail("{}: cannot open for writing", tmp);
-    f.write(text.data(), static_cast<std::streamsize>(text.size()));
-    if (!f) fail("{}: write failed", tmp);
-  }
-  std::error_code ec;
-  fs::rename(tmp, path, ec);
-  if (ec) fail("{}: cannot rename from {}: {}", path, tmp, ec.message());
+  write_file_atomic(path, text);
 }
 
 WrittenCheckpoint write_checkpoint(const std::string& dir,

@@ -293,7 +293,7 @@ TEST(TokenizerHandmade, LoadErrorsNameTheFileAndField) {
     }
     return std::string("no error");
   };
-  EXPECT_NE(message_of("{").find("bad.json: not valid JSON"), std::string::npos);
+  EXPECT_NE(message_of("{").find("bad.json: invalid JSON"), std::string::npos);
   EXPECT_NE(
       message_of(R"({"model": {"type": "WordPiece", "vocab": {}}})").find("model type 'WordPiece'"),
       std::string::npos);
@@ -304,8 +304,8 @@ TEST(TokenizerHandmade, LoadErrorsNameTheFileAndField) {
       message_of(R"({"model": {"type": "BPE", "vocab": {"a": 0, "b": 1}, "merges": ["a b"]}})")
           .find("merged token \"ab\""),
       std::string::npos);
-  EXPECT_NE(message_of(R"({"normalizer": {"type": "NFKC"}, "model": {"vocab": {}, "merges": []}})")
-                .find("normalizer type 'NFKC' is not supported"),
+  EXPECT_NE(message_of(R"({"normalizer": {"type": "Precompiled"}, "model": {"vocab": {}, "merges": []}})")
+                .find("normalizer type 'Precompiled' is not supported"),
             std::string::npos);
   EXPECT_NE(
       message_of(

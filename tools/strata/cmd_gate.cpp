@@ -5,11 +5,11 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdio>
-#include <fstream>
 #include <memory>
 
 #include "command.h"
 #include "core/check.h"
+#include "io/atomic_file.h"
 #include "engine/device.h"
 #include "model/nemotron_h/block_gate.h"
 #include "model_source_flags.h"
@@ -62,7 +62,7 @@ void run_gate(const GateFlags& f) {
                    {"max_abs", r.max_abs},
                    {"band", r.band},
                    {"elements", r.elements}});
-    std::ofstream(f.json_out) << j.dump(1) << "\n";
+    io::write_file_atomic(f.json_out, j.dump(1) + "\n");
   }
   if (bad > 0) fail("gate: {} of {} block runs out of band", bad, rows.size());
 }

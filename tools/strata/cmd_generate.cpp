@@ -9,8 +9,10 @@
 #include <string>
 
 #include "command.h"
+#include "flag_checks.h"
 #include "core/check.h"
 #include "core/log.h"
+#include "io/atomic_file.h"
 #include "engine/device.h"
 #include "engine/generator.h"
 #include "model/nemotron_h/load.h"
@@ -110,9 +112,7 @@ void run_generate(const GenerateFlags& f) {
     stream = std::make_unique<text::IncrementalDetokenizer>(*tok, true);
   const engine::GenerationResult r = gen.generate(prompt, params, [&](int32_t id) {
     if (!stream) return;
-    const std::string piece = stream->push(id);
-    std::fwrite(piece.data(), 1, piece.size(), stdout);
-    std::fflush(stdout);
+    io::write_stdout(stream->push(id));
   });
 
   if (f.output == "json") {
@@ -155,12 +155,16 @@ void setup_generate(CLI::App& app) {
   sub->add_option("--prompt", f->prompt_flag, "Prompt text");
   sub->add_option("--prompt-ids", f->prompt_ids, "Prompt as comma-separated token ids, e.g. 1,2,3");
   sub->add_option("--max-tokens", f->max_tokens, "Tokens to generate at most")
+      ->check(int_range(1, kMaxFlagTokens))
       ->capture_default_str();
   sub->add_option("--temperature", f->temperature, "Sampling temperature; 0 = greedy")
+      ->check(float_range(0, 100))
       ->capture_default_str();
   sub->add_option("--top-k", f->top_k, "Keep the k most likely tokens; 0 = off")
+      ->check(int_range(0, INT32_MAX))
       ->capture_default_str();
   sub->add_option("--top-p", f->top_p, "Keep the smallest set with this probability mass; 1 = off")
+      ->check(float_range(0, 1, /*lo_open=*/true))
       ->capture_default_str();
   sub->add_option("--seed", f->seed, "Random seed for sampling")->capture_default_str();
   sub->add_flag("--chat", f->chat,
@@ -173,6 +177,7 @@ void setup_generate(CLI::App& app) {
       ->capture_default_str();
   sub->add_option("--prefill-chunk", f->prefill_chunk,
                   "Prefill the prompt in chunks of this many tokens; 0 = all")
+      ->check(int_range(0, kMaxFlagTokens))
       ->capture_default_str();
   sub->add_flag("--stats", f->stats, "Print timings to stderr");
   sub->callback([f] { run_generate(*f); });
