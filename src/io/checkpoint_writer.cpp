@@ -4,8 +4,9 @@
 
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
+#include <algorithm>
 
+#include "core/admission.h"
 #include "core/check.h"
 #include "io/atomic_file.h"
 #include "io/safetensors.h"
@@ -52,6 +53,17 @@ WrittenCheckpoint write_checkpoint(const std::string& dir,
   fs::create_directories(dir, ec);
   if (ec) fail("{}: cannot create directory: {}", dir, ec.message());
   const auto shards = split_shards(tensors, max_shard_bytes);
+  // Admission: the files on disk, and one shard's tensors held in memory at a time.
+  ResourceNeed need;
+  need.disk_path = dir;
+  for (const auto& [begin, end] : shards) {
+    uint64_t shard_bytes = 0;
+    for (size_t i = begin; i < end; ++i)
+      shard_bytes += tensors[i].nbytes;
+    need.disk_bytes += shard_bytes;
+    need.host_bytes = std::max<uint64_t>(need.host_bytes, shard_bytes);
+  }
+  check_fits(need, fmt::format("writing the checkpoint {}", dir));
   WrittenCheckpoint out;
   nlohmann::json weight_map = nlohmann::json::object();
   for (size_t s = 0; s < shards.size(); ++s) {

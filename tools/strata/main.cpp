@@ -50,7 +50,9 @@ int main(int argc, char** argv) {
     app.parse(argc, argv);
     strata::io::check_stdout();  // a failed write to stdout is an error, not exit 0
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    // --help exits 0; every usage error (unknown flag, out-of-range value) exits 2, as the
+    // shell convention has it, whatever CLI11's own code for the kind of error.
+    return app.exit(e) == 0 ? 0 : 2;
   } catch (const strata::Error& e) {
     return report(e.what());
   } catch (const std::bad_alloc&) {
