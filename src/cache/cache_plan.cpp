@@ -42,7 +42,8 @@ CachePlan plan_cache_for_tokens(const model::ModelConfig& config, int64_t max_se
   p.act_dtype = act_dtype;
   p.state_bytes = MambaStatePool::bytes_per_slot(config, act_dtype) * static_cast<size_t>(max_seqs);
   const size_t per_block = KvBlockPool::bytes_per_block(config, block_size, act_dtype);
-  const double blocks = per_block ? double(max_seqs) * double((max_tokens + block_size - 1) / block_size) : 0.0;
+  const double blocks =
+      per_block ? double(max_seqs) * double((max_tokens + block_size - 1) / block_size) : 0.0;
   // Checked in double first so an absurd request is refused with figures, not wrapped around.
   if (blocks * double(per_block) + double(p.state_bytes) > 0x1p62)
     fail("cache plan: {} sequences of {} tokens need {:.3g} bytes of cache", max_seqs, max_tokens,

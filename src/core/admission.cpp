@@ -71,12 +71,11 @@ std::optional<std::string> admission_failure(const ResourceNeed& need, const Res
   std::string short_of;
   auto check = [&](uint64_t needed, const std::optional<uint64_t>& avail, const char* name) {
     if (needed == 0 || !avail || needed <= *avail) return;
-    short_of += fmt::format("{}{} needs {} of {}, {} available", short_of.empty() ? "" : "; ",
-                            what, gib(needed), name, gib(*avail));
+    short_of += fmt::format("{}{} needs {} of {}, {} available", short_of.empty() ? "" : "; ", what,
+                            gib(needed), name, gib(*avail));
   };
   check(need.host_bytes, have.host_available, "host memory");
-  check(need.host_bytes + need.mapped_bytes, have.address_available,
-        "address space (RLIMIT_AS)");
+  check(need.host_bytes + need.mapped_bytes, have.address_available, "address space (RLIMIT_AS)");
   check(need.device_bytes, have.device_free, "device memory");
   check(need.disk_bytes, have.disk_free,
         need.disk_path.empty() ? "disk" : fmt::format("disk at {}", need.disk_path).c_str());

@@ -14,11 +14,11 @@
 namespace strata {
 
 struct ResourceNeed {
-  uint64_t host_bytes = 0;     // anonymous host memory (vs MemAvailable and RLIMIT_AS)
-  uint64_t mapped_bytes = 0;   // file mappings: address space only (vs RLIMIT_AS)
-  uint64_t device_bytes = 0;   // on the current CUDA device (vs cudaMemGetInfo's free bytes)
-  uint64_t disk_bytes = 0;     // new files under disk_path (vs statvfs f_bavail)
-  std::string disk_path;       // a directory on the file system written to
+  uint64_t host_bytes = 0;    // anonymous host memory (vs MemAvailable and RLIMIT_AS)
+  uint64_t mapped_bytes = 0;  // file mappings: address space only (vs RLIMIT_AS)
+  uint64_t device_bytes = 0;  // on the current CUDA device (vs cudaMemGetInfo's free bytes)
+  uint64_t disk_bytes = 0;    // new files under disk_path (vs statvfs f_bavail)
+  std::string disk_path;      // a directory on the file system written to
 };
 
 struct ResourceLimits {

@@ -125,6 +125,8 @@ void write_stdout(std::string_view text) {
   check_stdout();
 }
 
-bool stdout_line_open() { return g_line_open; }
+bool stdout_line_open() {
+  return g_line_open;
+}
 
 }  // namespace strata::io

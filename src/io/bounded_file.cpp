@@ -57,8 +57,9 @@ std::string format_bytes(uint64_t bytes) {
     v /= 1024;
     ++u;
   }
-  return v == static_cast<double>(static_cast<uint64_t>(v)) ? fmt::format("{:.0f} {}", v, kUnits[u])
-                                                           : fmt::format("{:.1f} {}", v, kUnits[u]);
+  return v == static_cast<double>(static_cast<uint64_t>(v))
+             ? fmt::format("{:.0f} {}", v, kUnits[u])
+             : fmt::format("{:.1f} {}", v, kUnits[u]);
 }
 
 std::string read_regular_file(const std::string& path, std::string_view what, uint64_t max_bytes) {

@@ -14,9 +14,9 @@ namespace strata::io {
 // chat template ~ 200 KB) and far below what the machine holds.
 inline constexpr uint64_t kConfigMaxBytes = 16ull << 20;      // config.json, generation_config.json
 inline constexpr uint64_t kTokenizerMaxBytes = 512ull << 20;  // tokenizer.json
-inline constexpr uint64_t kTemplateMaxBytes = 16ull << 20;    // chat templates, tokenizer_config.json
-inline constexpr uint64_t kIndexMaxBytes = 256ull << 20;      // model.safetensors.index.json
-inline constexpr uint64_t kStdinMaxBytes = 64ull << 20;       // a request or id list on stdin
+inline constexpr uint64_t kTemplateMaxBytes = 16ull << 20;  // chat templates, tokenizer_config.json
+inline constexpr uint64_t kIndexMaxBytes = 256ull << 20;    // model.safetensors.index.json
+inline constexpr uint64_t kStdinMaxBytes = 64ull << 20;     // a request or id list on stdin
 
 // The whole of the regular file at `path` (symlinks to regular files are followed). `what`
 // says what the file is read as ("config", "tokenizer", "chat template"). Throws strata::Error

@@ -2,9 +2,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
-#include <algorithm>
 
 #include "core/admission.h"
 #include "core/check.h"
@@ -50,12 +50,14 @@ WrittenCheckpoint write_checkpoint(const std::string& dir,
                                    const std::map<std::string, std::string>& metadata) {
   if (tensors.empty()) fail("{}: no tensors to write", dir);
   std::error_code ec;
-  fs::create_directories(dir, ec);
-  if (ec) fail("{}: cannot create directory: {}", dir, ec.message());
   const auto shards = split_shards(tensors, max_shard_bytes);
   // Admission: the files on disk, and one shard's tensors held in memory at a time.
   ResourceNeed need;
-  need.disk_path = dir;
+  // statvfs needs an existing directory: the nearest one the checkpoint will be under.
+  fs::path under = fs::absolute(dir, ec);
+  while (!under.empty() && under != under.parent_path() && !fs::is_directory(under, ec))
+    under = under.parent_path();
+  need.disk_path = under.string();
   for (const auto& [begin, end] : shards) {
     uint64_t shard_bytes = 0;
     for (size_t i = begin; i < end; ++i)
@@ -64,6 +66,8 @@ WrittenCheckpoint write_checkpoint(const std::string& dir,
     need.host_bytes = std::max<uint64_t>(need.host_bytes, shard_bytes);
   }
   check_fits(need, fmt::format("writing the checkpoint {}", dir));
+  fs::create_directories(dir, ec);
+  if (ec) fail("{}: cannot create directory: {}", dir, ec.message());
   WrittenCheckpoint out;
   nlohmann::json weight_map = nlohmann::json::object();
   for (size_t s = 0; s < shards.size(); ++s) {

@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "core/check.h"
-#include "io/atomic_file.h"
 #include "io/array_bytes.h"
+#include "io/atomic_file.h"
 #include "io/json_strict.h"
 
 namespace strata::io {

@@ -13,8 +13,7 @@ namespace strata::text {
 namespace {
 
 nlohmann::json read_json(const std::filesystem::path& path) {
-  nlohmann::json j =
-      io::parse_json_file(path.string(), "generation config", io::kConfigMaxBytes);
+  nlohmann::json j = io::parse_json_file(path.string(), "generation config", io::kConfigMaxBytes);
   if (!j.is_object()) fail("{}: expected a JSON object at the top level", path.string());
   return j;
 }

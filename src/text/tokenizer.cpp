@@ -73,9 +73,10 @@ std::vector<AddedToken> read_added_tokens(const nlohmann::json& root, const BpeM
   const int64_t declared = static_cast<int64_t>(model.size() + out.size());
   for (size_t i = 0; i < out.size(); ++i)
     if (out[i].id >= declared + kTokenIdGapLimit)
-      fail("{}: added_tokens[{}].id {} is far beyond the {} tokens the file declares (ids must "
-           "stay below {})",
-           source, i, out[i].id, declared, declared + kTokenIdGapLimit);
+      fail(
+          "{}: added_tokens[{}].id {} is far beyond the {} tokens the file declares (ids must "
+          "stay below {})",
+          source, i, out[i].id, declared, declared + kTokenIdGapLimit);
   return out;
 }
 

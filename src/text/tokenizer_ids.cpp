@@ -33,8 +33,7 @@ std::vector<int32_t> parse_id_json(std::string_view text, std::string_view what)
   ids.reserve(j.size());
   for (size_t i = 0; i < j.size(); ++i) {
     const nlohmann::json& e = j[i];
-    const bool ok = e.is_number_unsigned() ||
-                    (e.is_number_integer() && e.get<int64_t>() >= 0);
+    const bool ok = e.is_number_unsigned() || (e.is_number_integer() && e.get<int64_t>() >= 0);
     if (!ok || e.get<uint64_t>() > static_cast<uint64_t>(INT32_MAX))
       fail("{}: element {} is not a non-negative 32-bit token id: {}", what, i,
            io::quote_name(e.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)));

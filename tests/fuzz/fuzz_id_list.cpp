@@ -1,7 +1,7 @@
 // libFuzzer target: token id lists as the command line takes them: a JSON array on stdin
 // (detokenize) and a comma list (--ids). (generate's --prompt-ids parser lives in the engine,
-// which the fuzz build leaves out; it is covered by the robustness suite.) Malformed input must end in strata::Error;
-// accepted ids are non-negative and the list is no longer than its text allows.
+// which the fuzz build leaves out; it is covered by the robustness suite.) Malformed input must end
+// in strata::Error; accepted ids are non-negative and the list is no longer than its text allows.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>

@@ -44,9 +44,11 @@ std::vector<std::string> split(const std::string& s, char sep) {
 }
 
 std::string trim(std::string s) {
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.pop_back();
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t'))
+    s.pop_back();
   size_t b = 0;
-  while (b < s.size() && (s[b] == ' ' || s[b] == '\t')) ++b;
+  while (b < s.size() && (s[b] == ' ' || s[b] == '\t'))
+    ++b;
   return s.substr(b);
 }
 
@@ -69,11 +71,16 @@ std::vector<Case> load_cases() {
       if (opt.empty() || opt == "-") continue;
       const size_t eq = opt.find('=');
       const std::string k = opt.substr(0, eq), v = opt.substr(eq + 1);
-      if (k == "stdin") c.stdin_name = v;
-      else if (k == "stdout") c.stdout_kind = v;
-      else if (k == "out") c.out = v;
-      else if (k == "mem") c.mem_mib = std::stoull(v);
-      else throw std::runtime_error("cases.txt line " + std::to_string(n) + ": option " + k);
+      if (k == "stdin")
+        c.stdin_name = v;
+      else if (k == "stdout")
+        c.stdout_kind = v;
+      else if (k == "out")
+        c.out = v;
+      else if (k == "mem")
+        c.mem_mib = std::stoull(v);
+      else
+        throw std::runtime_error("cases.txt line " + std::to_string(n) + ": option " + k);
     }
     for (const auto& a : split(trim(f[4]), ' '))
       if (!a.empty()) c.args.push_back(a);
@@ -114,7 +121,8 @@ void build_scratch(const fs::path& s) {
   const std::string deep = std::string(200000, '[') + std::string(200000, ']');
   write_file(s / "deep.json", deep);
   write_file(s / "deep_request.json", "{\"messages\": " + deep + "}");
-  write_file(s / "dup_request.json", R"({"messages": [], "messages": [{"role": "user", "content": "x"}]})");
+  write_file(s / "dup_request.json",
+             R"({"messages": [], "messages": [{"role": "user", "content": "x"}]})");
   write_file(s / "not_json.txt", "this is not JSON");
   write_file(s / "bad_utf8.txt", "caf\xC3\x28 au lait");
   write_file(s / "nul.txt", std::string("a\0b", 3));
@@ -133,9 +141,11 @@ void build_scratch(const fs::path& s) {
   write_file(s / "request_not_object.json", "[1, 2]");
   write_file(s / "request_no_messages.json", "{}");
   write_file(s / "request_bad_gen.json", R"({"messages": [], "add_generation_prompt": "yes"})");
-  write_file(s / "request_bad_args.json",
-             R"({"messages": [{"role": "assistant", "tool_calls": [{"function": {"name": "f", "arguments": "{\"a\": 1, \"a\": 2}"}}]}]})");
-  write_file(s / "request_surrogate.json", R"({"messages": [{"role": "user", "content": "\ud800"}]})");
+  write_file(
+      s / "request_bad_args.json",
+      R"({"messages": [{"role": "assistant", "tool_calls": [{"function": {"name": "f", "arguments": "{\"a\": 1, \"a\": 2}"}}]}]})");
+  write_file(s / "request_surrogate.json",
+             R"({"messages": [{"role": "user", "content": "\ud800"}]})");
   write_file(s / "text.txt", "hello world");
 
   // Special files where regular ones are expected.
@@ -162,7 +172,8 @@ void build_scratch(const fs::path& s) {
   model_with("m_deep", deep);
   model_with("m_dup", "{\"hidden_size\": 64, " + cfg.substr(1));
   model_with("m_notjson", "{ \"hidden_size\": ");
-  model_with("m_hidden_huge", replace_all(cfg, "\"hidden_size\": 48", "\"hidden_size\": 1099511627776"));
+  model_with("m_hidden_huge",
+             replace_all(cfg, "\"hidden_size\": 48", "\"hidden_size\": 1099511627776"));
   model_with("m_neg_vocab", replace_all(cfg, "\"vocab_size\": ", "\"vocab_size\": -"));
   model_with("m_utf8", cfg.substr(0, cfg.size() - 2) + ", \"x\": \"\xFF\"}");
   fs::create_directories(s / "m_fifo");
@@ -175,9 +186,10 @@ void build_scratch(const fs::path& s) {
   fs::create_directories(s / "m_noweights");
   write_file(s / "m_noweights/config.json", cfg);
   model_with("m_ctx8", replace_all(cfg, "\"max_position_embeddings\": 4096",
-                                    "\"max_position_embeddings\": 8"));
+                                   "\"max_position_embeddings\": 8"));
   model_with("m_badgen", cfg);
-  write_file(s / "m_badgen/generation_config.json", "{\"eos_token_id\": [1, 2], \"eos_token_id\": 3}");
+  write_file(s / "m_badgen/generation_config.json",
+             "{\"eos_token_id\": [1, 2], \"eos_token_id\": 3}");
 
   const auto tok_with = [&](const std::string& name, const std::string& json) {
     write_file(s / name / "tokenizer.json", json);
@@ -198,16 +210,19 @@ void build_scratch(const fs::path& s) {
   write_file(s / "t_badcfg/tokenizer_config.json", deep);
 
   // Chat template directories.
-  write_file(s / "chat/tokenizer_config.json",
-             R"({"chat_template": "{% for m in messages %}{{ m.content }}{% endfor %}", "bos_token": "<s>"})");
-  write_file(s / "chat_dup/tokenizer_config.json", R"({"chat_template": "a", "chat_template": "b"})");
+  write_file(
+      s / "chat/tokenizer_config.json",
+      R"({"chat_template": "{% for m in messages %}{{ m.content }}{% endfor %}", "bos_token": "<s>"})");
+  write_file(s / "chat_dup/tokenizer_config.json",
+             R"({"chat_template": "a", "chat_template": "b"})");
   fs::create_directories(s / "chat_fifo");
   ::mkfifo((s / "chat_fifo/chat_template.jinja").c_str(), 0600);
   write_file(s / "chat_fifo/tokenizer_config.json", "{}");
   write_file(s / "loop.jinja", "{% for i in range(100000000) %}{{ i }}{% endfor %}");
 
   // Configs for dummy weights.
-  write_file(s / "cfg_hidden_1e6.json", replace_all(cfg, "\"hidden_size\": 48", "\"hidden_size\": 1000000"));
+  write_file(s / "cfg_hidden_1e6.json",
+             replace_all(cfg, "\"hidden_size\": 48", "\"hidden_size\": 1000000"));
   write_file(s / "cfg_deep.json", deep);
   write_file(s / "cfg_dup.json", "{\"vocab_size\": 1, " + cfg.substr(1));
   write_file(s / "cfg_ok.json", cfg);
@@ -274,7 +289,8 @@ TEST_F(Robustness, EveryBadInputIsRefusedCleanly) {
       ASSERT_FALSE(r.err.empty());
       EXPECT_EQ(r.err.back(), '\n') << r.err;
       const std::string body = r.err.substr(0, r.err.size() - 1);
-      const std::string last = body.substr(body.rfind('\n') == std::string::npos ? 0 : body.rfind('\n') + 1);
+      const std::string last =
+          body.substr(body.rfind('\n') == std::string::npos ? 0 : body.rfind('\n') + 1);
       EXPECT_EQ(last.rfind("strata: error: ", 0), 0u) << r.err;
       EXPECT_NE(last.find(needle), std::string::npos) << "needle: " << needle << "\n" << r.err;
       size_t marked = 0;

@@ -150,7 +150,8 @@ TEST(AtomicFile, WriteErrorLeavesNoPartialFile) {
   write_plain(dir.file("model.npy"), "old contents");
   rlimit old{};
   ASSERT_EQ(::getrlimit(RLIMIT_FSIZE, &old), 0);
-  struct sigaction ignore {}, saved {};
+  struct sigaction ignore {
+  }, saved{};
   ignore.sa_handler = SIG_IGN;
   ASSERT_EQ(::sigaction(SIGXFSZ, &ignore, &saved), 0);
   rlimit small = old;

@@ -42,7 +42,8 @@ TEST(ParserHardening, TokenIdsBoundedByTheFileThatDeclaresThem) {
       << added;
   const std::string vocab = error_of([] {
     text::Tokenizer::from_json_text(
-        R"({"model": {"type": "BPE", "vocab": {"a": 0, "b": 2000000000}, "merges": []}})", "v.json");
+        R"({"model": {"type": "BPE", "vocab": {"a": 0, "b": 2000000000}, "merges": []}})",
+        "v.json");
   });
   EXPECT_NE(vocab.find("v.json: model.vocab: id 2000000000 is far beyond the 2 tokens"),
             std::string::npos)

@@ -27,7 +27,9 @@ std::string normalized(const nlohmann::json& spec, std::string text) {
   return text;
 }
 
-nlohmann::json type(const char* t) { return {{"type", t}}; }
+nlohmann::json type(const char* t) {
+  return {{"type", t}};
+}
 
 TEST(UnicodeNormalizers, FormsFromTheStandard) {
   const std::string e_acute = "\xC3\xA9", e_comb = "e\xCC\x81";  // U+00E9, e + U+0301
@@ -40,13 +42,15 @@ TEST(UnicodeNormalizers, FormsFromTheStandard) {
   // Compatibility: the ligature U+FB01 and VULGAR FRACTION ONE HALF U+00BD.
   EXPECT_EQ(normalized(type("NFC"), "\xEF\xAC\x81"), "\xEF\xAC\x81");  // canonical forms keep it
   EXPECT_EQ(normalized(type("NFKC"), "\xEF\xAC\x81"), "fi");
-  EXPECT_EQ(normalized(type("NFKD"), "\xC2\xBD"), "1\xE2\x81\x84" "2");  // 1 U+2044 2
+  EXPECT_EQ(normalized(type("NFKD"), "\xC2\xBD"),
+            "1\xE2\x81\x84"
+            "2");  // 1 U+2044 2
   // UAX #15's example: U+1E9B U+0323 in the four forms.
   const std::string s = "\xE1\xBA\x9B\xCC\xA3";
-  EXPECT_EQ(normalized(type("NFC"), s), "\xE1\xBA\x9B\xCC\xA3");       // 1E9B 0323
-  EXPECT_EQ(normalized(type("NFD"), s), "\xC5\xBF\xCC\xA3\xCC\x87");   // 017F 0323 0307
-  EXPECT_EQ(normalized(type("NFKC"), s), "\xE1\xB9\xA9");              // 1E69
-  EXPECT_EQ(normalized(type("NFKD"), s), "s\xCC\xA3\xCC\x87");         // 0073 0323 0307
+  EXPECT_EQ(normalized(type("NFC"), s), "\xE1\xBA\x9B\xCC\xA3");      // 1E9B 0323
+  EXPECT_EQ(normalized(type("NFD"), s), "\xC5\xBF\xCC\xA3\xCC\x87");  // 017F 0323 0307
+  EXPECT_EQ(normalized(type("NFKC"), s), "\xE1\xB9\xA9");             // 1E69
+  EXPECT_EQ(normalized(type("NFKD"), s), "s\xCC\xA3\xCC\x87");        // 0073 0323 0307
   // Hangul: a syllable decomposes to conjoining jamo algorithmically and composes back.
   EXPECT_EQ(normalized(type("NFD"), "\xED\x95\x9C"), "\xE1\x84\x92\xE1\x85\xA1\xE1\x86\xAB");
   EXPECT_EQ(normalized(type("NFC"), "\xE1\x84\x92\xE1\x85\xA1\xE1\x86\xAB"), "\xED\x95\x9C");
@@ -59,7 +63,7 @@ TEST(UnicodeNormalizers, LowercaseIsPerCodePointLikeRust) {
   EXPECT_EQ(normalized(type("Lowercase"), "\xC3\x80\xCE\xA3 \xC4\xB0"),
             "\xC3\xA0\xCF\x83 i\xCC\x87");
   EXPECT_EQ(normalized(type("Lowercase"), "\xCE\x9F\xCE\xA3"), "\xCE\xBF\xCF\x83");  // ΟΣ -> οσ
-  EXPECT_EQ(normalized(type("Lowercase"), "\xE1\xBA\x9E"), "\xC3\x9F");  // ẞ -> ß
+  EXPECT_EQ(normalized(type("Lowercase"), "\xE1\xBA\x9E"), "\xC3\x9F");              // ẞ -> ß
 }
 
 TEST(UnicodeNormalizers, StripAccentsRemovesMarksOnly) {
@@ -67,8 +71,9 @@ TEST(UnicodeNormalizers, StripAccentsRemovesMarksOnly) {
   EXPECT_EQ(normalized(type("StripAccents"), "caf\xC3\xA9"), "caf\xC3\xA9");
   EXPECT_EQ(normalized(type("StripAccents"), "cafe\xCC\x81"), "cafe");
   // Mn (U+0301, U+0327), Me (U+20DD enclosing circle) and Mc (U+0903 Devanagari visarga).
-  EXPECT_EQ(normalized(type("StripAccents"), "e\xCC\x81\xCC\xA7 a\xE2\x83\x9D \xE0\xA4\x95\xE0\xA4\x83"),
-            "e a \xE0\xA4\x95");
+  EXPECT_EQ(
+      normalized(type("StripAccents"), "e\xCC\x81\xCC\xA7 a\xE2\x83\x9D \xE0\xA4\x95\xE0\xA4\x83"),
+      "e a \xE0\xA4\x95");
   const nlohmann::json bert_like = {
       {"type", "Sequence"},
       {"normalizers", {type("NFD"), type("StripAccents"), type("Lowercase")}}};
@@ -92,8 +97,8 @@ TEST(UnicodeNormalizers, TokenizerWithNfcEncodesBothSpellingsAlike) {
 constexpr bool kFixtureCommitted = false;
 
 TEST(UnicodeNormalizers, MatchHfTokenizersFixture) {
-  const std::filesystem::path path = std::filesystem::path(STRATA_SOURCE_DIR) /
-                                     "tests/fixtures/normalizers/normalizers.json";
+  const std::filesystem::path path =
+      std::filesystem::path(STRATA_SOURCE_DIR) / "tests/fixtures/normalizers/normalizers.json";
   if (!std::filesystem::exists(path)) {
     if (kFixtureCommitted) FAIL() << path << " is missing";
     GTEST_SKIP() << path << " not generated yet (tools/fixtures/make_normalizers.py)";

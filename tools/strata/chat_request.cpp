@@ -12,8 +12,8 @@ ChatRequest parse_chat_request(std::string_view json_text, bool keep_argument_st
   if (!request.is_object()) fail("stdin: the request must be a JSON object");
   if (!request.contains("messages")) fail("stdin: the request has no \"messages\"");
   ChatRequest r;
-  r.messages = keep_argument_strings ? request["messages"]
-                                     : parse_tool_call_arguments(request["messages"]);
+  r.messages =
+      keep_argument_strings ? request["messages"] : parse_tool_call_arguments(request["messages"]);
   r.tools = request.value("tools", nlohmann::ordered_json());
   r.kwargs = request.value("chat_template_kwargs", nlohmann::ordered_json());
   if (request.contains("documents") && !request["documents"].is_null()) {

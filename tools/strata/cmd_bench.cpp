@@ -10,10 +10,10 @@
 #include "bench/decode_bench.h"
 #include "bench/op_profile.h"
 #include "command.h"
-#include "flag_checks.h"
 #include "core/check.h"
-#include "io/atomic_file.h"
 #include "engine/device.h"
+#include "flag_checks.h"
+#include "io/atomic_file.h"
 #include "model_source_flags.h"
 #include "ops/cuda/cuda_backend.h"
 

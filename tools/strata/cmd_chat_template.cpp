@@ -29,16 +29,17 @@ struct ChatTemplateArgs {
 
 void run(const ChatTemplateArgs& args) {
   const strata::cli::ChatRequest r = strata::cli::parse_chat_request(
-      strata::io::read_stdin_text("the chat request", strata::io::kStdinMaxBytes), args.keep_argument_strings);
+      strata::io::read_stdin_text("the chat request", strata::io::kStdinMaxBytes),
+      args.keep_argument_strings);
   const auto templates = strata::ModelChatTemplates::load(
       args.model, {}, /*require_template=*/args.template_file.empty());
   std::string prompt;
   if (!args.template_file.empty()) {
-    const strata::ChatTemplate t(
-        strata::io::read_text_file(args.template_file, "chat template", strata::io::kTemplateMaxBytes), {},
-        args.template_file);
-    prompt = t.render(r.messages, r.tools, r.add_generation_prompt, r.kwargs,
-                      templates.bos_token(), templates.eos_token());
+    const strata::ChatTemplate t(strata::io::read_text_file(args.template_file, "chat template",
+                                                            strata::io::kTemplateMaxBytes),
+                                 {}, args.template_file);
+    prompt = t.render(r.messages, r.tools, r.add_generation_prompt, r.kwargs, templates.bos_token(),
+                      templates.eos_token());
   } else {
     prompt = templates.render(r.messages, r.tools, r.add_generation_prompt, r.kwargs);
   }

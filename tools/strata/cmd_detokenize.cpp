@@ -24,10 +24,11 @@ struct DetokenizeOptions {
 
 void run_detokenize(const DetokenizeOptions& o) {
   const auto tok = strata::text::Tokenizer::from_dir(o.model);
-  const std::vector<int32_t> ids = o.ids.empty()
-      ? strata::text::parse_id_json(
-            strata::io::read_stdin_text("the id list", strata::io::kStdinMaxBytes), "stdin")
-      : strata::text::parse_id_csv(o.ids, "--ids");
+  const std::vector<int32_t> ids =
+      o.ids.empty()
+          ? strata::text::parse_id_json(
+                strata::io::read_stdin_text("the id list", strata::io::kStdinMaxBytes), "stdin")
+          : strata::text::parse_id_csv(o.ids, "--ids");
   for (int32_t id : ids) {
     // HF skips unknown ids silently; on the command line that is more likely a mistake.
     if (!tok.token_string(id))

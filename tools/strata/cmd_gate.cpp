@@ -9,8 +9,8 @@
 
 #include "command.h"
 #include "core/check.h"
-#include "io/atomic_file.h"
 #include "engine/device.h"
+#include "io/atomic_file.h"
 #include "model/nemotron_h/block_gate.h"
 #include "model_source_flags.h"
 #include "ops/cuda/cuda_backend.h"

@@ -9,12 +9,12 @@
 #include <string>
 
 #include "command.h"
-#include "flag_checks.h"
 #include "core/check.h"
 #include "core/log.h"
-#include "io/atomic_file.h"
 #include "engine/device.h"
 #include "engine/generator.h"
+#include "flag_checks.h"
+#include "io/atomic_file.h"
 #include "model/nemotron_h/load.h"
 #include "model_source_flags.h"
 #include "text/chat_template.h"

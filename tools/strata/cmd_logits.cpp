@@ -6,10 +6,10 @@
 #include <string>
 
 #include "command.h"
-#include "flag_checks.h"
 #include "core/check.h"
 #include "engine/device.h"
 #include "engine/generator.h"
+#include "flag_checks.h"
 #include "io/npy.h"
 #include "model/nemotron_h/load.h"
 #include "model_source_flags.h"
@@ -78,9 +78,10 @@ void run_logits(const LogitsFlags& f) {
   }
   // NaN or inf is never written as a result: name the first position that has one.
   if (const auto bad = first_non_finite_row(all))
-    fail("logits: position {} (token id {}) has a non-finite logit ({} at vocab index {}); nothing "
-         "was written to {}",
-         bad->row, ids[static_cast<size_t>(bad->row)], bad->value, bad->col, f.out);
+    fail(
+        "logits: position {} (token id {}) has a non-finite logit ({} at vocab index {}); nothing "
+        "was written to {}",
+        bad->row, ids[static_cast<size_t>(bad->row)], bad->value, bad->col, f.out);
   io::write_npy(f.out, all);
 }
 

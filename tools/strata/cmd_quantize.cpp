@@ -6,8 +6,8 @@
 #include <string>
 
 #include "command.h"
-#include "flag_checks.h"
 #include "core/check.h"
+#include "flag_checks.h"
 #include "model/nemotron_h/quantize_fp8.h"
 #include "model_source_flags.h"
 

@@ -40,8 +40,8 @@ void run_tokenize(const TokenizeOptions& o) {
     const size_t eol = std::min(input.find('\n', pos), input.size());
     const std::string_view line = std::string_view(input).substr(pos, eol - pos);
     pos = eol + 1;
-    const nlohmann::json j = strata::io::parse_json_strict(
-        line, fmt::format("stdin line {}", n), strata::io::kRequestJsonMaxDepth);
+    const nlohmann::json j = strata::io::parse_json_strict(line, fmt::format("stdin line {}", n),
+                                                           strata::io::kRequestJsonMaxDepth);
     if (!j.is_string())
       strata::fail("stdin line {}: expected a JSON string, found {}", n, j.type_name());
     std::printf("%s\n", ids_json(tok.encode(j.get<std::string>(), o.add_special_tokens)).c_str());

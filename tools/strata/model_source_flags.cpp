@@ -31,7 +31,8 @@ model::ModelConfig config_from_preset_or_file(const std::string& preset,
   if (preset.empty() == config_path.empty())
     fail("{}: give exactly one of --preset NAME and --config config.json", cmd);
   if (!preset.empty()) return model::ModelConfig::preset(preset);
-  return model::ModelConfig::from_json_text(io::read_text_file(config_path, "model config", io::kConfigMaxBytes), config_path);
+  return model::ModelConfig::from_json_text(
+      io::read_text_file(config_path, "model config", io::kConfigMaxBytes), config_path);
 }
 
 model::SyntheticOptions synthetic_options(const std::string& dtype, uint64_t seed,

@@ -12,9 +12,9 @@
 #include "core/check.h"
 #include "core/log.h"
 #include "core/thread_pool.h"
+#include "io/bounded_file.h"
 #include "io/checkpoint.h"
 #include "io/checkpoint_writer.h"
-#include "io/bounded_file.h"
 #include "io/json_strict.h"
 #include "io/modelopt_export.h"
 #include "io/quant_config.h"
@@ -187,10 +187,10 @@ QuantizeSummary quantize_fp8(const std::string& in_dir, const std::string& out_d
   io::ModeloptExport e;
   e.exclude_modules = fp8_excluded_modules(config);
   e.producer_name = "strata quantize";
-  nlohmann::ordered_json cfg = io::parse_ordered_json_strict(
-      io::read_text_file((fs::path(in_dir) / "config.json").string(), "model config",
-                         io::kConfigMaxBytes),
-      "config.json", io::kFileJsonMaxDepth);
+  nlohmann::ordered_json cfg =
+      io::parse_ordered_json_strict(io::read_text_file((fs::path(in_dir) / "config.json").string(),
+                                                       "model config", io::kConfigMaxBytes),
+                                    "config.json", io::kFileJsonMaxDepth);
   cfg["quantization_config"] =
       nlohmann::ordered_json::parse(io::quantization_config_json(e).dump());
   io::write_text_file((fs::path(out_dir) / "hf_quant_config.json").string(),
