@@ -19,6 +19,7 @@
 #include "io/modelopt_export.h"
 #include "io/quant_config.h"
 #include "model/nemotron_h/checkpoint_source.h"
+#include "model/nemotron_h/admission.h"
 #include "model/nemotron_h/fp8_calibration.h"
 #include "model/nemotron_h/fp8_layout.h"
 
@@ -88,6 +89,11 @@ QuantizeSummary quantize_fp8(const std::string& in_dir, const std::string& out_d
   if (existing.quantized())
     fail("quantize: {} is already quantized ({} in {})", in_dir, io::quant_algo_name(existing.algo),
          existing.source);
+  {  // Admission: the input is mapped and calibrated on the host (caches admit themselves).
+    LoadOptions host;
+    host.dir = in_dir;
+    admit_weights(config, host);
+  }
   const CheckpointSource source = CheckpointSource::open(in_dir);
   for (const std::string& n : source.names()) {
     const DType d = source.checkpoint().info(n).dtype;
