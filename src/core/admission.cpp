@@ -69,18 +69,18 @@ ResourceLimits current_limits(const std::string& disk_path, bool query_device) {
 std::optional<std::string> admission_failure(const ResourceNeed& need, const ResourceLimits& have,
                                              std::string_view what) {
   std::string short_of;
-  auto check = [&](uint64_t needed, const std::optional<uint64_t>& avail, const char* name) {
+  auto check = [&](uint64_t needed, const std::optional<uint64_t>& avail, const std::string& name) {
     if (needed == 0 || !avail || needed <= *avail) return;
-    short_of += fmt::format("{}{} needs {} of {}, {} available", short_of.empty() ? "" : "; ", what,
+    short_of += fmt::format("{}{} of {} with {} available", short_of.empty() ? "" : "; ",
                             gib(needed), name, gib(*avail));
   };
   check(need.host_bytes, have.host_available, "host memory");
   check(need.host_bytes + need.mapped_bytes, have.address_available, "address space (RLIMIT_AS)");
   check(need.device_bytes, have.device_free, "device memory");
   check(need.disk_bytes, have.disk_free,
-        need.disk_path.empty() ? "disk" : fmt::format("disk at {}", need.disk_path).c_str());
+        need.disk_path.empty() ? std::string("disk") : "disk at " + need.disk_path);
   if (short_of.empty()) return std::nullopt;
-  return short_of + "; refusing before allocating";
+  return fmt::format("{} does not fit: it needs {}; refusing before allocating", what, short_of);
 }
 
 void check_fits(const ResourceNeed& need, std::string_view what) {

@@ -102,12 +102,15 @@ void write_file_atomic(const std::string& path, std::string_view bytes) {
 }
 
 void check_stdout() {
+  // With stdio sync (the default) flushing std::cout flushes stdout: keep the first errno.
+  errno = 0;
   std::cout.flush();
+  int err = errno;
   const bool cout_bad = !std::cout.good();
   errno = 0;
   const bool c_bad = std::fflush(stdout) != 0 || std::ferror(stdout);
+  if (!err) err = errno;
   if (cout_bad || c_bad) {
-    const int err = errno;
     std::cout.clear();
     std::clearerr(stdout);
     fail("writing to standard output failed{}{}", err ? ": " : "", err ? std::strerror(err) : "");

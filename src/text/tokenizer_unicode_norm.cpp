@@ -45,8 +45,7 @@ void for_each_code_point(const std::string& s, Fn fn) {
 void append_utf8(std::string& out, UChar32 c) {
   uint8_t buf[U8_MAX_LENGTH];
   int32_t len = 0;
-  UBool error = false;
-  U8_APPEND(buf, len, U8_MAX_LENGTH, c, error);
+  U8_APPEND_UNSAFE(buf, len, c);  // c is a scalar value: from valid UTF-8 or ICU's case maps
   out.append(reinterpret_cast<const char*>(buf), static_cast<size_t>(len));
 }
 

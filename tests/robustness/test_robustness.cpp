@@ -156,7 +156,7 @@ void build_scratch(const fs::path& s) {
   fs::create_symlink(s / "victim.txt", s / "link_out.npy");
   ::mkfifo((s / "fifo_out.npy").c_str(), 0600);
   fs::create_directory(s / "dir_out.npy");
-  write_file(s / "existing.npy.tmp", "an unrelated file");
+  write_file(s / "x.npy.tmp", "an unrelated file");  // the old fixed temporary name
   {  // 17 MiB sparse: one byte over every text file's cap but the tokenizer's
     std::ofstream big(s / "big.json", std::ios::binary);
     big.seekp((17 << 20) - 1);

@@ -179,11 +179,11 @@ TEST(Admission, RefusesWithFiguresAndPassesWhatFits) {
   need.disk_path = "/out";
   const auto msg = admission_failure(need, have, "dummy weights");
   ASSERT_TRUE(msg);
-  EXPECT_NE(msg->find("dummy weights needs 112.00 GiB of host memory, 24.00 GiB available"),
+  EXPECT_NE(msg->find("dummy weights does not fit: it needs 112.00 GiB of host memory with 24.00 GiB available"),
             std::string::npos)
       << *msg;
   EXPECT_NE(msg->find("32.00 GiB available"), std::string::npos) << *msg;  // RLIMIT_AS too
-  EXPECT_NE(msg->find("2.00 GiB of disk at /out, 1.00 GiB available"), std::string::npos) << *msg;
+  EXPECT_NE(msg->find("2.00 GiB of disk at /out with 1.00 GiB available"), std::string::npos) << *msg;
   EXPECT_EQ(msg->find("device"), std::string::npos) << *msg;  // needs none
   ResourceNeed fits;
   fits.host_bytes = 1ull << 30;

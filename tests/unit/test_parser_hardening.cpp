@@ -7,6 +7,7 @@
 #include <functional>
 #include <string>
 
+#include "cache/cache_plan.h"
 #include "chat_request.h"
 #include "core/check.h"
 #include "io/bounded_file.h"
@@ -106,6 +107,29 @@ TEST(ParserHardening, IdListsNameTheElement) {
       << big;
   const std::string nested = error_of([] { text::parse_id_json("[[[1]]]", "stdin"); });
   EXPECT_NE(nested.find("nests deeper than the 2 levels"), std::string::npos) << nested;
+}
+
+// Caches are admitted before their pools allocate: a plan far beyond any machine is refused with
+// the figures, and nothing is allocated (the test would be killed otherwise).
+TEST(ParserHardening, CacheAdmittedBeforeAllocation) {
+  const model::ModelConfig c = model::ModelConfig::preset("nemotron-h-56b");
+  const cache::CachePlan plan = cache::plan_cache_for_tokens(c, 4096, 1 << 24, 16, DType::BF16);
+  EXPECT_GT(plan.kv_bytes, size_t{1} << 50);  // petabytes
+  const std::string e = error_of([&] { cache::ModelCache cache(c, plan, Device::Host); });
+  EXPECT_NE(e.find("the cache (4096 state slots, "), std::string::npos) << e;
+  EXPECT_NE(e.find("of host memory"), std::string::npos) << e;
+  EXPECT_NE(e.find("refusing before allocating"), std::string::npos) << e;
+  // A plan that overflows 64 bits is refused by the planner itself.
+  const std::string o = error_of([&] {
+    cache::plan_cache_for_tokens(c, int64_t{1} << 40, int64_t{1} << 40, 16, DType::BF16);
+  });
+  EXPECT_NE(o.find("cache plan:"), std::string::npos) << o;
+  // A small plan passes and allocates.
+  EXPECT_NO_THROW(
+      cache::ModelCache(model::ModelConfig::preset("nemotron-h-4b"),
+                        cache::plan_cache_for_tokens(model::ModelConfig::preset("nemotron-h-4b"), 1,
+                                                     16, 16, DType::BF16),
+                        Device::Host));
 }
 
 // valid_* inputs are accepted and invalid_* refused by the parser each fuzzer drives.

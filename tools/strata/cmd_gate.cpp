@@ -10,6 +10,7 @@
 #include "command.h"
 #include "core/check.h"
 #include "engine/device.h"
+#include "flag_checks.h"
 #include "io/atomic_file.h"
 #include "model/nemotron_h/block_gate.h"
 #include "model_source_flags.h"
@@ -74,8 +75,11 @@ void setup_gate(CLI::App& app) {
   sub->add_option("--device", f->device, "The device to check (cuda)")->capture_default_str();
   sub->add_option("--prompt-len", f->opt.prompt_len,
                   "Prompt tokens (prefill), then one decode token")
+      ->check(int_range(1, kMaxFlagTokens))
       ->capture_default_str();
-  sub->add_option("--prompt-seed", f->opt.seed, "Seed of the prompt ids")->capture_default_str();
+  sub->add_option("--prompt-seed", f->opt.seed, "Seed of the prompt ids")
+      ->check(int_range(0, INT64_MAX))
+      ->capture_default_str();
   sub->add_option("--json", f->json_out, "Also write every row as JSON to this file");
   sub->callback([f] { run_gate(*f); });
 }

@@ -166,7 +166,9 @@ void setup_generate(CLI::App& app) {
   sub->add_option("--top-p", f->top_p, "Keep the smallest set with this probability mass; 1 = off")
       ->check(float_range(0, 1, /*lo_open=*/true))
       ->capture_default_str();
-  sub->add_option("--seed", f->seed, "Random seed for sampling")->capture_default_str();
+  sub->add_option("--seed", f->seed, "Random seed for sampling")
+      ->check(int_range(0, INT64_MAX))
+      ->capture_default_str();
   sub->add_flag("--chat", f->chat,
                 "Send the prompt as a user message through the model's chat template");
   sub->add_option("--system", f->system, "System message for --chat");
