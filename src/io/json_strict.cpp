@@ -89,10 +89,10 @@ Json parse_strict(std::string_view text, std::string_view what, int max_depth) {
   try {
     return Json::parse(text.begin(), text.end(), on_event);
   } catch (const nlohmann::json::parse_error& e) {
-    fail("{}: invalid JSON at byte {}: {}", what, e.byte, short_detail(e));
+    fail("{}: not valid JSON at byte {}: {}", what, e.byte, short_detail(e));
   } catch (const nlohmann::json::exception& e) {
     // e.g. out_of_range 406: a number literal beyond the range of a double (1E615)
-    fail("{}: invalid JSON: {}", what, short_detail(e));
+    fail("{}: not valid JSON: {}", what, short_detail(e));
   }
 }
 

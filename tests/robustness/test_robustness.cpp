@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <nlohmann/json.hpp>
 
 #include <filesystem>
 #include <fstream>
@@ -194,13 +195,16 @@ void build_scratch(const fs::path& s) {
   const auto tok_with = [&](const std::string& name, const std::string& json) {
     write_file(s / name / "tokenizer.json", json);
   };
-  tok_with("t_bigid", tok.substr(0, tok.rfind('}')) +
-                          ", \"added_tokens\": [{\"id\": 1000000000, \"content\": \"<big>\"}]}");
+  nlohmann::json bigid = nlohmann::json::parse(tok);
+  bigid["added_tokens"] = {{{"id", 1000000000}, {"content", "<big>"}, {"special", true}}};
+  tok_with("t_bigid", bigid.dump());
   tok_with("t_deep", deep);
   tok_with("t_dup", "{\"model\": 1, " + tok.substr(1));
   tok_with("t_notjson", "{\"model\": ");
   tok_with("t_utf8", "{\"x\": \"\xC0\xAF\"}");
-  tok_with("t_norm", "{\"normalizer\": {\"type\": \"Precompiled\"}, " + tok.substr(1));
+  nlohmann::json norm = nlohmann::json::parse(tok);
+  norm["normalizer"] = {{"type", "Precompiled"}};
+  tok_with("t_norm", norm.dump());
   fs::create_directories(s / "t_fifo");
   ::mkfifo((s / "t_fifo/tokenizer.json").c_str(), 0600);
   fs::create_directories(s / "t_zero");

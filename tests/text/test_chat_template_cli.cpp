@@ -152,7 +152,7 @@ TEST_F(ChatTemplateCli, TemplateFileOverridesTheModels) {
 TEST_F(ChatTemplateCli, BadRequestsFailWithAOneLineError) {
   const std::string model = "chat-template --model '" + (dir_ / "model").string() + "'";
   const std::pair<std::string, std::string> bad[] = {
-      {"not json", "invalid JSON"},
+      {"not json", "not valid JSON"},
       {"[1]", "JSON object"},
       {R"({"tools": []})", "messages"},
       {R"({"messages": {}})", "messages must be a JSON array"},

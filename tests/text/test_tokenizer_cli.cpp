@@ -69,7 +69,7 @@ TEST(TokenizerCli, TokenizeJsonl) {
   EXPECT_EQ(r.out, "[1,271,46,113,111,130]\n[1]\n[1,272]\n");
   r = run_strata("tokenize --jsonl --model '" + kDir + "nemotron_mini'", "\"ok\"\nnot json\n");
   EXPECT_EQ(r.rc, 1);
-  EXPECT_NE(r.err.find("stdin line 2: invalid JSON"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("stdin line 2: not valid JSON"), std::string::npos) << r.err;
 }
 
 TEST(TokenizerCli, DetokenizeRoundTrips) {

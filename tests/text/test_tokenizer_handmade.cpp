@@ -293,7 +293,7 @@ TEST(TokenizerHandmade, LoadErrorsNameTheFileAndField) {
     }
     return std::string("no error");
   };
-  EXPECT_NE(message_of("{").find("bad.json: invalid JSON"), std::string::npos);
+  EXPECT_NE(message_of("{").find("bad.json: not valid JSON"), std::string::npos);
   EXPECT_NE(
       message_of(R"({"model": {"type": "WordPiece", "vocab": {}}})").find("model type 'WordPiece'"),
       std::string::npos);

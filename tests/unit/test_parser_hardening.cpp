@@ -11,6 +11,7 @@
 #include "chat_request.h"
 #include "core/check.h"
 #include "io/bounded_file.h"
+#include "io/json_strict.h"
 #include "model/nemotron_h/admission.h"
 #include "model/nemotron_h/config.h"
 #include "text/tokenizer.h"
@@ -74,9 +75,14 @@ TEST(ParserHardening, ConfigIntegersBoundedAndDuplicatesRefused) {
   };
   const std::string huge = error_of(
       [&] { model::ModelConfig::from_json_text(with("hidden_size", "1099511627776"), "c.json"); });
-  EXPECT_NE(huge.find("c.json: field hidden_size = 1099511627776 is outside [-16777216, 16777216]"),
+  EXPECT_NE(huge.find("c.json: field hidden_size = 1099511627776 is above the limit 16777216"),
             std::string::npos)
       << huge;
+  const std::string neg = error_of(
+      [&] { model::ModelConfig::from_json_text(with("hidden_size", "-1099511627776"), "c.json"); });
+  EXPECT_NE(neg.find("field hidden_size = -1099511627776 is outside [-16777216, 16777216]"),
+            std::string::npos)
+      << neg;
   const std::string u64 = error_of([&] {
     model::ModelConfig::from_json_text(with("vocab_size", "18446744073709551615"), "c.json");
   });
