@@ -188,6 +188,25 @@ void build_scratch(const fs::path& s) {
   write_file(s / "m_noweights/config.json", cfg);
   model_with("m_ctx8", replace_all(cfg, "\"max_position_embeddings\": 4096",
                                    "\"max_position_embeddings\": 8"));
+  fs::create_directories(s / "m_fifo_weights");
+  write_file(s / "m_fifo_weights/config.json", cfg);
+  ::mkfifo((s / "m_fifo_weights/model.safetensors").c_str(), 0600);
+  fs::create_directories(s / "m_zero_weights");
+  write_file(s / "m_zero_weights/config.json", cfg);
+  fs::create_symlink("/dev/zero", s / "m_zero_weights/model.safetensors");
+  {  // NaN weights: the final norm's first element, so every logit row is NaN.
+    model_with("m_nan", cfg);
+    std::string w = read_file(s / "m_nan/model.safetensors");
+    uint64_t hlen = 0;
+    for (int i = 7; i >= 0; --i)
+      hlen = (hlen << 8) | static_cast<unsigned char>(w[static_cast<size_t>(i)]);
+    const auto header = nlohmann::json::parse(w.substr(8, hlen));
+    const uint64_t at = 8 + hlen + header.at("backbone.norm_f.weight").at("data_offsets")[0].get<uint64_t>();
+    const uint32_t nan_bits = 0x7fc00000u;  // f32 quiet NaN
+    for (int i = 0; i < 4; ++i)
+      w[at + static_cast<uint64_t>(i)] = static_cast<char>((nan_bits >> (8 * i)) & 0xff);
+    write_file(s / "m_nan/model.safetensors", w);
+  }
   model_with("m_badgen", cfg);
   write_file(s / "m_badgen/generation_config.json",
              "{\"eos_token_id\": [1, 2], \"eos_token_id\": 3}");
