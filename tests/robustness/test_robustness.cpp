@@ -31,7 +31,7 @@ struct Case {
   int line = 0;
   std::string name, needle, stdin_name, stdout_kind, out;
   int rc = 1;
-  uint64_t mem_mib = 2048;
+  uint64_t mem_mib = 4096;  // room for the CUDA libraries a CUDA build maps
   std::vector<std::string> args;
 };
 
