@@ -27,7 +27,15 @@ std::string slurp(const std::string& path) {
                              char* const* argv) {
   if (!spec.cwd.empty() && ::chdir(spec.cwd.c_str()) != 0) ::_exit(120);
   const int in_fd = ::open(spec.stdin_path.c_str(), O_RDONLY);
-  const int out_fd = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  int out_fd = -1;
+  if (spec.stdout_path == "|closed") {  // a pipe whose reader has gone: writes get EPIPE
+    int p[2];
+    if (::pipe(p) != 0) ::_exit(125);
+    ::close(p[0]);
+    out_fd = p[1];
+  } else {
+    out_fd = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  }
   const int err_fd = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
   if (in_fd < 0 || out_fd < 0 || err_fd < 0) ::_exit(121);
   if (::dup2(in_fd, 0) < 0 || ::dup2(out_fd, 1) < 0 || ::dup2(err_fd, 2) < 0) ::_exit(122);

@@ -14,8 +14,8 @@ struct RunSpec {
   std::vector<std::string> argv;  // argv[0] is the binary
   std::string cwd;
   std::string stdin_path = "/dev/null";  // a file or a directory, opened read-only
-  std::string stdout_path;               // "" = a capture file; "/dev/full" to fail writes
-  uint64_t address_space_bytes = 0;      // RLIMIT_AS of the child; 0 = none
+  std::string stdout_path;  // "" = a capture file; "/dev/full" to fail writes; "|closed": EPIPE
+  uint64_t address_space_bytes = 0;  // RLIMIT_AS of the child; 0 = none
   int timeout_s = 60;
 };
 

@@ -201,7 +201,8 @@ void build_scratch(const fs::path& s) {
     for (int i = 7; i >= 0; --i)
       hlen = (hlen << 8) | static_cast<unsigned char>(w[static_cast<size_t>(i)]);
     const auto header = nlohmann::json::parse(w.substr(8, hlen));
-    const uint64_t at = 8 + hlen + header.at("backbone.norm_f.weight").at("data_offsets")[0].get<uint64_t>();
+    const uint64_t at =
+        8 + hlen + header.at("backbone.norm_f.weight").at("data_offsets")[0].get<uint64_t>();
     const uint32_t nan_bits = 0x7fc00000u;  // f32 quiet NaN
     for (int i = 0; i < 4; ++i)
       w[at + static_cast<uint64_t>(i)] = static_cast<char>((nan_bits >> (8 * i)) & 0xff);
@@ -295,6 +296,7 @@ TEST_F(Robustness, EveryBadInputIsRefusedCleanly) {
     spec.cwd = scratch_.string();
     if (!c.stdin_name.empty()) spec.stdin_path = (scratch_ / c.stdin_name).string();
     if (c.stdout_kind == "full") spec.stdout_path = "/dev/full";
+    if (c.stdout_kind == "closed") spec.stdout_path = "|closed";
     spec.address_space_bytes = c.mem_mib << 20;
     const std::string needle = replace_all(c.needle, "{s}", scratch_.string());
     const auto before = snapshot(scratch_);

@@ -1,6 +1,7 @@
 // The `strata` command: one binary, subcommands registered by tools/strata/cmd_*.cpp.
 #include <sys/stat.h>
 
+#include <csignal>
 #include <cstdio>
 #include <exception>
 #include <new>
@@ -39,6 +40,8 @@ int report(const std::string& message) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // A closed pipe on stdout is a write error (EPIPE) reported like any other, not a kill.
+  std::signal(SIGPIPE, SIG_IGN);
   CLI::App app{"strata: an inference engine for NVIDIA Nemotron-H models"};
   app.require_subcommand(1);
   // Parse errors on one line, like every other error (subcommands inherit this).
