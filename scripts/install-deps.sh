@@ -9,5 +9,5 @@ $SUDO apt-get update -qq || true
 $SUDO apt-get install -y -qq --no-install-recommends \
   cmake ninja-build g++ clang libclang-rt-dev pkg-config \
   libgtest-dev libgmock-dev libbenchmark-dev \
-  nlohmann-json3-dev libcli11-dev libfmt-dev libpcre2-dev \
+  nlohmann-json3-dev libcli11-dev libfmt-dev libpcre2-dev libicu-dev \
   python3 python3-jinja2 >/dev/null

@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <fstream>
 #include <memory>
 
 #include "bench/batch_decode_bench.h"
@@ -16,6 +15,8 @@
 #include "command.h"
 #include "core/check.h"
 #include "engine/device.h"
+#include "flag_checks.h"
+#include "io/atomic_file.h"
 #include "model_source_flags.h"
 #include "ops/cuda/cuda_backend.h"
 
@@ -143,7 +144,7 @@ void run_bench(BenchFlags& f) {
                            {"repeat_ms_per_token", row.repeat_ms},
                            {"note", row.note}});
     if (both) j["graph_tokens_equal_eager"] = r.tokens_eager == r.tokens_graph;
-    std::ofstream(f.json_out) << j.dump(2) << "\n";
+    io::write_file_atomic(f.json_out, j.dump(2) + "\n");
   }
   if (both && r.tokens_eager != r.tokens_graph)
     fail("bench: the graph replay produced other tokens than the eager steps");
@@ -156,14 +157,21 @@ void setup_bench(CLI::App& app) {
   add_model_source_flags(sub, f->src);
   sub->add_option("--device", f->device, "cuda or cpu")->capture_default_str();
   sub->add_option("--prompt-len", f->opt.prompt_len, "Prompt tokens prefilled first")
+      ->check(int_range(1, kMaxFlagTokens))
       ->capture_default_str();
-  sub->add_option("--steps", f->opt.steps, "Decode steps per timed repeat")->capture_default_str();
+  sub->add_option("--steps", f->opt.steps, "Decode steps per timed repeat")
+      ->check(int_range(1, kMaxFlagTokens))
+      ->capture_default_str();
   sub->add_option("--repeats", f->opt.repeats, "Timed repeats (the median is reported)")
+      ->check(int_range(1, 1000))
       ->capture_default_str();
-  sub->add_option("--warmup", f->opt.warmup, "Untimed decode steps first")->capture_default_str();
+  sub->add_option("--warmup", f->opt.warmup, "Untimed decode steps first")
+      ->check(int_range(0, kMaxFlagTokens))
+      ->capture_default_str();
   sub->add_flag("--no-graph", f->no_graph, "Only the eager decode step");
   sub->add_option("--profile-ops", f->profile_steps,
-                  "Then time this many eager decode steps op by op (CUDA events per op)");
+                  "Then time this many eager decode steps op by op (CUDA events per op)")
+      ->check(int_range(0, 100000));
   sub->add_option("--json", f->json_out, "Also write the numbers as JSON to this file");
   sub->add_option("--label", f->label, "Free text printed with the results (commit, notes)");
   sub->add_option("--batch", f->batches,

@@ -8,12 +8,13 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <fstream>
 #include <memory>
 
 #include "command.h"
 #include "core/check.h"
 #include "engine/device.h"
+#include "flag_checks.h"
+#include "io/atomic_file.h"
 #include "model/nemotron_h/block_gate.h"
 #include "model_source_flags.h"
 #include "ops/cuda/cuda_backend.h"
@@ -69,7 +70,7 @@ void run_gate(const GateFlags& f) {
                    {"scale", r.scale},
                    {"scale_band", r.scale_band},
                    {"elements", r.elements}});
-    std::ofstream(f.json_out) << j.dump(1) << "\n";
+    io::write_file_atomic(f.json_out, j.dump(1) + "\n");
   }
   if (bad > 0) fail("gate: {} of {} block runs out of band", bad, rows.size());
 }
@@ -81,8 +82,11 @@ void setup_gate(CLI::App& app) {
   sub->add_option("--device", f->device, "The device to check (cuda)")->capture_default_str();
   sub->add_option("--prompt-len", f->opt.prompt_len,
                   "Prompt tokens (prefill), then one decode token")
+      ->check(int_range(1, kMaxFlagTokens))
       ->capture_default_str();
-  sub->add_option("--prompt-seed", f->opt.seed, "Seed of the prompt ids")->capture_default_str();
+  sub->add_option("--prompt-seed", f->opt.seed, "Seed of the prompt ids")
+      ->check(int_range(0, INT64_MAX))
+      ->capture_default_str();
   sub->add_option("--json", f->json_out, "Also write every row as JSON to this file");
   sub->callback([f] { run_gate(*f); });
 }
