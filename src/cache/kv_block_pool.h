@@ -25,6 +25,7 @@ class KvBlockPool {
 
   int64_t num_blocks() const { return allocator_.num_blocks(); }
   int64_t block_size() const { return allocator_.block_size(); }
+  DType dtype() const { return dtype_; }
   int64_t num_free() const { return allocator_.num_free(); }
   int64_t num_layers() const { return static_cast<int64_t>(k_.size()); }
   size_t bytes() const;
@@ -42,6 +43,7 @@ class KvBlockPool {
 
  private:
   BlockAllocator allocator_;
+  DType dtype_;
   std::vector<Tensor> k_, v_;
 };
 

@@ -10,6 +10,10 @@ std::vector<CommandSetup>& command_setups() {
   static std::vector<CommandSetup> s;
   return s;
 }
+std::vector<CommandSetup>& bench_setups() {
+  static std::vector<CommandSetup> s;
+  return s;
+}
 }  // namespace strata::cli
 
 int main(int argc, char** argv) {
