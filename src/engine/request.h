@@ -39,6 +39,8 @@ struct CompletionDelta {
   std::vector<TokenLogprobs> logprobs;  // one per new id, when requested
   FinishReason finish = FinishReason::None;
   std::string stop_reason;  // the stop string, or the stop id as text, that ended it
+  std::optional<int32_t> stop_token_id;  // set when a stop id (not EOS) ended it: the JSON
+                                         // stop_reason is then that integer (vLLM)
   int64_t num_generated = 0;  // tokens so far
 };
 

@@ -355,28 +355,86 @@ struct CastArgs {
   }
 };
 
-// Sampling parameters of one row.
-struct SamplingRow {
-  float temperature = 0.f;  // 0 = greedy (argmax, lowest index on ties)
-  int32_t top_k = 0;        // 0 = off
-  float top_p = 1.f;        // 1 = off
-  uint64_t seed = 0;        // with `step`, determines the random draw
-  uint64_t step = 0;        // index of the token being sampled in its request
+// Token ids that are still on the device (overlapped scheduling: a decode row's token is the
+// one the previous step sampled): ids[t] = prev[src[t]] where src[t] >= 0, else unchanged.
+// A src outside prev counts an index error and leaves ids[t] unchanged.
+struct TakeIdsArgs {
+  static constexpr const char* kName = "take_ids";
+  Tensor ids;   // [T] i32, in/out
+  Tensor src;   // [T] i32: a row of prev, or -1
+  Tensor prev;  // [P] i32: the previous step's sampled ids
+  template <class F>
+  void visit(F&& f) {
+    f(ids, Role::InOut);
+    f(src, Role::In);
+    f(prev, Role::In);
+  }
 };
 
-// ids[b] sampled from logits[b] (f32): temperature scaling, then top-k, then top-p (keep the
-// smallest set of highest-probability tokens whose mass reaches top_p), then a draw from the
-// renormalized distribution with a counter-based RNG seeded by (seed, step), so host and
-// device draw the same uniform for a row.
+// Sampling parameters of one row. Defaults are "off": greedy, no filters, no penalties, no
+// logprobs. (The first five fields keep their order: callers brace-initialize them.)
+struct SamplingRow {
+  float temperature = 0.f;       // < 1e-5 (kGreedyTemperature) = greedy (argmax, lowest id on ties)
+  int32_t top_k = 0;             // 0 = off
+  float top_p = 1.f;             // 1 = off; in (0, 1]
+  uint64_t seed = 0;             // with `step`, determines the random draw
+  uint64_t step = 0;             // index of the token being sampled in its request
+  float min_p = 0.f;             // 0 = off; in [0, 1]
+  float presence_penalty = 0.f;  // subtracted once from tokens of the output (vLLM)
+  float frequency_penalty = 0.f;   // subtracted per occurrence in the output
+  float repetition_penalty = 1.f;  // > 0; divides positive / multiplies negative logits of
+                                   // tokens seen in the prompt or the output
+  int32_t num_logprobs = -1;       // -1 = none; k in [0, 20]: the sampled token's logprob and rank,
+                                   // and the k most likely tokens with their logprobs
+};
+
+// ids[b] sampled from logits[b] (f32) with rows[b]'s parameters, on host and device alike
+// (ops/sampling_math.h has the exact arithmetic): logit bias -> penalties -> (greedy argmax) ->
+// temperature -> min_p -> top_k -> top_p -> a draw by the Gumbel-max trick with a
+// counter-based RNG of (seed, step, token id), so a row's token never depends on its batch
+// neighbours and host and device pick the same token.
+//
+// Sparse per-row inputs: the tokens of a row that have a logit bias or a penalty to apply
+// (tokens of the prompt or the output; banned stop ids for min_tokens as bias -inf), one CSR
+// list built on the host each step (SamplingEntries below builds it). Rows without entries cost
+// nothing. Within a row the token ids are strictly increasing.
+//
+// Logprobs (rows with num_logprobs >= 0) are vLLM's processed logprobs as strata defines them:
+// log_softmax of the logits after bias, penalties and temperature (T = 1 for greedy rows),
+// before the min_p / top_k / top_p masks. The rank is vLLM's: the number of tokens whose
+// logprob is >= the sampled token's (1 = the most likely).
+//
+// A row whose raw logits hold a NaN or an infinity gets ids[b] = -1 and nonfinite[b] = 1; a row
+// whose every processed logit is -inf (all banned) gets -1 and nonfinite[b] = 2; otherwise 0.
+// Without a `nonfinite` tensor such a row is an error (the host throws; the device counts an
+// index error).
 struct SampleArgs {
   static constexpr const char* kName = "sample";
-  Tensor logits;  // [B, V] f32
-  std::vector<SamplingRow> rows;
-  Tensor ids;  // [B] i32
+  Tensor logits;                  // [B, V] f32 (row views allowed)
+  std::vector<SamplingRow> rows;  // [B], on the host: the kernels plan with them
+  // Sparse entries (undefined = none), on the op's device.
+  Tensor entry_offsets;    // [B + 1] i32: row b's entries are [offsets[b], offsets[b + 1])
+  Tensor entry_tokens;     // [N] i32: token id, strictly increasing within a row
+  Tensor entry_counts;     // [N] i32: occurrences of the token in the output so far (>= 0)
+  Tensor entry_in_prompt;  // [N] i32: 1 when the token occurs in the prompt, else 0
+  Tensor entry_bias;       // [N] f32: logit bias (0 = none, -inf = banned)
+  Tensor ids;              // [B] i32 out
+  Tensor nonfinite;        // [B] i32 out, optional
+  // Logprob outputs: required when some row has num_logprobs >= 0 (the top ones when > 0).
+  // Entries a row does not fill hold id -1 and value 0; rows without logprobs (or flagged
+  // non-finite) hold sampled_logprob 0 and sampled_rank 0.
+  Tensor sampled_logprob;  // [B] f32 out
+  Tensor sampled_rank;     // [B] i32 out
+  Tensor top_ids;          // [B, K] i32 out, K >= every row's num_logprobs
+  Tensor top_logprobs;     // [B, K] f32 out
   template <class F>
   void visit(F&& f) {
     f(logits, Role::In);
+    for (Tensor* t : {&entry_offsets, &entry_tokens, &entry_counts, &entry_in_prompt, &entry_bias})
+      if (t->defined()) f(*t, Role::In);
     f(ids, Role::Out);
+    for (Tensor* t : {&nonfinite, &sampled_logprob, &sampled_rank, &top_ids, &top_logprobs})
+      if (t->defined()) f(*t, Role::Out);
   }
 };
 
