@@ -42,7 +42,8 @@ void run(const ChatTemplateArgs& args) {
     strata::fail("stdin: {}", e.what());
   }
   chat.parse_tool_call_arguments = !args.keep_argument_strings;
-  const auto builder = strata::text::ChatPromptBuilder::from_model_dir(args.model, args.template_file);
+  const auto builder =
+      strata::text::ChatPromptBuilder::from_model_dir(args.model, args.template_file);
   const std::string prompt = builder.render(chat);
   std::fwrite(prompt.data(), 1, prompt.size(), stdout);
   std::fflush(stdout);
