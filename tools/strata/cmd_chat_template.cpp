@@ -45,7 +45,8 @@ void run(const ChatTemplateArgs& args) {
   }
   chat.add_generation_prompt = r.add_generation_prompt;
   chat.parse_tool_call_arguments = !args.keep_argument_strings;
-  const auto builder = strata::text::ChatPromptBuilder::from_model_dir(args.model, args.template_file);
+  const auto builder =
+      strata::text::ChatPromptBuilder::from_model_dir(args.model, args.template_file);
   const std::string prompt = builder.render(chat);
   std::fwrite(prompt.data(), 1, prompt.size(), stdout);
   strata::io::check_stdout();
