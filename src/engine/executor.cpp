@@ -221,7 +221,8 @@ void Executor::launch(const std::vector<SequenceChunk>& seqs, const SamplingBatc
         return q.tokens.size() == 1 && q.num_computed > 0;
       });
   Tensor logits;
-  if (ctx_.device != Device::Host && config_.cuda_graphs && decode_only &&
+  if (ctx_.device != Device::Host && (config_.cuda_graphs || config_.pad_eager_decode) &&
+      decode_only &&
       bucket_for(static_cast<int64_t>(seqs.size())) <= bucket_for(config_.max_num_seqs)) {
     logits = decode_graph_logits(seqs);
   } else {
@@ -305,6 +306,7 @@ Tensor Executor::decode_graph_logits(const std::vector<SequenceChunk>& seqs) {
   l.num_slots = l.num_slots > 0 ? l.num_slots - 1 : 0;
   const StepInput step = StepInput::build(seqs, l, ctx_.device, ctx_, o);  // the one h2d copy
   take_pending(step);  // before the graph: it reads the ids from the input buffer
+  if (!config_.cuda_graphs) return forward(step, LogitRows::LastPerSequence).slice(0, 0, B);
 
   if (!slot.graph.ready() && !slot.failed) {
     // Capture into the shared region, growing it (and recapturing every bucket) when a

@@ -41,6 +41,9 @@ struct ExecutorConfig {
   // A fixed cache plan (tests, single-sequence tools): overrides the sizing above.
   std::optional<cache::CachePlan> cache_plan;
   bool cuda_graphs = true;             // decode steps through graphs (CUDA only)
+  // Tests: decode steps padded to their graph bucket but run eagerly (graph replay must equal
+  // this bit for bit: same kernels, same shapes).
+  bool pad_eager_decode = false;
   int64_t max_num_batched_tokens = 8192;  // workspace is sized for this many tokens per step
 };
 

@@ -7,7 +7,7 @@
 #include "cache/cache_plan.h"
 #include "core/check.h"
 #include "engine/device.h"
-#include "model/nemotron_h/step.h"
+#include "engine/executor.h"
 #include "ops/cuda/cuda_backend.h"
 
 namespace strata::bench {
@@ -83,58 +83,49 @@ StepCost step_cost(const model::ModelConfig& c, const model::ModelWeights& w, do
   return s;
 }
 
-// B sequences with their caches; prefills them, then runs decode steps.
+// B sequences in one executor's caches; prefills them, then runs decode steps (eagerly: each
+// step's forward is what is timed).
 class DecodeRig {
  public:
   DecodeRig(model::NemotronHModel& m, Device device, int64_t batch, int64_t max_tokens)
-      : m_(m),
-        cache_(m.config(),
-               cache::plan_cache_for_tokens(m.config(), batch, max_tokens, kBlockSize,
-                                            m.act_dtype()),
-               device) {
-    engine::prepare_device(device, ctx_);
-    tables_.resize(static_cast<size_t>(batch));
-    for (int64_t b = 0; b < batch; ++b) {
-      model::SequenceChunk c;
-      c.slot = cache_.mamba.allocate();
-      if (!tables_[static_cast<size_t>(b)].ensure(cache_.kv, max_tokens))
-        fail("bench --batch: no KV blocks for {} x {} tokens", batch, max_tokens);
-      c.blocks = &tables_[static_cast<size_t>(b)];
-      seqs_.push_back(std::move(c));
-    }
+      : m_(m), ex_(m, config(m, device, batch, max_tokens)) {
+    for (int64_t b = 0; b < batch; ++b)
+      seqs_.push_back(std::make_unique<engine::ExecutorSequence>(ex_, max_tokens));
   }
-  ~DecodeRig() {
-    for (size_t b = 0; b < seqs_.size(); ++b) {
-      tables_[b].release(cache_.kv);
-      cache_.mamba.free(seqs_[b].slot);
-    }
+  static engine::ExecutorConfig config(model::NemotronHModel& m, Device device, int64_t batch,
+                                       int64_t max_tokens) {
+    engine::ExecutorConfig ec;
+    ec.device = device;
+    ec.max_num_seqs = batch;
+    ec.max_model_len = max_tokens;
+    ec.block_size = kBlockSize;
+    ec.cache_plan =
+        cache::plan_cache_for_tokens(m.config(), batch, max_tokens, kBlockSize, m.act_dtype());
+    ec.cuda_graphs = false;
+    return ec;
   }
-  DecodeRig(const DecodeRig&) = delete;
-  DecodeRig& operator=(const DecodeRig&) = delete;
 
   // Every sequence adds `len` tokens (len 1: a decode step).
   void step(int64_t len) {
     const int64_t V = m_.config().vocab_size;
+    std::vector<engine::SequenceChunk> chunks;
     for (size_t b = 0; b < seqs_.size(); ++b) {
-      model::SequenceChunk& c = seqs_[b];
-      c.num_computed += static_cast<int64_t>(c.tokens.size());
-      c.tokens.clear();
+      std::vector<int32_t> tokens;
       for (int64_t i = 0; i < len; ++i)
-        c.tokens.push_back(static_cast<int32_t>(
-            (1000 + 7919 * (c.num_computed + i) + 104729 * static_cast<int64_t>(b)) % V));
+        tokens.push_back(static_cast<int32_t>(
+            (1000 + 7919 * (seqs_[b]->computed() + i) + 104729 * static_cast<int64_t>(b)) % V));
+      chunks.push_back(seqs_[b]->chunk(std::move(tokens)));
     }
-    const model::StepInput in = model::StepInput::build(
-        seqs_, kBlockSize, m_.config().num_attention > 0, ctx_.device, ctx_);
-    (void)m_.forward(ctx_, in, cache_, model::LogitRows::LastPerSequence);
+    const engine::StepInput in = ex_.prepare(chunks);
+    (void)ex_.forward(in, engine::LogitRows::LastPerSequence);
+    for (auto& q : seqs_) q->advance(len);
   }
-  int64_t context() const { return seqs_.front().num_computed; }
+  int64_t context() const { return seqs_.front()->computed(); }
 
  private:
   model::NemotronHModel& m_;
-  OpContext ctx_;
-  cache::ModelCache cache_;
-  std::vector<cache::BlockTable> tables_;
-  std::vector<model::SequenceChunk> seqs_;
+  engine::Executor ex_;
+  std::vector<std::unique_ptr<engine::ExecutorSequence>> seqs_;
 };
 
 }  // namespace

@@ -7,7 +7,7 @@
 #include "cache/cache_plan.h"
 #include "core/check.h"
 #include "engine/device.h"
-#include "model/nemotron_h/step.h"
+#include "engine/executor.h"
 #include "ops/cuda/cuda_backend.h"
 
 namespace strata::bench {
@@ -22,60 +22,51 @@ double median(std::vector<double> v) {
   return v.empty() ? 0 : v[v.size() / 2];
 }
 
-// The caches and sequences of B prompts of L tokens, reused by every step of one length (each
-// step prefills from scratch: num_computed 0 overwrites the states and KV rows).
+// The caches and sequences of B prompts of L tokens in one executor, reused by every step of one
+// length (each step prefills from scratch: num_computed 0 overwrites the states and KV rows).
 class PrefillRig {
  public:
   PrefillRig(model::NemotronHModel& m, Device device, int64_t batch, int64_t len)
-      : m_(m),
-        cache_(m.config(),
-               cache::plan_cache_for_tokens(m.config(), batch, len + 1, kBlockSize, m.act_dtype()),
-               device) {
-    engine::prepare_device(device, ctx_);
-    tables_.resize(static_cast<size_t>(batch));
+      : ex_(m, config(m, device, batch, len)) {
     for (int64_t b = 0; b < batch; ++b) {
-      model::SequenceChunk c;
-      c.slot = cache_.mamba.allocate();
-      if (!tables_[static_cast<size_t>(b)].ensure(cache_.kv, len))
-        fail("bench prefill: no KV blocks for {} x {} tokens", batch, len);
-      c.blocks = &tables_[static_cast<size_t>(b)];
+      seqs_.push_back(std::make_unique<engine::ExecutorSequence>(ex_, len + 1));
+      std::vector<int32_t> tokens;
       for (int64_t i = 0; i < len; ++i)  // distinct prompts per sequence
-        c.tokens.push_back(
+        tokens.push_back(
             static_cast<int32_t>((1000 + 7919 * i + 104729 * b) % m.config().vocab_size));
-      seqs_.push_back(std::move(c));
+      chunks_.push_back(seqs_.back()->chunk(std::move(tokens)));
     }
   }
-  ~PrefillRig() {
-    for (size_t b = 0; b < seqs_.size(); ++b) {
-      tables_[b].release(cache_.kv);
-      cache_.mamba.free(seqs_[b].slot);
-    }
+  static engine::ExecutorConfig config(model::NemotronHModel& m, Device device, int64_t batch,
+                                       int64_t len) {
+    engine::ExecutorConfig ec;
+    ec.device = device;
+    ec.max_num_seqs = batch;
+    ec.max_model_len = len + 1;
+    ec.block_size = kBlockSize;
+    ec.cache_plan =
+        cache::plan_cache_for_tokens(m.config(), batch, len + 1, kBlockSize, m.act_dtype());
+    ec.cuda_graphs = false;
+    return ec;
   }
-  PrefillRig(const PrefillRig&) = delete;
-  PrefillRig& operator=(const PrefillRig&) = delete;
 
-  model::StepInput build() {
-    return model::StepInput::build(seqs_, kBlockSize, m_.config().num_attention > 0, ctx_.device,
-                                   ctx_);
+  engine::StepInput build() { return ex_.prepare(chunks_); }
+  Tensor forward(const engine::StepInput& step) {
+    return ex_.forward(step, engine::LogitRows::LastPerSequence);
   }
-  Tensor forward(const model::StepInput& step) {
-    return m_.forward(ctx_, step, cache_, model::LogitRows::LastPerSequence);
-  }
-  OpContext& ctx() { return ctx_; }
+  OpContext& ctx() { return ex_.context(); }
 
  private:
   static constexpr int64_t kBlockSize = 16;
-  model::NemotronHModel& m_;
-  OpContext ctx_;
-  cache::ModelCache cache_;
-  std::vector<cache::BlockTable> tables_;
-  std::vector<model::SequenceChunk> seqs_;
+  engine::Executor ex_;
+  std::vector<std::unique_ptr<engine::ExecutorSequence>> seqs_;
+  std::vector<engine::SequenceChunk> chunks_;
 };
 
 // Milliseconds of one step: the packed input built and uploaded, the forward, to completion.
 double time_step_ms(PrefillRig& rig, Device device) {
   auto step = [&] {
-    const model::StepInput in = rig.build();
+    const engine::StepInput in = rig.build();
     (void)rig.forward(in);
   };
   if (device == Device::Cuda) return cuda::time_ms(step, 0, 1);
@@ -86,7 +77,7 @@ double time_step_ms(PrefillRig& rig, Device device) {
 
 // Per-op device time of one step (see op_profile.h for the method).
 OpProfile profile_step(PrefillRig& rig) {
-  const model::StepInput in = rig.build();  // its h2d copy completes before the spin
+  const engine::StepInput in = rig.build();  // its h2d copy completes before the spin
   cuda::StreamTimeline timeline;
   std::vector<std::string> keys;
   rig.ctx().observer = [&](const char* op, const void* args) {
