@@ -178,6 +178,7 @@ void setup_engine_benches(CLI::App& bench) {
   lat->callback([f] { run_latency(*f); });
 
   auto g = std::make_shared<EngineBenchFlags>();
+  g->throughput.num_prompts = 0;  // default: as many requests as each run's concurrency
   CLI::App* tp = bench.add_subcommand(
       "throughput", "Offline throughput of many requests (vllm bench throughput)");
   add_common(tp, *g);
