@@ -10,6 +10,7 @@
 
 #include "core/check.h"
 #include "core/log.h"
+#include "engine/generator.h"
 
 namespace strata::engine {
 
@@ -78,10 +79,7 @@ LLMEngine::~LLMEngine() = default;
 void LLMEngine::validate(const EngineRequest& r) const {
   const model::ModelConfig& c = impl_->model.config();
   if (r.prompt.empty()) fail("the prompt is empty");
-  for (size_t i = 0; i < r.prompt.size(); ++i)
-    if (r.prompt[i] < 0 || r.prompt[i] >= c.vocab_size)
-      fail("prompt token {} has id {}, outside the vocabulary [0, {})", i, r.prompt[i],
-           c.vocab_size);
+  validate_token_ids(r.prompt, c.vocab_size, "prompt");
   r.params.validate(c.vocab_size);
   const int64_t max_len = executor_->max_model_len();
   const auto prompt_len = static_cast<int64_t>(r.prompt.size());

@@ -9,9 +9,11 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <string>
 
 #include "core/check.h"
 #include "core/tensor.h"
+#include "ops/cuda/cuda_backend.h"
 
 namespace strata::test {
 
@@ -44,6 +46,11 @@ class FakeDeviceTest : public ::testing::Test {
           << "a real device backend is installed in this process; the fake device is not needed";
     } catch (const Error&) {
     }
+    // A machine with a real device: code under test may start the real backend (an executor
+    // prepares its device), which must not meet a fake one; the GPU tests cover these paths.
+    std::string why;
+    if (cuda::device_available(&why))
+      GTEST_SKIP() << "a CUDA device is available; the fake device is not used where a real one is";
     set_device_allocator(Device::Cuda, &fake_);
     installed_ = true;
   }

@@ -102,6 +102,8 @@ inline std::vector<std::vector<float>> prefill_all_logits(NemotronHModel& m,
   engine::ExecutorSequence seq(ex, T);
   auto rows = rows_of(seq.forward(ids, LogitRows::All));
   ctx.host_bounces += ex.context().host_bounces.load();
+  ctx.h2d_copies += ex.context().h2d_copies.load();
+  ctx.d2h_copies += ex.context().d2h_copies.load();
   return rows;
 }
 
