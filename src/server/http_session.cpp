@@ -122,15 +122,14 @@ void HttpSession::parse_buffered() {
     beast::error_code ec;
     size_t used = parser_->put(buffer_.data(), ec);
     buffer_.consume(used);
-    if (ec == http::error::need_more) {
-      if (parser_->is_header_done() && !continue_sent_) {
-        continue_sent_ = true;
-        auto it = parser_->get().find(http::field::expect);
-        if (it != parser_->get().end() && lower(it->value()) == "100-continue")
-          queue_bytes("HTTP/1.1 100 Continue\r\n\r\n");
-      }
-      return;
+    if ((!ec || ec == http::error::need_more) && parser_->is_header_done() && !continue_sent_ &&
+        !parser_->is_done()) {
+      continue_sent_ = true;
+      auto it = parser_->get().find(http::field::expect);
+      if (it != parser_->get().end() && lower(it->value()) == "100-continue")
+        queue_bytes("HTTP/1.1 100 Continue\r\n\r\n");
     }
+    if (ec == http::error::need_more) return;
     if (ec) {
       if (ec == http::error::body_limit)
         transport_error(413, fmt::format("request body is larger than {} bytes",
@@ -142,7 +141,10 @@ void HttpSession::parse_buffered() {
         transport_error(400, "malformed HTTP request: " + ec.message());
       return;
     }
-    if (parser_->is_done()) dispatch();
+    if (parser_->is_done())
+      dispatch();
+    else if (used == 0)
+      return;
   }
 }
 
@@ -171,7 +173,9 @@ void HttpSession::dispatch() {
   const auto& routes = shared_->routes;
   auto by_path = routes.by_path.find(req.path);
   if (by_path == routes.by_path.end()) {
-    transport_error(404, fmt::format("no route {} {}", req.method, req.path.substr(0, 200)));
+    auto [type, body] = routes.error_body(
+        404, fmt::format("no route {} {}", req.method.substr(0, 20), req.path.substr(0, 200)));
+    respond(exchange_id_, 404, type, body, {});
     return;
   }
   auto handler = by_path->second.find(req.method);
@@ -311,7 +315,8 @@ void HttpSession::on_write(beast::error_code ec) {
     flush();
     return;
   }
-  arm(Timer::Off);
+  // Back to the phase's own deadline (a "100 Continue" went out while receiving).
+  arm(!in_flight_ && receiving_ ? Timer::Receiving : Timer::Off);
   if (answer_done_ && in_flight_) answer_finished();
 }
 
