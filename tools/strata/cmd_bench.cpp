@@ -115,7 +115,10 @@ void setup_bench(CLI::App& app) {
                   "Then time this many eager decode steps op by op (CUDA events per op)");
   sub->add_option("--json", f->json_out, "Also write the numbers as JSON to this file");
   sub->add_option("--label", f->label, "Free text printed with the results (commit, notes)");
-  sub->callback([f] { run_bench(*f); });
+  // `strata bench serve` (cmd_bench_serve.cpp) is a subcommand of this one.
+  sub->callback([f, sub] {
+    if (sub->get_subcommands().empty()) run_bench(*f);
+  });
 }
 
 }  // namespace
