@@ -78,6 +78,7 @@ struct ResponsePlan {
   bool thinking_enabled = true;   // chat_template_kwargs.enable_thinking as rendered
   ToolChoice tool_choice = ToolChoice::None;
   std::string tool_call_parser;   // with ToolChoice::Auto
+  nlohmann::ordered_json tools;   // the request's tools (qwen3_coder types values by them)
   bool emit_reasoning = true, emit_reasoning_content = true;
 };
 

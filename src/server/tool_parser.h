@@ -3,13 +3,15 @@
 //     <TOOLCALL>[{"name": "f", "arguments": {...}}, ...]</TOOLCALL>
 // - "qwen3_coder" (Nemotron-3-Nano's template; vLLM serves it with this parser):
 //     <tool_call>\n<function=f>\n<parameter=k>\nvalue\n</parameter>\n</function>\n</tool_call>
-// Text outside the markers stays content. A call that does not parse leaves the whole text as
-// content (vLLM's behaviour on malformed output). Streaming: content streams as it comes; the
+// Text outside the markers stays content. A block that does not parse leaves the whole text as
+// content (vLLM's behaviour on malformed output); an unclosed block at the end is parsed as if
+// closed. Streaming: content streams as it comes; the
 // text from an opening marker is held until its closing marker (or the end), then each call is
 // sent as one delta (id, type, name and the full arguments), which OpenAI clients accumulate.
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -37,26 +39,29 @@ struct ToolStreamDelta {
 
 class ToolParser {
  public:
-  // Returns null for an unknown name. `tools`: the request's tools (names are checked against
-  // it when non-empty: a call to an unknown function is left as content).
+  // Returns null for an unknown name ("nemotron_json", "qwen3_coder", "qwen3_xml" are known).
+  // `tools`: the request's tools (qwen3_coder types parameter values by their schema).
   static std::unique_ptr<ToolParser> create(std::string_view name,
                                             const nlohmann::ordered_json& tools);
   static bool known(std::string_view name);
   virtual ~ToolParser() = default;
 
   // The whole content at once (non-streaming).
-  virtual ToolParseResult parse(std::string_view text) const = 0;
+  ToolParseResult parse(std::string_view text) const;
   // Streaming: content deltas in, content and complete calls out.
   ToolStreamDelta push(std::string_view delta);
   ToolStreamDelta finish();
   int32_t calls_emitted() const { return calls_emitted_; }
 
  protected:
-  ToolParser(std::string open, std::string close) : open_(std::move(open)), close_(std::move(close)) {}
-  std::string open_, close_;
+  ToolParser(std::string open, std::string close)
+      : open_(std::move(open)), close_(std::move(close)) {}
+  // The calls in the text between one pair of markers; nullopt when it does not parse.
+  virtual std::optional<std::vector<ToolCall>> parse_block(std::string_view inner) const = 0;
 
  private:
   ToolStreamDelta drain(bool final);
+  std::string open_, close_;
   std::string buffer_;
   bool in_call_ = false;
   int32_t calls_emitted_ = 0;

@@ -82,4 +82,11 @@ class ChatPromptBuilder {
 std::vector<int32_t> encode_chat_prompt(const Tokenizer& tokenizer, const std::string& rendered,
                                         bool add_special_tokens = false);
 
+// A one-turn conversation: an optional system message, then the user's text (what
+// `strata generate --chat [--system S]` sends).
+ChatPromptRequest single_turn_chat(const std::string& user, const std::string& system = {});
+// render + encode_chat_prompt.
+std::vector<int32_t> chat_prompt_ids(const ChatPromptBuilder& builder, const Tokenizer& tokenizer,
+                                     const ChatPromptRequest& request);
+
 }  // namespace strata::text

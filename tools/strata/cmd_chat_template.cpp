@@ -2,11 +2,11 @@
 // ({"messages": [...], "tools": [...], "chat_template_kwargs": {...},
 //   "add_generation_prompt": true}) and prints the prompt the model's chat template renders,
 // with bos/eos from the model's tokenizer_config.json. `--template FILE` uses another template
-// (like vLLM's --chat-template). add_generation_prompt defaults to true, as in the OpenAI API.
-// As vLLM does before rendering, tool-call arguments sent as JSON strings are parsed into objects
-// (--keep-argument-strings turns that off); a top-level "documents" reaches the template too.
+// (like vLLM's --chat-template). The request goes through text/chat_request.h, as the server's
+// does: add_generation_prompt defaults to true, tool-call arguments sent as JSON strings are
+// parsed into objects (--keep-argument-strings turns that off), text content parts are joined,
+// and a top-level "documents" reaches the template too.
 #include <cstdio>
-#include <fstream>
 #include <iostream>
 #include <iterator>
 #include <memory>
@@ -16,7 +16,7 @@
 
 #include "command.h"
 #include "core/check.h"
-#include "text/chat_template.h"
+#include "text/chat_request.h"
 
 namespace {
 
@@ -26,48 +26,24 @@ struct ChatTemplateArgs {
   bool keep_argument_strings = false;
 };
 
-std::string read_all(std::istream& in) {
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
-
 void run(const ChatTemplateArgs& args) {
   nlohmann::ordered_json request;
   try {
-    request = nlohmann::ordered_json::parse(read_all(std::cin));
+    request = nlohmann::ordered_json::parse(
+        std::string(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>()));
   } catch (const nlohmann::json::exception& e) {
     strata::fail("stdin: the request is not valid JSON: {}", e.what());
   }
   if (!request.is_object()) strata::fail("stdin: the request must be a JSON object");
-  if (!request.contains("messages")) strata::fail("stdin: the request has no \"messages\"");
-  const nlohmann::ordered_json messages =
-      args.keep_argument_strings ? request["messages"]
-                                 : strata::parse_tool_call_arguments(request["messages"]);
-  const nlohmann::ordered_json tools = request.value("tools", nlohmann::ordered_json());
-  nlohmann::ordered_json kwargs = request.value("chat_template_kwargs", nlohmann::ordered_json());
-  if (request.contains("documents") && !request["documents"].is_null()) {
-    if (kwargs.is_null()) kwargs = nlohmann::ordered_json::object();
-    if (kwargs.is_object() && !kwargs.contains("documents"))
-      kwargs["documents"] = request["documents"];
+  strata::text::ChatPromptRequest chat;
+  try {
+    chat = strata::text::chat_prompt_request_from_json(request);
+  } catch (const strata::Error& e) {
+    strata::fail("stdin: {}", e.what());
   }
-  bool add_generation_prompt = true;
-  if (request.contains("add_generation_prompt")) {
-    if (!request["add_generation_prompt"].is_boolean())
-      strata::fail("stdin: \"add_generation_prompt\" must be true or false");
-    add_generation_prompt = request["add_generation_prompt"].get<bool>();
-  }
-
-  const auto templates = strata::ModelChatTemplates::load(
-      args.model, {}, /*require_template=*/args.template_file.empty());
-  std::string prompt;
-  if (!args.template_file.empty()) {
-    std::ifstream in(args.template_file, std::ios::binary);
-    if (!in) strata::fail("{}: cannot open for reading", args.template_file);
-    const strata::ChatTemplate t(read_all(in), {}, args.template_file);
-    prompt = t.render(messages, tools, add_generation_prompt, kwargs, templates.bos_token(),
-                      templates.eos_token());
-  } else {
-    prompt = templates.render(messages, tools, add_generation_prompt, kwargs);
-  }
+  chat.parse_tool_call_arguments = !args.keep_argument_strings;
+  const auto builder = strata::text::ChatPromptBuilder::from_model_dir(args.model, args.template_file);
+  const std::string prompt = builder.render(chat);
   std::fwrite(prompt.data(), 1, prompt.size(), stdout);
   std::fflush(stdout);
 }
