@@ -287,6 +287,39 @@ TEST(OpenAIServer, DisconnectStormAbortsTheGoneAndLeavesSurvivorsExact) {
   EXPECT_EQ(status_of(after.read_response()), 200);
 }
 
+TEST(OpenAIServer, NothingIsStreamedBeforeTheFirstTokenExists) {
+  testing::HarnessOptions o;
+  o.engine.step_interval = 300ms;  // the first token comes one step after admission
+  ServerHarness h(o);
+  RawClient c(h.port(), 5s);
+  const auto t0 = std::chrono::steady_clock::now();
+  c.send(http_request("POST", "/v1/chat/completions",
+                      R"({"messages":[{"role":"user","content":"hi"}],"max_tokens":2,"stream":true})"));
+  ASSERT_TRUE(c.read_until("data: "));
+  EXPECT_GE(std::chrono::steady_clock::now() - t0, 250ms);
+  c.read_response();
+}
+
+TEST(OpenAIServer, ADisconnectedStreamIsAbortedWithinOneEngineStep) {
+  testing::HarnessOptions o;
+  o.engine.step_interval = 50ms;
+  ServerHarness h(o);
+  RawClient c(h.port(), 5s);
+  c.send(http_request("POST", "/v1/completions",
+                      R"({"prompt":[1,2,3],"max_tokens":500,"stream":true,"ignore_eos":true})"));
+  ASSERT_TRUE(c.read_until("data: "));
+  ASSERT_EQ(h.engine().live_requests(), 1);
+  const auto t0 = std::chrono::steady_clock::now();
+  c.reset();
+  wait_until([&] { return h.engine().live_requests() == 0; }, 2s);
+  const auto took = std::chrono::steady_clock::now() - t0;
+  EXPECT_EQ(h.engine().live_requests(), 0);
+  EXPECT_EQ(h.engine().aborted(), 1);
+  EXPECT_LT(took, 50ms + 100ms) << "one step plus 100 ms";
+  wait_until([&] { return h.server().requests_in_flight() == 0; });
+  EXPECT_EQ(h.server().requests_in_flight(), 0);
+}
+
 TEST(OpenAIServer, ShutdownAbortsInFlightStreamsAndEndsThem) {
   testing::HarnessOptions o;
   o.engine.step_interval = 5ms;
