@@ -105,6 +105,15 @@ void GenerationCall::on_output(size_t i, engine::RequestOutput out, Clock::time_
     abort_unfinished();
     return;
   }
+  // The engine refused the request at admission (it answers such refusals as a finished output
+  // with an error and no token): a full waiting queue or a shutdown is a 503, not a 500.
+  if (out.finished && !out.error.empty() && timers_[i].generated == 0 &&
+      (out.error.find("queue is full") != std::string::npos ||
+       out.error.find("shutting down") != std::string::npos)) {
+    abort_unfinished();
+    fail_answer(service_unavailable(out.error));
+    return;
+  }
   std::vector<std::string> events = builder_.on_output(out);
   if (builder_.error()) {
     if (stream_) answer(events);

@@ -37,8 +37,16 @@ bool ScriptedEngine::submit(engine::EngineRequest request, OutputSink sink) {
   request.params.validate(options_.vocab_size);
   std::lock_guard lock(mu_);
   if (stop_) fail("the engine is shut down");
-  if (options_.max_waiting > 0 && static_cast<int64_t>(waiting_.size()) >= options_.max_waiting)
-    return false;
+  if (options_.max_waiting > 0 && static_cast<int64_t>(waiting_.size()) >= options_.max_waiting) {
+    if (!options_.refuse_with_output) return false;
+    engine::RequestOutput o;
+    o.request_id = request.id;
+    o.finished = true;
+    o.error = "the waiting queue is full";
+    refusals_.emplace_back(std::move(sink), std::move(o));
+    cv_.notify_all();
+    return true;
+  }
   auto live = std::make_shared<Live>();
   const int32_t n = request.params.n;
   live->request = std::move(request);
@@ -149,6 +157,8 @@ void ScriptedEngine::loop() {
 
 void ScriptedEngine::step(std::vector<std::pair<OutputSink, engine::RequestOutput>>& out) {
   const auto now = Clock::now();
+  for (auto& r : refusals_) out.push_back(std::move(r));
+  refusals_.clear();
   // Aborts first: a request aborted while queued never runs.
   for (const auto& id : aborts_) {
     auto finish = [&](std::shared_ptr<Live> l) {

@@ -27,6 +27,9 @@ struct ScriptedEngineOptions {
   std::chrono::microseconds step_interval{500};
   int64_t max_running = 64;
   int64_t max_waiting = 0;  // 0: unbounded
+  // A full queue answered as engine::AsyncEngine does it: submit() accepts, and the engine
+  // thread sends a finished output carrying the error (instead of submit() returning false).
+  bool refuse_with_output = false;
   int32_t vocab_size = 4096;
   int32_t eos_id = 2;
   const text::Tokenizer* tokenizer = nullptr;  // renders ids as text when set
@@ -63,6 +66,7 @@ class ScriptedEngine final : public EngineClient {
   std::deque<std::shared_ptr<Live>> waiting_;
   std::vector<std::shared_ptr<Live>> running_;
   std::vector<std::string> aborts_;
+  std::vector<std::pair<OutputSink, engine::RequestOutput>> refusals_;
   bool stop_ = false, drain_ = false;
   int64_t prompt_tokens_ = 0, generation_tokens_ = 0, steps_ = 0, aborted_ = 0;
   std::thread thread_;

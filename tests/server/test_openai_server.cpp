@@ -164,8 +164,13 @@ TEST(OpenAIServer, ConstantTimeEqualIsEquality) {
   EXPECT_FALSE(constant_time_equal("", "a"));
 }
 
-TEST(OpenAIServer, FullWaitingQueueIs503AndTheServerRecovers) {
+class FullQueue : public ::testing::TestWithParam<bool> {};
+
+// Both ways an engine may refuse: submit() returning false, or a finished output with the
+// error (engine::AsyncEngine).
+TEST_P(FullQueue, Is503AndTheServerRecovers) {
   testing::HarnessOptions o;
+  o.engine.refuse_with_output = GetParam();
   o.engine.max_running = 1;
   o.engine.max_waiting = 1;
   o.engine.step_interval = 20ms;
@@ -187,6 +192,7 @@ TEST(OpenAIServer, FullWaitingQueueIs503AndTheServerRecovers) {
   third.send(http_request("POST", "/v1/completions", R"({"prompt":[1,2,3],"max_tokens":2})"));
   EXPECT_EQ(status_of(third.read_response()), 200);
 }
+INSTANTIATE_TEST_SUITE_P(OpenAIServer, FullQueue, ::testing::Bool());
 
 TEST(OpenAIServer, MetricsParseStrictlyWithVllmNamesAndCounts) {
   ServerHarness h;
