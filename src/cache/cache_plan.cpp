@@ -9,7 +9,8 @@ constexpr double kMiB = 1024.0 * 1024.0;
 }
 
 CachePlan plan_cache_for_budget(const model::ModelConfig& config, size_t budget_bytes,
-                                int64_t max_seqs, int64_t block_size, DType act_dtype) {
+                                int64_t max_seqs, int64_t block_size, DType act_dtype,
+                                std::optional<DType> kv_dtype) {
   if (max_seqs < 1) fail("cache plan: max sequences must be positive, got {}", max_seqs);
   if (block_size < 1) fail("cache plan: block size must be positive, got {}", block_size);
   CachePlan p;
@@ -17,7 +18,8 @@ CachePlan plan_cache_for_budget(const model::ModelConfig& config, size_t budget_
   p.block_size = block_size;
   p.act_dtype = act_dtype;
   p.state_bytes = MambaStatePool::bytes_per_slot(config, act_dtype) * static_cast<size_t>(max_seqs);
-  const size_t per_block = KvBlockPool::bytes_per_block(config, block_size, act_dtype);
+  const size_t per_block =
+      KvBlockPool::bytes_per_block(config, block_size, kv_dtype.value_or(act_dtype));
   const size_t min_bytes = p.state_bytes + per_block * static_cast<size_t>(max_seqs);
   if (budget_bytes < min_bytes)
     fail(

@@ -3,6 +3,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 
 #include "cache/kv_block_pool.h"
 #include "cache/mamba_state_pool.h"
@@ -20,8 +21,10 @@ struct CachePlan {
 
 // `max_seqs` state slots, and as many KV blocks as the rest of `budget_bytes` holds. Throws
 // naming both numbers when the budget cannot hold the states plus one block per sequence.
+// `kv_dtype` (default: act_dtype) sizes the KV blocks.
 CachePlan plan_cache_for_budget(const model::ModelConfig& config, size_t budget_bytes,
-                                int64_t max_seqs, int64_t block_size, DType act_dtype);
+                                int64_t max_seqs, int64_t block_size, DType act_dtype,
+                                std::optional<DType> kv_dtype = std::nullopt);
 // Exactly enough for `max_seqs` sequences of at most `max_tokens` tokens each.
 CachePlan plan_cache_for_tokens(const model::ModelConfig& config, int64_t max_seqs,
                                 int64_t max_tokens, int64_t block_size, DType act_dtype);
@@ -29,8 +32,12 @@ CachePlan plan_cache_for_tokens(const model::ModelConfig& config, int64_t max_se
 // The state pool and KV pool of one run, allocated on `device`.
 struct ModelCache {
   ModelCache(const model::ModelConfig& config, const CachePlan& plan, Device device)
+      : ModelCache(config, plan, plan.act_dtype, device) {}
+  // `kv_dtype`: the KV cache's dtype (the activation dtype, or e4m3 for --kv-cache-dtype fp8).
+  ModelCache(const model::ModelConfig& config, const CachePlan& plan, DType kv_dtype,
+             Device device)
       : mamba(config, plan.state_slots, plan.act_dtype, device),
-        kv(config, plan.num_blocks, plan.block_size, plan.act_dtype, device) {}
+        kv(config, plan.num_blocks, plan.block_size, kv_dtype, device) {}
   MambaStatePool mamba;
   KvBlockPool kv;
 };

@@ -51,17 +51,19 @@ void CudaGraph::reset() {
   held_.clear();
 }
 
-bool CudaGraph::capture(void* stream, const std::function<void()>& fn, std::string* why) {
+bool CudaGraph::capture(void* stream, const std::function<void()>& fn, std::string* why,
+                        bool hold_allocations) {
   reset();
   auto s = static_cast<cudaStream_t>(stream);
   DeviceAllocator* inner = device_allocator(Device::Cuda);
   HoldingAllocator holding(inner, &held_);
+  DeviceAllocator* during = hold_allocations ? static_cast<DeviceAllocator*>(&holding) : inner;
   cudaError_t e = cudaStreamBeginCapture(s, cudaStreamCaptureModeRelaxed);
   if (e != cudaSuccess) {
     *why = fmt::format("cudaStreamBeginCapture: {}", cudaGetErrorString(e));
     return false;
   }
-  set_device_allocator(Device::Cuda, &holding);
+  set_device_allocator(Device::Cuda, during);
   std::string failure;
   try {
     fn();
@@ -105,7 +107,7 @@ void CudaGraph::reset() {
   held_.clear();
 }
 
-bool CudaGraph::capture(void*, const std::function<void()>&, std::string* why) {
+bool CudaGraph::capture(void*, const std::function<void()>&, std::string* why, bool) {
   *why = "this strata build has no CUDA backend";
   return false;
 }

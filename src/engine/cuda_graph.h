@@ -24,14 +24,18 @@ class CudaGraph {
   CudaGraph& operator=(const CudaGraph&) = delete;
 
   // Captures fn()'s work on `stream` (a cudaStream_t). Returns false with *why on failure (the
-  // stream is usable again either way).
-  bool capture(void* stream, const std::function<void()>& fn, std::string* why);
+  // stream is usable again either way). `hold_allocations`: keep every device block allocated
+  // while capturing until the graph is destroyed (false when the caller captures into a
+  // workspace it owns, such as the executor's shared graph region).
+  bool capture(void* stream, const std::function<void()>& fn, std::string* why,
+               bool hold_allocations = true);
+  // Destroys the graph and releases what it held.
+  void reset();
   bool ready() const { return exec_ != nullptr; }
   void replay(void* stream);
   size_t held_bytes() const;  // device memory reserved for the graph's workspaces
 
  private:
-  void reset();
   void* graph_ = nullptr;  // cudaGraph_t
   void* exec_ = nullptr;   // cudaGraphExec_t
   std::vector<std::shared_ptr<Storage>> held_;

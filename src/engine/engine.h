@@ -47,6 +47,10 @@ class LLMEngine {
   // Validates (prompt ids, lengths against max_model_len, parameters) and queues. Throws
   // strata::Error naming the problem; returns false when the waiting queue is full.
   bool add_request(EngineRequest request);
+  // The checks add_request makes, without queueing (thread-safe: reads only the model and the
+  // executor's limits).
+  void validate(const EngineRequest& request) const;
+  int64_t max_model_len() const;
   void abort_request(const std::string& request_id);
   // Runs one step; returns the outputs it produced (empty when idle).
   std::vector<RequestOutput> step();
@@ -80,6 +84,7 @@ class AsyncEngine {
   // Finishes in-flight requests (drain) or aborts them, then stops the thread.
   void shutdown(bool drain);
   EngineStats stats() const;
+  int64_t max_model_len() const;
 
  private:
   struct Impl;

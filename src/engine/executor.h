@@ -122,4 +122,33 @@ class Executor {
   std::unique_ptr<Graphs> graphs_;
 };
 
+// One sequence's Mamba slot and KV blocks in an executor's caches, for the callers that run a
+// single sequence by hand (logits, the gate, calibration, tests): the slot and the blocks for
+// `max_tokens` are taken at construction and given back at destruction.
+class ExecutorSequence {
+ public:
+  ExecutorSequence(Executor& executor, int64_t max_tokens);
+  ~ExecutorSequence();
+  ExecutorSequence(const ExecutorSequence&) = delete;
+  ExecutorSequence& operator=(const ExecutorSequence&) = delete;
+
+  // This sequence's next chunk (after the tokens already computed).
+  SequenceChunk chunk(std::vector<int32_t> tokens) const;
+  // prepare + forward of the next chunk; advances the computed count. Logits f32 on the device.
+  Tensor forward(std::vector<int32_t> tokens, LogitRows rows);
+  // forward + sample of the next chunk through Executor::step (decode graphs included).
+  SampledStep step(std::vector<int32_t> tokens, const ops::SamplingRow& row);
+  int64_t computed() const { return computed_; }
+  void advance(int64_t n) { computed_ += n; }  // tokens run outside forward()/step()
+  int32_t slot() const { return slot_; }
+  const cache::BlockTable& blocks() const { return blocks_; }
+
+ private:
+  Executor& ex_;
+  int64_t max_tokens_;
+  int32_t slot_ = -1;
+  cache::BlockTable blocks_;
+  int64_t computed_ = 0;
+};
+
 }  // namespace strata::engine

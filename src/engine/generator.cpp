@@ -46,33 +46,35 @@ std::vector<int32_t> parse_token_id_list(std::string_view text, std::string_view
 }
 
 namespace {
-// The context the caches are sized for, validated before anything is allocated.
-const GeneratorOptions& checked(const GeneratorOptions& o, const model::ModelConfig& c) {
+ExecutorConfig executor_config(const GeneratorOptions& o, const model::NemotronHModel& m,
+                               Device device) {
   if (o.prefill_chunk < 0) fail("prefill chunk must be >= 0, got {}", o.prefill_chunk);
   if (o.max_context < 1) fail("the context must hold at least one token, got {}", o.max_context);
+  const model::ModelConfig& c = m.config();
   if (c.max_position_embeddings > 0 && o.max_context > c.max_position_embeddings)
     fail(
         "prompt plus max_tokens ({} tokens) exceeds the model's context length ({}, "
         "max_position_embeddings)",
         o.max_context, c.max_position_embeddings);
-  return o;
+  ExecutorConfig ec;
+  ec.device = device;
+  ec.max_num_seqs = 1;
+  ec.max_model_len = o.max_context;
+  ec.block_size = o.block_size;
+  ec.cache_plan = cache::plan_cache_for_tokens(c, 1, o.max_context, o.block_size, m.act_dtype());
+  ec.cuda_graphs = o.cuda_graphs;
+  return ec;
 }
 }  // namespace
 
 Generator::Generator(model::NemotronHModel& model, Device device, const GeneratorOptions& options)
-    : model_(model),
-      options_(checked(options, model.config())),
-      device_ready_((prepare_device(device, ctx_), true)),
-      cache_(model.config(),
-             cache::plan_cache_for_tokens(model.config(), 1, options.max_context,
-                                          options.block_size, model.act_dtype()),
-             device) {}
+    : model_(model), options_(options), executor_(model, executor_config(options, model, device)) {}
 
 GenerationResult Generator::generate(const std::vector<int32_t>& prompt,
                                      const SamplingParams& params,
                                      const std::function<void(int32_t)>& on_token) {
   const model::ModelConfig& c = model_.config();
-  params.validate();
+  params.validate(c.vocab_size);
   if (prompt.empty()) fail("the prompt is empty");
   validate_token_ids(prompt, c.vocab_size, "prompt");
   const int64_t total = static_cast<int64_t>(prompt.size()) + params.max_tokens;
@@ -82,42 +84,10 @@ GenerationResult Generator::generate(const std::vector<int32_t>& prompt,
 
   GenerationResult result;
   result.prompt_tokens = static_cast<int64_t>(prompt.size());
-  const int32_t slot = cache_.mamba.allocate();
-  cache::BlockTable blocks;
-  // Give the slot and blocks back however this ends.
-  struct Release {
-    cache::ModelCache& cache;
-    cache::BlockTable& blocks;
-    int32_t slot;
-    ~Release() {
-      blocks.release(cache.kv);
-      cache.mamba.free(slot);
-    }
-  } release{cache_, blocks, slot};
-  if (!blocks.ensure(cache_.kv, total)) fail("KV cache: no blocks for {} tokens", total);
-
-  const bool need_kv = c.num_attention > 0;
-  const int64_t block_size = cache_.kv.block_size();
-  auto run_step = [&](std::vector<int32_t> tokens, int64_t computed) {
-    model::SequenceChunk chunk;
-    chunk.slot = slot;
-    chunk.num_computed = computed;
-    chunk.tokens = std::move(tokens);
-    chunk.blocks = &blocks;
-    const model::StepInput step =
-        model::StepInput::build({chunk}, block_size, need_kv, ctx_.device, ctx_);
-    return model_.forward(ctx_, step, cache_, model::LogitRows::LastPerSequence);  // [1, V] f32
-  };
-  auto sample = [&](const Tensor& logits, uint64_t index) {
-    ops::SampleArgs s;
-    s.logits = logits;
-    s.rows = {params.row(index)};
-    s.ids = Tensor::empty(Shape{1}, DType::I32, ctx_.device);
-    ops::run(ctx_, s);
-    if (ctx_.device == Device::Host) return s.ids.data<int32_t>()[0];
-    ++ctx_.d2h_copies;
-    return s.ids.to(Device::Host).data<int32_t>()[0];
-  };
+  ExecutorSequence seq(executor_, total);
+  const uint64_t seed = params.seed.value_or(0);
+  SamplingBatch batch;
+  batch.rows = {params.row(seed, 0)};
 
   auto t0 = std::chrono::steady_clock::now();
   const int64_t n = static_cast<int64_t>(prompt.size());
@@ -125,15 +95,15 @@ GenerationResult Generator::generate(const std::vector<int32_t>& prompt,
   Tensor logits;
   for (int64_t done = 0; done < n; done += chunk) {
     const int64_t len = std::min(chunk, n - done);
-    logits =
-        run_step(std::vector<int32_t>(prompt.begin() + done, prompt.begin() + done + len), done);
+    logits = seq.forward(std::vector<int32_t>(prompt.begin() + done, prompt.begin() + done + len),
+                         LogitRows::LastPerSequence);  // [1, V] f32
   }
+  int32_t id = executor_.sample(logits, batch).ids[0];
   result.prefill_seconds = seconds_since(t0);
 
   t0 = std::chrono::steady_clock::now();
-  int64_t computed = n;
   for (int64_t i = 0; i < params.max_tokens; ++i) {
-    const int32_t id = sample(logits, static_cast<uint64_t>(i));
+    if (id < 0) fail("non-finite logits at position {}", seq.computed() - 1);
     result.tokens.push_back(id);
     if (on_token) on_token(id);
     const bool stop = !params.ignore_eos &&
@@ -144,8 +114,7 @@ GenerationResult Generator::generate(const std::vector<int32_t>& prompt,
       break;
     }
     if (i + 1 == params.max_tokens) break;
-    logits = run_step({id}, computed);
-    ++computed;
+    id = seq.step({id}, params.row(seed, static_cast<uint64_t>(i + 1))).ids[0];
   }
   if (result.finish_reason.empty()) result.finish_reason = "length";
   result.decode_seconds = seconds_since(t0);

@@ -1,6 +1,7 @@
-// Single-sequence generation: prefill the prompt (whole, or in chunks that continue from the
-// cached state), then decode one token per step until max_tokens or a stop id. Owns the op
-// context and the caches of its run; the model is shared.
+// Single-sequence generation over an Executor: prefill the prompt (whole, or in chunks that
+// continue from the cached state), then decode one token per step (through the executor's
+// decode graph on CUDA) until max_tokens or a stop id. The tests' and tools' one-request
+// path; many requests go through LLMEngine (engine.h).
 #pragma once
 
 #include <cstdint>
@@ -9,7 +10,7 @@
 #include <string_view>
 #include <vector>
 
-#include "cache/cache_plan.h"
+#include "engine/executor.h"
 #include "engine/sampling_params.h"
 #include "model/nemotron_h/model.h"
 
@@ -19,6 +20,7 @@ struct GeneratorOptions {
   int64_t max_context = 4096;  // prompt + generated tokens the caches are sized for
   int64_t prefill_chunk = 0;   // tokens per prefill step; 0 = the whole prompt at once
   int64_t block_size = 16;     // KV block size
+  bool cuda_graphs = true;     // decode steps through the executor's graph (CUDA)
 };
 
 struct GenerationResult {
@@ -37,14 +39,13 @@ class Generator {
   GenerationResult generate(const std::vector<int32_t>& prompt, const SamplingParams& params,
                             const std::function<void(int32_t)>& on_token = {});
 
-  OpContext& context() { return ctx_; }
+  OpContext& context() { return executor_.context(); }
+  Executor& executor() { return executor_; }
 
  private:
   model::NemotronHModel& model_;
   GeneratorOptions options_;
-  OpContext ctx_;
-  bool device_ready_;  // set by prepare_device before the caches are allocated on the device
-  cache::ModelCache cache_;
+  Executor executor_;
 };
 
 // Throws naming the first id outside [0, vocab_size).

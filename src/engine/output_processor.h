@@ -3,6 +3,18 @@
 // boundaries and held back from the stream until resolved, min_tokens, max_tokens) and finish
 // reasons, producing the CompletionDelta stream the engine returns. Host only; one instance
 // per engine, driven by the engine thread.
+//
+// vLLM's rules (v1 check_stop and the detokenizer's stop-string check): no stop before
+// min_tokens tokens (stop ids are masked until then; stop strings are looked for once more than
+// min_tokens tokens exist); EOS first (stop_reason null), then the request's stop ids
+// (stop_reason = the id, CompletionDelta::stop_token_id), then stop strings on the final text
+// (stop_reason = the string), then max_tokens ("length"). A stop id's own text and a matched stop
+// string are left out of the text unless include_stop_str_in_output, and text after a matched
+// stop string is dropped. While a completion's text ends with what could be the start of a stop
+// string, that tail is held back (only that tail, not vLLM's fixed longest-stop-minus-one
+// window). When several stop strings match in the same token, the earliest in the text wins
+// (vLLM takes the first in list order). Without a tokenizer or with detokenize off, only ids.
+// finish_reason_name (engine/request.h) is defined in output_processor.cpp.
 #pragma once
 
 #include <cstdint>

@@ -23,7 +23,9 @@ void validate(const std::vector<SequenceChunk>& seqs, const StepLimits& lim) {
     if (lim.max_model_len > 0 && total > lim.max_model_len)
       fail("step: sequence {} reaches {} tokens, beyond the maximum model length {}", b, total,
            lim.max_model_len);
-    for (size_t i = 0; i < q.tokens.size(); ++i)
+    if (q.pending_row >= 0 && (len != 1 || q.num_computed < 1))
+      fail("step: sequence {} takes its token from the previous step but is not a decode row", b);
+    for (size_t i = 0; i < q.tokens.size() && q.pending_row < 0; ++i)
       if (q.tokens[i] < 0 || q.tokens[i] >= lim.vocab_size)
         fail("step: sequence {} token {} has id {}, outside the vocabulary [0, {})", b, i,
              q.tokens[i], lim.vocab_size);
@@ -96,11 +98,11 @@ StepInput StepInput::build(const std::vector<SequenceChunk>& seqs, const StepLim
   }
 
   // Layout of the packed buffer: ids | cu_seqlens | slots | has_initial | context_lens |
-  // last rows | slot_mapping | prefill cu_seqlens | block_tables.
+  // last rows | slot_mapping | prefill cu_seqlens | block_tables | token sources.
   const int64_t off_ids = 0, off_cu = off_ids + T, off_slots = off_cu + B + 1,
                 off_init = off_slots + B, off_ctx = off_init + B, off_last = off_ctx + B,
                 off_map = off_last + B, off_pcu = off_map + T, off_bt = off_pcu + P + 1,
-                total = off_bt + B * max_blocks;
+                off_src = off_bt + B * max_blocks, total = off_src + T;
   STRATA_CHECK_EQ(total, packed_size(T, B, Dn, max_blocks));
   Tensor host = Tensor::zeros(Shape{total}, DType::I32, Device::Host);
   int32_t* p = host.data<int32_t>();
@@ -110,8 +112,11 @@ StepInput StepInput::build(const std::vector<SequenceChunk>& seqs, const StepLim
     const SequenceChunk* q = padding ? nullptr : &seqs[static_cast<size_t>(b)];
     const int64_t len = padding ? 1 : static_cast<int64_t>(q->tokens.size());
     const int64_t computed = padding ? 1 : q->num_computed;
+    const bool pending = !padding && q->pending_row >= 0;
+    s.has_pending_ = s.has_pending_ || pending;
     for (int64_t i = 0; i < len; ++i) {
-      p[off_ids + t + i] = padding ? 0 : q->tokens[static_cast<size_t>(i)];
+      p[off_ids + t + i] = padding || pending ? 0 : q->tokens[static_cast<size_t>(i)];
+      p[off_src + t + i] = pending ? q->pending_row : -1;
       p[off_map + t + i] =
           lim.need_kv && !padding ? q->blocks->slot(computed + i, lim.block_size) : -1;
     }
@@ -155,6 +160,7 @@ StepInput StepInput::build(const std::vector<SequenceChunk>& seqs, const StepLim
   s.slot_mapping_ = s.packed_.slice(0, off_map, T);
   s.prefill_cu_seqlens_ = s.packed_.slice(0, off_pcu, P + 1);
   s.block_tables_ = s.packed_.slice(0, off_bt, B * max_blocks).reshape(Shape{B, max_blocks});
+  s.token_src_ = s.packed_.slice(0, off_src, T);
   return s;
 }
 

@@ -37,6 +37,9 @@ struct SequenceChunk {
   // Its KV blocks, covering num_computed + tokens.size() positions; may be null when the
   // model has no attention layers.
   const cache::BlockTable* blocks = nullptr;
+  // Overlapped scheduling: >= 0 when this decode chunk's one token is the id the previous step
+  // sampled at that row, still on the device (tokens[0] is then a placeholder).
+  int32_t pending_row = -1;
 };
 
 // What build() checks a step against: the model and the pools it runs on.
@@ -89,7 +92,7 @@ class StepInput {
   // Elements of the packed buffer for T tokens, B sequences of which D decode, and
   // `block_columns` columns.
   static int64_t packed_size(int64_t T, int64_t B, int64_t D, int64_t block_columns) {
-    return 2 * T + 5 * B + 1 + (B - D + 1) + B * block_columns;
+    return 3 * T + 5 * B + 1 + (B - D + 1) + B * block_columns;
   }
 
   int64_t num_tokens() const { return num_tokens_; }  // T
@@ -117,15 +120,18 @@ class StepInput {
     return slot_mapping_;
   }  // [T] flat KV slot of each token (-1: none)
   const Tensor& block_tables() const { return block_tables_; }  // [B, max_blocks] (0-padded)
+  const Tensor& token_src() const { return token_src_; }  // [T] pending row of a token, or -1
+  bool has_pending() const { return has_pending_; }
   const Tensor& packed() const { return packed_; }
 
  private:
+  bool has_pending_ = false;
   int64_t num_tokens_ = 0, num_seqs_ = 0, num_decode_ = 0, num_real_seqs_ = 0, max_q_len_ = 0,
           prefill_max_q_len_ = 0;
   std::vector<int32_t> host_cu_seqlens_;
   Tensor packed_;
   Tensor token_ids_, cu_seqlens_, slots_, has_initial_, context_lens_, last_rows_, slot_mapping_,
-      prefill_cu_seqlens_, block_tables_;
+      prefill_cu_seqlens_, block_tables_, token_src_;
 };
 
 }  // namespace strata::engine

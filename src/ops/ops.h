@@ -144,22 +144,27 @@ struct Conv1dUpdateArgs {
 // written back to ssm_states[slots[b]]. The prefill op computes this chunked (SSD, chunk
 // length `chunk_size`); the result must equal the sequential recurrence up to f32
 // reassociation. x, B, C and dt_raw are row views into wider tensors (row stride >= width).
-struct SsmScanArgs {
-  static constexpr const char* kName = "ssm_scan";
-  Tensor x;            // [T, Hm*P] act
-  Tensor dt_raw;       // [T, Hm] act
-  Tensor A;            // [Hm] f32 (= -exp(A_log))
-  Tensor B;            // [T, G*N] act
-  Tensor C;            // [T, G*N] act
-  Tensor D;            // [Hm] f32 or act
-  Tensor dt_bias;      // [Hm] f32 or act
-  Tensor ssm_states;   // [S, Hm, P, N] f32 (mamba_ssm_cache_dtype), in/out
-  Tensor cu_seqlens;   // [B+1] i32
-  Tensor slots;        // [B] i32
-  Tensor has_initial;  // [B] i32 (0/1)
+// The fields both SSM ops share (one Mamba argument struct: the mixer fills it once and the
+// step's decode rows and prefill rows each take a copy with their own row views and slots).
+struct SsmArgs {
+  Tensor x;           // [T, Hm*P] act
+  Tensor dt_raw;      // [T, Hm] act
+  Tensor A;           // [Hm] f32 (= -exp(A_log))
+  Tensor B;           // [T, G*N] act
+  Tensor C;           // [T, G*N] act
+  Tensor D;           // [Hm] f32 or act
+  Tensor dt_bias;     // [Hm] f32 or act
+  Tensor ssm_states;  // [S, Hm, P, N] f32 (mamba_ssm_cache_dtype), in/out
+  Tensor slots;       // [B] i32
   int64_t heads = 0, head_dim = 0, groups = 0, state_size = 0;
-  int64_t chunk_size = 128;
   Tensor out;  // [T, Hm*P] act
+};
+
+struct SsmScanArgs : SsmArgs {
+  static constexpr const char* kName = "ssm_scan";
+  Tensor cu_seqlens;   // [B+1] i32
+  Tensor has_initial;  // [B] i32 (0/1)
+  int64_t chunk_size = 128;
   template <class F>
   void visit(F&& f) {
     f(x, Role::In);
@@ -178,20 +183,9 @@ struct SsmScanArgs {
 };
 
 // Decode: one token per sequence, same math as SsmScanArgs with every sequence length 1 and
-// has_initial = 1 (the selective state update).
-struct SsmUpdateArgs {
+// has_initial = 1 (the selective state update). x, B, C, dt_raw and out are [B, ...].
+struct SsmUpdateArgs : SsmArgs {
   static constexpr const char* kName = "ssm_update";
-  Tensor x;           // [B, Hm*P] act
-  Tensor dt_raw;      // [B, Hm] act
-  Tensor A;           // [Hm] f32
-  Tensor B;           // [B, G*N] act
-  Tensor C;           // [B, G*N] act
-  Tensor D;           // [Hm]
-  Tensor dt_bias;     // [Hm]
-  Tensor ssm_states;  // [S, Hm, P, N] f32, in/out
-  Tensor slots;       // [B] i32
-  int64_t heads = 0, head_dim = 0, groups = 0, state_size = 0;
-  Tensor out;  // [B, Hm*P] act
   template <class F>
   void visit(F&& f) {
     f(x, Role::In);
@@ -358,6 +352,22 @@ struct CastArgs {
   void visit(F&& f) {
     f(x, Role::In);
     f(out, Role::Out);
+  }
+};
+
+// Token ids that are still on the device (overlapped scheduling: a decode row's token is the
+// one the previous step sampled): ids[t] = prev[src[t]] where src[t] >= 0, else unchanged.
+// A src outside prev counts an index error and leaves ids[t] unchanged.
+struct TakeIdsArgs {
+  static constexpr const char* kName = "take_ids";
+  Tensor ids;   // [T] i32, in/out
+  Tensor src;   // [T] i32: a row of prev, or -1
+  Tensor prev;  // [P] i32: the previous step's sampled ids
+  template <class F>
+  void visit(F&& f) {
+    f(ids, Role::InOut);
+    f(src, Role::In);
+    f(prev, Role::In);
   }
 };
 

@@ -277,6 +277,7 @@ void parse_common_plan(const Fields& f, const ServingContext& ctx, ResponsePlan&
     plan.n = static_cast<int32_t>(*v);
   }
   plan.return_token_ids = f.boolean("return_token_ids").value_or(false);
+  plan.return_tokens_as_token_ids = f.boolean("return_tokens_as_token_ids").value_or(false);
 
   // What strata does not do: refused by name instead of silently ignored.
   if (f.boolean("echo").value_or(false))

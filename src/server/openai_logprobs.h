@@ -24,7 +24,9 @@ namespace strata::server {
 class LogprobFormatter {
  public:
   LogprobFormatter() = default;
-  explicit LogprobFormatter(const text::Tokenizer* tokenizer) : tokenizer_(tokenizer) {}
+  // `as_ids` (return_tokens_as_token_ids): tokens are written "token_id:N" even with a tokenizer.
+  explicit LogprobFormatter(const text::Tokenizer* tokenizer, bool as_ids = false)
+      : tokenizer_(as_ids ? nullptr : tokenizer) {}
 
   std::string token_text(int32_t id) const;
   nlohmann::ordered_json chat(const std::vector<engine::TokenLogprobs>& tokens, int32_t top) const;

@@ -411,6 +411,22 @@ std::optional<ApiError> check_model(const json& request, const ServingContext& c
   return model_not_found(name.size() > 256 ? name.substr(0, 256) : name);
 }
 
+std::optional<std::string> check_serving_context(const ServingContext& ctx) {
+  if (ctx.max_model_len < 2) return fmt::format("max_model_len must be at least 2, got {}", ctx.max_model_len);
+  if (ctx.vocab_size < 1) return std::string("the vocabulary size is unknown");
+  if (!ctx.tool_call_parser.empty() && !ToolParser::known(ctx.tool_call_parser))
+    return fmt::format("--tool-call-parser {}: unknown (strata knows nemotron_json, qwen3_coder, "
+                       "qwen3_xml)", ctx.tool_call_parser);
+  if (ctx.enable_auto_tool_choice && ctx.tool_call_parser.empty())
+    return std::string("--enable-auto-tool-choice needs --tool-call-parser");
+  if (!ctx.reasoning_parser.empty() && !ReasoningParser::known(ctx.reasoning_parser))
+    return fmt::format("--reasoning-parser {}: unknown (strata knows nano_v3, nemotron, "
+                       "nemotron_nano_v2, nemotron_v3, deepseek_r1, qwen3)", ctx.reasoning_parser);
+  if ((!ctx.tool_call_parser.empty() || !ctx.reasoning_parser.empty()) && !ctx.tokenizer)
+    return std::string("tool-call and reasoning parsers need the tokenizer");
+  return std::nullopt;
+}
+
 std::string random_id(std::string_view prefix) {
   static std::atomic<uint64_t> counter{0};
   thread_local std::mt19937_64 rng(std::random_device{}() ^

@@ -68,6 +68,7 @@ struct ResponsePlan {
   // `logprobs` is true (0 when not given), else -1.
   int32_t logprobs = -1;
   bool return_token_ids = false;
+  bool return_tokens_as_token_ids = false;  // logprob tokens written "token_id:N"
   bool detokenize = true;  // false without a tokenizer: choices carry ids, text stays empty
   // One engine request per prompt (completions accept a batch), in prompt order; choice
   // index = prompt index * n + completion index.
@@ -103,6 +104,11 @@ std::variant<nlohmann::ordered_json, ApiError> parse_json_body(std::string_view 
 // 404 unless `model` (absent / null is accepted) names the served model or an alias.
 std::optional<ApiError> check_model(const nlohmann::ordered_json& request,
                                     const ServingContext& ctx);
+
+// Start-up check of the serving flags: unknown --tool-call-parser / --reasoning-parser names,
+// --enable-auto-tool-choice without a parser, a missing max_model_len or vocab size. Returns
+// the message to exit with, or nullopt when the context is usable.
+std::optional<std::string> check_serving_context(const ServingContext& ctx);
 
 // A fresh id: prefix + 32 hex digits (random, unique within the process).
 std::string random_id(std::string_view prefix);

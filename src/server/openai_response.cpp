@@ -230,7 +230,7 @@ ResponseBuilder::ResponseBuilder(ResponsePlan plan, const ServingContext& ctx)
   Impl& s = *impl_;
   s.plan = std::move(plan);
   s.ctx = &ctx;
-  s.logprob_fmt = LogprobFormatter(ctx.tokenizer);
+  s.logprob_fmt = LogprobFormatter(ctx.tokenizer, s.plan.return_tokens_as_token_ids);
   s.prompts.resize(s.plan.request_ids.size());
   const size_t total = s.plan.request_ids.size() * static_cast<size_t>(s.plan.n);
   s.choices.resize(total);

@@ -189,9 +189,11 @@ std::string ChatPromptBuilder::render(const ChatPromptRequest& request) const {
   const size_t at = rendered.rfind(stripped);
   if (at == std::string::npos)
     fail("continue_final_message: the final message does not appear in the rendered chat");
-  const std::string lstripped = final_text.substr(first);
-  const bool whole = rendered.compare(at, lstripped.size(), lstripped) == 0;
-  rendered.resize(at + (whole ? lstripped.size() : stripped.size()));
+  // transformers keeps the trailing whitespace only when the template wrote the message
+  // exactly as given (no leading whitespace, trailing whitespace kept).
+  const size_t lstripped_len = final_text.size() - first;
+  const bool whole = rendered.compare(at, lstripped_len, final_text) == 0;
+  rendered.resize(at + (whole ? lstripped_len : stripped.size()));
   return rendered;
 }
 

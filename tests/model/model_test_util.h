@@ -12,8 +12,16 @@
 #include <vector>
 
 #include "cache/cache_plan.h"
+#include "engine/executor.h"
 #include "model/nemotron_h/model.h"
 #include "model/nemotron_h/synthetic.h"
+
+namespace strata::model {
+// The step types live in the engine; the model tests name them unqualified.
+using engine::LogitRows;
+using engine::SequenceChunk;
+using engine::StepInput;
+}  // namespace strata::model
 
 namespace strata::model::testing {
 
@@ -80,20 +88,20 @@ inline std::vector<std::vector<float>> rows_of(const Tensor& logits) {
 inline std::vector<std::vector<float>> prefill_all_logits(NemotronHModel& m,
                                                           const std::vector<int32_t>& ids,
                                                           OpContext& ctx, int64_t block_size) {
-  const ModelConfig& c = m.config();
   const auto T = static_cast<int64_t>(ids.size());
-  cache::ModelCache cache(c, cache::plan_cache_for_tokens(c, 1, T, block_size, m.act_dtype()),
-                          ctx.device);
-  cache::BlockTable blocks;
-  EXPECT_TRUE(blocks.ensure(cache.kv, T));
-  SequenceChunk seq;
-  seq.slot = cache.mamba.allocate();
-  seq.tokens = ids;
-  seq.blocks = &blocks;
-  const StepInput step =
-      StepInput::build({seq}, cache.kv.block_size(), c.num_attention > 0, ctx.device, ctx);
-  auto rows = rows_of(m.forward(ctx, step, cache, LogitRows::All));
-  blocks.release(cache.kv);
+  engine::ExecutorConfig ec;
+  ec.device = ctx.device;
+  ec.max_num_seqs = 1;
+  ec.max_model_len = T;
+  ec.block_size = block_size;
+  ec.cache_plan = cache::plan_cache_for_tokens(m.config(), 1, T, block_size, m.act_dtype());
+  ec.cuda_graphs = false;
+  engine::Executor ex(m, ec);
+  ex.context().allow_host_bounce = ctx.allow_host_bounce;
+  ex.context().force_host_ops = ctx.force_host_ops;
+  engine::ExecutorSequence seq(ex, T);
+  auto rows = rows_of(seq.forward(ids, LogitRows::All));
+  ctx.host_bounces += ex.context().host_bounces.load();
   return rows;
 }
 
@@ -120,11 +128,19 @@ struct TestSeq {
 class Runner {
  public:
   Runner(NemotronHModel& m, int64_t max_seqs, int64_t max_tokens, int64_t block_size = 4)
-      : model_(m),
-        cache_(m.config(),
-               cache::plan_cache_for_tokens(m.config(), max_seqs, max_tokens, block_size,
-                                            m.act_dtype()),
-               Device::Host) {}
+      : model_(m), ex_(m, config(m, max_seqs, max_tokens, block_size)), cache_(ex_.cache()) {}
+
+  static engine::ExecutorConfig config(NemotronHModel& m, int64_t max_seqs, int64_t max_tokens,
+                                       int64_t block_size) {
+    engine::ExecutorConfig ec;
+    ec.device = Device::Host;
+    ec.max_num_seqs = max_seqs;
+    ec.max_model_len = max_tokens;
+    ec.block_size = block_size;
+    ec.cache_plan = cache::plan_cache_for_tokens(m.config(), max_seqs, max_tokens, block_size,
+                                                 m.act_dtype());
+    return ec;
+  }
 
   TestSeq start() {
     TestSeq s;
@@ -148,12 +164,11 @@ class Runner {
       c.blocks = &s.blocks;
       chunks.push_back(std::move(c));
     }
-    const StepInput step = StepInput::build(chunks, cache_.kv.block_size(),
-                                            model_.config().num_attention > 0, Device::Host, ctx_);
+    const StepInput step = ex_.prepare(chunks);
     if (expect_decode >= 0) {
       EXPECT_EQ(step.decode_only(), expect_decode == 1);
     }
-    const Tensor logits = model_.forward(ctx_, step, cache_, rows);
+    const Tensor logits = ex_.forward(step, rows);
     EXPECT_EQ(logits.dtype(), DType::F32);
     for (size_t i = 0; i < seqs.size(); ++i)
       seqs[i]->computed += static_cast<int64_t>(tokens[i].size());
@@ -164,8 +179,8 @@ class Runner {
 
  private:
   NemotronHModel& model_;
-  OpContext ctx_;
-  cache::ModelCache cache_;
+  engine::Executor ex_;
+  cache::ModelCache& cache_;
 };
 
 }  // namespace strata::model::testing

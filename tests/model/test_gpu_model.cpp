@@ -19,7 +19,7 @@
 #include <random>
 
 #include "checkpoint_test_util.h"
-#include "engine/decode_session.h"
+#include "engine/executor.h"
 #include "engine/device.h"
 #include "engine/generator.h"
 #include "io/safetensors.h"
@@ -194,34 +194,40 @@ TEST_F(Gpu, DecodeStepMovesOnlyTheStepInputAndTheSampledId) {
   auto m = load_model(lo);
   std::vector<int32_t> eager_tokens, graph_tokens;
   for (int mode = 0; mode < 2; ++mode) {
-    engine::DecodeSession s(*m, Device::Cuda, {.max_context = 64, .block_size = 4});
-    int32_t id = s.greedy(s.prefill(testing::random_ids(9, c.vocab_size, 2)));
-    if (mode == 1) {
-      std::string why;
-      Tensor l;
-      ASSERT_TRUE(s.capture_decode(id, &why, &l))
-          << "the decode step could not be captured: " << why;
-      id = s.greedy(l);
-    } else {
-      id = s.greedy(s.decode(id));
-    }
+    engine::ExecutorConfig ec;
+    ec.device = Device::Cuda;
+    ec.max_num_seqs = 1;
+    ec.max_model_len = 64;
+    ec.block_size = 4;
+    ec.cache_plan = cache::plan_cache_for_tokens(c, 1, 64, 4, m->act_dtype());
+    ec.cuda_graphs = mode == 1;
+    engine::Executor ex(*m, ec);
+    engine::ExecutorSequence s(ex, 64);
+    const ops::SamplingRow greedy;
+    engine::SamplingBatch batch;
+    batch.rows = {greedy};
+    int32_t id = ex.sample(s.forward(testing::random_ids(9, c.vocab_size, 2),
+                                     engine::LogitRows::LastPerSequence),
+                           batch)
+                     .ids[0];
+    id = s.step({id}, greedy).ids[0];  // graph mode: captures the batch-1 graph
     auto& out = mode == 0 ? eager_tokens : graph_tokens;
     for (int step = 0; step < 12; ++step) {
       const cuda::CopyCounters before = cuda::copy_counters();
-      const int64_t h2d = s.context().h2d_copies, d2h = s.context().d2h_copies;
-      id = s.greedy(s.decode(id));
+      const int64_t h2d = ex.context().h2d_copies, d2h = ex.context().d2h_copies;
+      id = s.step({id}, greedy).ids[0];
       const cuda::CopyCounters after = cuda::copy_counters();
       EXPECT_EQ(after.h2d - before.h2d, 1) << "step " << step;
       EXPECT_EQ(after.d2h - before.d2h, 1) << "step " << step;
       EXPECT_EQ(after.h2d_bytes - before.h2d_bytes,
-                static_cast<int64_t>(sizeof(int32_t)) * StepInput::packed_size(1, 1, (64 + 3) / 4));
+                static_cast<int64_t>(sizeof(int32_t)) * StepInput::packed_size(1, 1, 1, 64 / 4));
       EXPECT_EQ(after.d2h_bytes - before.d2h_bytes, static_cast<int64_t>(sizeof(int32_t)));
-      EXPECT_EQ(s.context().h2d_copies - h2d, 1);
-      EXPECT_EQ(s.context().d2h_copies - d2h, 1);
+      EXPECT_EQ(ex.context().h2d_copies - h2d, 1);
+      EXPECT_EQ(ex.context().d2h_copies - d2h, 1);
       out.push_back(id);
     }
-    EXPECT_EQ(s.context().host_bounces.load(), 0);
-    EXPECT_EQ(s.graph_ready(), mode == 1);
+    EXPECT_EQ(ex.context().host_bounces.load(), 0);
+    EXPECT_EQ(ex.captured_buckets().size(), mode == 1 ? 1u : 0u);
   }
   EXPECT_EQ(graph_tokens, eager_tokens);
   EXPECT_EQ(graph_tokens.size(), 12u);

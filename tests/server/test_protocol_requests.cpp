@@ -6,6 +6,7 @@
 
 #include <fstream>
 #include <iterator>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -392,6 +393,81 @@ TEST(ProtocolRequests, NemotronTemplatesDecideThinkingAndTools) {
   const ParsedRequest r = ok(parse_chat_request("{" + user + R"(, "include_reasoning": false})", server.ctx));
   EXPECT_FALSE(r.plan.emit_reasoning);
   EXPECT_FALSE(r.plan.emit_reasoning_content);
+}
+
+// Random values in every field of valid requests: the parser answers (no exception), and every
+// refusal is a 4xx, never a 500.
+TEST(ProtocolRequests, RandomFieldValuesNeverEscapeOrGive5xx) {
+  DemoServer server(128);
+  server.ctx.enable_auto_tool_choice = true;
+  server.ctx.tool_call_parser = "nemotron_json";
+  server.ctx.reasoning_parser = "nano_v3";
+  const json completion = json::parse(R"({"model": "demo", "prompt": "Hello", "max_tokens": 4,
+      "temperature": 0.5, "top_p": 0.9, "top_k": 5, "min_p": 0.1, "n": 2, "stop": ["x"],
+      "stop_token_ids": [2], "logprobs": 1, "logit_bias": {"5": 1}, "seed": 3, "stream": true,
+      "stream_options": {"include_usage": true}, "min_tokens": 1, "ignore_eos": false,
+      "presence_penalty": 0.1, "frequency_penalty": 0.1, "repetition_penalty": 1.1,
+      "return_token_ids": true, "add_special_tokens": true, "truncate_prompt_tokens": 10})");
+  const json chat = json::parse(R"({"model": "demo", "messages": [{"role": "user", "content": "hi"},
+      {"role": "assistant", "content": "ok", "tool_calls": [{"id": "1", "type": "function",
+      "function": {"name": "f", "arguments": "{}"}}]}, {"role": "tool", "content": "r"}],
+      "tools": [{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}],
+      "tool_choice": "auto", "logprobs": true, "top_logprobs": 2, "max_completion_tokens": 5,
+      "chat_template_kwargs": {"enable_thinking": false}, "reasoning_effort": "low",
+      "add_generation_prompt": true, "include_reasoning": true})");
+  const std::vector<json> values = {
+      nullptr, true, false, 0, -1, 1, 2, 7, -7, 1e300, -1e300, 0.5, 1e19, -9223372036854775807LL,
+      18446744073709551615ULL, "", "x", "\u0000", json::array(), json::array({1, 2}),
+      json::array({"a", 1}), json::array({json::array({1})}), json::object(),
+      json({{"a", 1}}), json({{"type", "text"}}), json({{"role", "user"}})};
+  std::mt19937 rng(3);
+  size_t accepted = 0, refused = 0;
+  for (int trial = 0; trial < 3000; ++trial) {
+    const bool is_chat = trial % 2 == 1;
+    json body = is_chat ? chat : completion;
+    const int edits = 1 + static_cast<int>(rng() % 3);
+    for (int e = 0; e < edits; ++e) {
+      auto it = body.begin();
+      std::advance(it, rng() % body.size());
+      if (rng() % 4 == 0 && it->is_array() && !it->empty()) {
+        (*it)[rng() % it->size()] = values[rng() % values.size()];
+      } else {
+        *it = values[rng() % values.size()];
+      }
+    }
+    const std::string text = body.dump();
+    ParseResult r;
+    ASSERT_NO_THROW(r = is_chat ? parse_chat_request(text, server.ctx)
+                                : parse_completion_request(text, server.ctx))
+        << text;
+    if (const auto* err = std::get_if<ApiError>(&r)) {
+      EXPECT_TRUE(err->status == 400 || err->status == 404) << err->status << " " << err->message << "\n" << text;
+      ++refused;
+    } else {
+      ++accepted;
+    }
+  }
+  EXPECT_EQ(accepted + refused, 3000u);
+  EXPECT_GT(refused, 1000u);
+  EXPECT_GT(accepted, 100u);
+}
+
+TEST(ProtocolRequests, ServingContextCheck) {
+  DemoServer server;
+  EXPECT_FALSE(check_serving_context(server.ctx).has_value());
+  server.ctx.tool_call_parser = "hermes";
+  EXPECT_TRUE(check_serving_context(server.ctx).has_value());
+  server.ctx.tool_call_parser = "";
+  server.ctx.enable_auto_tool_choice = true;
+  EXPECT_TRUE(check_serving_context(server.ctx).has_value());
+  server.ctx.tool_call_parser = "qwen3_coder";
+  EXPECT_FALSE(check_serving_context(server.ctx).has_value());
+  server.ctx.reasoning_parser = "nope";
+  EXPECT_TRUE(check_serving_context(server.ctx).has_value());
+  server.ctx.reasoning_parser = "nano_v3";
+  EXPECT_FALSE(check_serving_context(server.ctx).has_value());
+  server.ctx.max_model_len = 0;
+  EXPECT_TRUE(check_serving_context(server.ctx).has_value());
 }
 
 TEST(ProtocolRequests, WithoutATokenizerOnlyTokenIdsAreServed) {

@@ -5,7 +5,7 @@
 
 #include "core/check.h"
 #include "core/log.h"
-#include "engine/decode_session.h"
+#include "engine/executor.h"
 #include "ops/cuda/cuda_backend.h"
 
 namespace strata::bench {
@@ -81,33 +81,42 @@ std::vector<int32_t> bench_prompt(int64_t n, int64_t vocab) {
   return p;
 }
 
+// A single-sequence executor sized for the whole run (graphs for decode steps when `graph`).
+engine::ExecutorConfig bench_executor(model::NemotronHModel& m, Device device, int64_t context,
+                                      bool graph) {
+  engine::ExecutorConfig ec;
+  ec.device = device;
+  ec.max_num_seqs = 1;
+  ec.max_model_len = context;
+  ec.cache_plan = cache::plan_cache_for_tokens(m.config(), 1, context, 16, m.act_dtype());
+  ec.cuda_graphs = graph;
+  return ec;
+}
+
 BenchRow run_mode(model::NemotronHModel& m, Device device, const BenchOptions& o, bool graph,
                   std::vector<int32_t>* tokens) {
   BenchRow row;
   row.mode = graph ? "graph" : "eager";
-  engine::DecodeSessionOptions so;
-  so.max_context = o.prompt_len + o.warmup + 1 + o.steps * o.repeats + 8;
-  engine::DecodeSession s(m, device, so);
-  Tensor logits = s.prefill(bench_prompt(o.prompt_len, m.config().vocab_size));
-  int32_t id = s.greedy(logits);
-  for (int64_t i = 0; i < o.warmup; ++i)
-    id = s.greedy(s.decode(id));
-  if (graph) {
-    std::string why;
-    Tensor l;
-    if (!s.capture_decode(id, &why, &l)) {
-      row.note = "no graph: " + why;
-      log::warn("bench: decode step not captured as a CUDA graph: {}", why);
-      return row;
-    }
-    id = s.greedy(l);
-  } else {
-    id = s.greedy(s.decode(id));  // the same position the graph mode spends on its capture
+  const int64_t context = o.prompt_len + o.warmup + 1 + o.steps * o.repeats + 8;
+  engine::Executor ex(m, bench_executor(m, device, context, graph));
+  engine::ExecutorSequence s(ex, context);
+  const ops::SamplingRow greedy;  // temperature 0
+  engine::SamplingBatch batch;
+  batch.rows = {greedy};
+  Tensor logits =
+      s.forward(bench_prompt(o.prompt_len, m.config().vocab_size), engine::LogitRows::LastPerSequence);
+  int32_t id = ex.sample(logits, batch).ids[0];
+  // Warm-up decode steps; in graph mode the first one captures the bucket's graph.
+  for (int64_t i = 0; i < o.warmup + 1; ++i)
+    id = s.step({id}, greedy).ids[0];
+  if (graph && ex.captured_buckets().empty()) {
+    row.note = "no graph: the decode step could not be captured (see the warning above)";
+    return row;
   }
   for (int64_t r = 0; r < o.repeats; ++r) {
     const double ms = time_once_ms(device, [&] {
       for (int64_t i = 0; i < o.steps; ++i) {
-        id = s.greedy(s.decode(id));
+        id = s.step({id}, greedy).ids[0];
         if (r == 0) tokens->push_back(id);
       }
     });

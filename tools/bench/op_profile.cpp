@@ -6,7 +6,7 @@
 #include <map>
 
 #include "core/check.h"
-#include "engine/decode_session.h"
+#include "engine/executor.h"
 #include "ops/cuda/cuda_backend.h"
 #include "ops/ops.h"
 
@@ -42,15 +42,24 @@ OpProfile profile_decode_ops(model::NemotronHModel& m, int64_t prompt_len, int64
                              int64_t steps) {
   if (steps < 1 || prompt_len < 1)
     fail("bench --profile-ops: steps and prompt length must be >= 1");
-  engine::DecodeSessionOptions so;
-  so.max_context = prompt_len + warmup + steps + 8;
-  engine::DecodeSession s(m, Device::Cuda, so);
+  const int64_t context = prompt_len + warmup + steps + 8;
+  engine::ExecutorConfig ec;
+  ec.device = Device::Cuda;
+  ec.max_num_seqs = 1;
+  ec.max_model_len = context;
+  ec.cache_plan = cache::plan_cache_for_tokens(m.config(), 1, context, 16, m.act_dtype());
+  ec.cuda_graphs = false;  // eager: each op is timed between events
+  engine::Executor ex(m, ec);
+  engine::ExecutorSequence s(ex, context);
+  const ops::SamplingRow greedy;
   std::vector<int32_t> prompt;
   for (int64_t i = 0; i < prompt_len; ++i)
     prompt.push_back(static_cast<int32_t>((1000 + 7919 * i) % m.config().vocab_size));
-  int32_t id = s.greedy(s.prefill(prompt));
+  engine::SamplingBatch batch;
+  batch.rows = {greedy};
+  int32_t id = ex.sample(s.forward(prompt, engine::LogitRows::LastPerSequence), batch).ids[0];
   for (int64_t i = 0; i < warmup; ++i)
-    id = s.greedy(s.decode(id));
+    id = s.step({id}, greedy).ids[0];
 
   cuda::StreamTimeline timeline;
   std::vector<std::string> keys;  // keys[i]: the op that runs from mark i to mark i + 1
@@ -58,15 +67,15 @@ OpProfile profile_decode_ops(model::NemotronHModel& m, int64_t prompt_len, int64
   for (int64_t step = 0; step < steps; ++step) {
     timeline.clear();
     keys.clear();
-    s.context().observer = [&](const char* op, const void* args) {
+    ex.context().observer = [&](const char* op, const void* args) {
       // The step's one h2d copy synchronizes the stream before the first op: spin from here.
       if (keys.empty()) cuda::spin(kSpinMicroseconds);
       timeline.mark();
       keys.push_back(op_key(op, args));
     };
-    Tensor logits = s.decode(id);
+    Tensor logits = s.forward({id}, engine::LogitRows::LastPerSequence);
     timeline.mark();  // end of the last op
-    s.context().observer = nullptr;
+    ex.context().observer = nullptr;
     const std::vector<double> ms = timeline.intervals_ms();
     STRATA_CHECK_EQ(ms.size(), keys.size());
     for (size_t i = 0; i < ms.size(); ++i) {
@@ -75,7 +84,7 @@ OpProfile profile_decode_ops(model::NemotronHModel& m, int64_t prompt_len, int64
       r.calls += 1;
       r.us += ms[i] * 1000.0;
     }
-    id = s.greedy(logits);
+    id = ex.sample(logits, batch).ids[0];
   }
   OpProfile p;
   p.steps = steps;

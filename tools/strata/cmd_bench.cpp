@@ -115,7 +115,10 @@ void setup_bench(CLI::App& app) {
                   "Then time this many eager decode steps op by op (CUDA events per op)");
   sub->add_option("--json", f->json_out, "Also write the numbers as JSON to this file");
   sub->add_option("--label", f->label, "Free text printed with the results (commit, notes)");
-  // `strata bench serve` (cmd_bench_serve.cpp) is a subcommand of this one.
+  // `strata bench latency|throughput|prefill|serve ...`; plain `strata bench` is the decode bench.
+  for (auto& setup : bench_setups())
+    setup(*sub);
+  sub->require_subcommand(0, 1);
   sub->callback([f, sub] {
     if (sub->get_subcommands().empty()) run_bench(*f);
   });

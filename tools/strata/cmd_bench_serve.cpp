@@ -88,9 +88,8 @@ void run(BenchServeFlags& f) {
   if (r.completed == 0) fail("bench serve: no request succeeded");
 }
 
-void setup(CLI::App& app) {
-  CLI::App* bench = app.get_subcommand("bench");
-  auto* sub = bench->add_subcommand(
+void setup(CLI::App& bench) {
+  auto* sub = bench.add_subcommand(
       "serve", "Benchmark an OpenAI-compatible server as `vllm bench serve` does");
   static BenchServeFlags f;
   auto& c = f.c;
@@ -128,5 +127,5 @@ void setup(CLI::App& app) {
 }
 
 }  // namespace
-STRATA_LATE_COMMAND(setup);
+STRATA_BENCH_COMMAND(setup);
 }  // namespace strata::cli

@@ -3,6 +3,7 @@
 // of JSON at the end. Without a tokenizer the output is the generated ids.
 #include <nlohmann/json.hpp>
 
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <memory>
@@ -12,10 +13,14 @@
 #include "core/check.h"
 #include "core/log.h"
 #include "engine/device.h"
+#include "engine/engine.h"
 #include "engine/generator.h"
+#include "engine/sampling_json.h"
+#include "engine_flags.h"
+#include "io/json_strict.h"
 #include "model/nemotron_h/load.h"
 #include "model_source_flags.h"
-#include "text/chat_template.h"
+#include "text/chat_request.h"
 #include "text/detokenizer.h"
 #include "text/generation_config.h"
 #include "text/tokenizer.h"
@@ -25,9 +30,10 @@ namespace {
 
 struct GenerateFlags {
   ModelSourceFlags src;  // --model DIR or --load-format dummy
-  std::string prompt, prompt_flag, prompt_ids, device = "cpu", output = "text";
+  EngineFlags engine;    // --device, --max-num-seqs, ... (vLLM's names)
+  std::string prompt, prompt_flag, prompt_ids, prompts_file, output = "text";
   int64_t max_tokens = 16, prefill_chunk = 0;
-  float temperature = 0.f, top_p = 1.f;
+  float temperature = 0.f, top_p = 1.f, min_p = 0.f;
   int32_t top_k = 0;
   uint64_t seed = 0;
   bool ignore_eos = false, stats = false;
@@ -52,13 +58,8 @@ std::vector<int32_t> prompt_tokens(const GenerateFlags& f, const text::Tokenizer
   if (!f.chat) return tok->encode(text, /*add_special_tokens=*/true);
   // A chat prompt: the conversation rendered as transformers' apply_chat_template does, then
   // encoded without special tokens (the template writes them), as vLLM's chat path does.
-  nlohmann::ordered_json messages = nlohmann::ordered_json::array();
-  if (!f.system.empty()) messages.push_back({{"role", "system"}, {"content", f.system}});
-  messages.push_back({{"role", "user"}, {"content", text}});
-  const auto templates = ModelChatTemplates::load(f.src.model);
-  const std::string rendered = templates.render(messages, nullptr, /*add_generation_prompt=*/true,
-                                                nlohmann::ordered_json::object());
-  return tok->encode(rendered, /*add_special_tokens=*/false);
+  const auto builder = text::ChatPromptBuilder::from_model_dir(f.src.model);
+  return text::chat_prompt_ids(builder, *tok, text::single_turn_chat(text, f.system));
 }
 
 std::string ids_text(const std::vector<int32_t>& ids) {
@@ -68,7 +69,63 @@ std::string ids_text(const std::vector<int32_t>& ids) {
   return s;
 }
 
-void run_generate(const GenerateFlags& f) {
+// One request's sampling parameters from the flags.
+engine::SamplingParams flag_params(const GenerateFlags& f) {
+  engine::SamplingParams p;
+  p.temperature = f.temperature;
+  p.top_k = f.top_k;
+  p.top_p = f.top_p;
+  p.min_p = f.min_p;
+  p.seed = f.seed;
+  p.max_tokens = f.max_tokens;
+  p.ignore_eos = f.ignore_eos;
+  return p;
+}
+
+// --prompts-file: one JSON object per line, `prompt` (text) or `prompt_ids`, and optional
+// sampling fields with vLLM's names.
+std::vector<engine::EngineRequest> read_prompts_file(const GenerateFlags& f,
+                                                     const text::Tokenizer* tok) {
+  std::vector<std::string> lines;
+  {
+    const std::string text = io::read_text_file(f.prompts_file);
+    size_t start = 0;
+    while (start <= text.size()) {
+      const size_t nl = std::min(text.find('\n', start), text.size());
+      lines.push_back(text.substr(start, nl - start));
+      start = nl + 1;
+    }
+  }
+  std::vector<engine::EngineRequest> reqs;
+  for (size_t i = 0; i < lines.size(); ++i) {
+    if (lines[i].find_first_not_of(" \t\r") == std::string::npos) continue;
+    const std::string where = fmt::format("{} line {}", f.prompts_file, i + 1);
+    const nlohmann::json j = io::parse_json_strict(lines[i], where, /*max_depth=*/16);
+    if (!j.is_object()) fail("{}: expected a JSON object", where);
+    engine::EngineRequest r;
+    r.id = fmt::format("{}", reqs.size());
+    r.params = engine::sampling_params_from_json(j, flag_params(f), where);
+    const bool has_text = j.contains("prompt"), has_ids = j.contains("prompt_ids");
+    if (has_text == has_ids) fail("{}: give exactly one of \"prompt\" and \"prompt_ids\"", where);
+    if (has_ids) {
+      r.prompt = engine::token_ids_from_json(j["prompt_ids"], where + ": prompt_ids");
+    } else {
+      if (!j["prompt"].is_string()) fail("{}: \"prompt\" must be a string", where);
+      if (!tok) fail("{}: a text prompt needs the model's tokenizer.json; use prompt_ids", where);
+      r.prompt = tok->encode(j["prompt"].get<std::string>(), /*add_special_tokens=*/true);
+    }
+    reqs.push_back(std::move(r));
+  }
+  if (reqs.empty()) fail("{}: no prompts", f.prompts_file);
+  return reqs;
+}
+
+void print_checked(const std::string& s) {
+  if (std::fwrite(s.data(), 1, s.size(), stdout) != s.size() || std::fflush(stdout) != 0)
+    fail("writing to standard output failed");
+}
+
+void run_generate(GenerateFlags& f) {
   if (f.output != "text" && f.output != "json")
     fail("--output must be text or json, got \"{}\"", f.output);
   std::unique_ptr<text::Tokenizer> tok;
@@ -77,60 +134,97 @@ void run_generate(const GenerateFlags& f) {
   if (f.chat && !f.prompt_ids.empty())
     fail("generate: --chat takes a text prompt, not --prompt-ids");
   if (!f.chat && !f.system.empty()) fail("generate: --system needs --chat");
-  const std::vector<int32_t> prompt = prompt_tokens(f, tok.get());
-  const Device device = engine::parse_device(f.device);
+  const bool many = !f.prompts_file.empty();
+  if (many && (!f.prompt.empty() || !f.prompt_flag.empty() || !f.prompt_ids.empty() || f.chat))
+    fail("generate: --prompts-file takes the prompts from the file; give no other prompt");
+
+  std::vector<engine::EngineRequest> reqs;
+  if (many) {
+    reqs = read_prompts_file(f, tok.get());
+  } else {
+    engine::EngineRequest r;
+    r.id = "0";
+    r.prompt = prompt_tokens(f, tok.get());
+    r.params = flag_params(f);
+    reqs.push_back(std::move(r));
+  }
+  // One prompt: caches just for it (the decode graph's block table matches `strata bench`).
+  if (f.engine.max_num_seqs == 0) f.engine.max_num_seqs = many ? 256 : 1;
+  if (f.engine.max_model_len == 0 && !many)
+    f.engine.max_model_len = static_cast<int64_t>(reqs[0].prompt.size()) + f.max_tokens;
+  if (f.prefill_chunk > 0) f.engine.max_num_batched_tokens = f.prefill_chunk;
+  engine::EngineConfig ec = engine_config(f.engine);
   {
     OpContext probe;
-    engine::prepare_device(device, probe);  // fail before loading anything
+    engine::prepare_device(ec.executor.device, probe);  // fail before loading anything
   }
-  engine::SamplingParams params;
-  params.temperature = f.temperature;
-  params.top_k = f.top_k;
-  params.top_p = f.top_p;
-  params.seed = f.seed;
-  params.max_tokens = f.max_tokens;
-  params.ignore_eos = f.ignore_eos;
-  params.validate();
+  for (const auto& r : reqs) r.params.validate();
 
-  auto model = load_from_flags(f.src, device, /*sampling=*/true, "generate");
+  auto model = load_from_flags(f.src, ec.executor.device, /*sampling=*/true, "generate");
   // Dummy weights have no directory: their config's EOS ids stop the generation.
-  params.stop_token_ids = f.src.model.empty()
-                              ? model->config().eos_token_ids
-                              : text::stop_token_ids(f.src.model, tok.get(), f.chat);
+  ec.eos_ids = f.src.model.empty() ? model->config().eos_token_ids
+                                   : text::stop_token_ids(f.src.model, tok.get(), f.chat);
+  const auto t_load = std::chrono::steady_clock::now();
+  engine::LLMEngine eng(*model, tok.get(), ec);
+  log::info("{}", eng.executor().describe_pools());
+  for (auto& r : reqs)
+    if (!eng.add_request(r)) fail("generate: the engine's waiting queue is full");
 
-  engine::GeneratorOptions options;
-  options.max_context = static_cast<int64_t>(prompt.size()) + f.max_tokens;
-  options.prefill_chunk = f.prefill_chunk;
-  engine::Generator gen(*model, device, options);
-
-  // Text output streams as tokens arrive (complete UTF-8 only); special tokens are skipped as
-  // vLLM's default detokenization does.
-  std::unique_ptr<text::IncrementalDetokenizer> stream;
-  if (tok && f.output == "text")
-    stream = std::make_unique<text::IncrementalDetokenizer>(*tok, true);
-  const engine::GenerationResult r = gen.generate(prompt, params, [&](int32_t id) {
-    if (!stream) return;
-    const std::string piece = stream->push(id);
-    std::fwrite(piece.data(), 1, piece.size(), stdout);
-    std::fflush(stdout);
-  });
-
-  if (f.output == "json") {
-    nlohmann::json j;
-    j["token_ids"] = r.tokens;
-    if (tok) {
-      j["text"] = tok->decode(r.tokens, /*skip_special_tokens=*/true);
-    } else {
-      j["text"] = nullptr;  // no tokenizer.json in the model directory
+  struct Result {
+    std::vector<std::vector<int32_t>> ids;
+    std::vector<std::string> text, finish;
+    std::string error;
+  };
+  std::vector<Result> results(reqs.size());
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    const size_t n = static_cast<size_t>(reqs[i].params.n);
+    results[i].ids.resize(n);
+    results[i].text.resize(n);
+    results[i].finish.resize(n);
+  }
+  const bool stream = !many && f.output == "text" && tok && reqs[0].params.n == 1;
+  int64_t generated = 0;
+  double first_token_s = -1;
+  while (eng.has_unfinished()) {
+    for (engine::RequestOutput& o : eng.step()) {
+      Result& r = results[std::stoul(o.request_id)];
+      if (!o.error.empty()) r.error = o.error;
+      for (engine::CompletionDelta& d : o.completions) {
+        const auto k = static_cast<size_t>(d.index);
+        r.ids[k].insert(r.ids[k].end(), d.token_ids.begin(), d.token_ids.end());
+        r.text[k] += d.text;
+        generated += static_cast<int64_t>(d.token_ids.size());
+        if (d.finish != engine::FinishReason::None) r.finish[k] = engine::finish_reason_name(d.finish);
+        if (stream) print_checked(d.text);
+      }
+      if (first_token_s < 0 && generated > 0)
+        first_token_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_load).count();
     }
-    j["finish_reason"] = r.finish_reason;
-    j["prompt_tokens"] = r.prompt_tokens;
-    std::printf("%s\n", j.dump().c_str());
-  } else if (stream) {
-    const std::string rest = stream->finish();
-    std::printf("%s\n", rest.c_str());
-  } else {
-    std::printf("%s\n", ids_text(r.tokens).c_str());
+  }
+  const double total_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t_load).count();
+
+  for (size_t i = 0; i < results.size(); ++i) {
+    const Result& r = results[i];
+    if (!r.error.empty()) fail("generate: prompt {}: {}", i, r.error);
+    if (f.output == "json") {
+      nlohmann::json j;
+      j["token_ids"] = r.ids[0];
+      j["text"] = tok ? nlohmann::json(r.text[0]) : nlohmann::json(nullptr);
+      j["finish_reason"] = r.finish[0];
+      j["prompt_tokens"] = reqs[i].prompt.size();
+      if (r.ids.size() > 1)
+        for (size_t k = 0; k < r.ids.size(); ++k)
+          j["completions"].push_back({{"token_ids", r.ids[k]},
+                                      {"text", tok ? nlohmann::json(r.text[k]) : nlohmann::json(nullptr)},
+                                      {"finish_reason", r.finish[k]}});
+      print_checked(j.dump() + "\n");
+    } else if (stream) {
+      print_checked("\n");
+    } else {
+      for (size_t k = 0; k < r.ids.size(); ++k)
+        print_checked((tok ? r.text[k] : ids_text(r.ids[k])) + "\n");
+    }
   }
   if (f.stats) {
     const model::WeightLoadReport& w = model->weights().report;
@@ -139,11 +233,13 @@ void run_generate(const GenerateFlags& f) {
         "load: %lld tensors, %.2f MiB mapped, %.2f MiB used in place, %.3f MiB converted, %.3f s\n",
         static_cast<long long>(w.tensors), w.mapped_bytes / 1048576.0, w.viewed_bytes / 1048576.0,
         w.converted_bytes / 1048576.0, w.seconds);
-    const double n = static_cast<double>(r.tokens.size());
+    const double decode_s = total_s - first_token_s;
+    const double per_seq = static_cast<double>(generated) / static_cast<double>(reqs.size());
     std::fprintf(stderr,
-                 "prefill %lld tokens in %.3f s; decode %zu tokens in %.3f s (%.1f tokens/s)\n",
-                 static_cast<long long>(r.prompt_tokens), r.prefill_seconds, r.tokens.size(),
-                 r.decode_seconds, r.decode_seconds > 0 ? (n - 1) / r.decode_seconds : 0.0);
+                 "%zu prompt(s): first token after %.3f s; %lld tokens in %.3f s; decode %.1f "
+                 "tokens/s per sequence after the first token\n",
+                 reqs.size(), first_token_s, static_cast<long long>(generated), total_s,
+                 decode_s > 0 ? (per_seq - 1) / decode_s : 0.0);
   }
 }
 
@@ -167,12 +263,19 @@ void setup_generate(CLI::App& app) {
                 "Send the prompt as a user message through the model's chat template");
   sub->add_option("--system", f->system, "System message for --chat");
   sub->add_flag("--ignore-eos", f->ignore_eos, "Do not stop at the model's EOS ids");
-  sub->add_option("--device", f->device, "cpu or cuda")->capture_default_str();
+  f->engine.device = "cpu";
+  f->engine.max_num_seqs = 0;  // 0: 1 for one prompt, 256 for --prompts-file
+  add_engine_flags(sub, f->engine);
+  sub->add_option("--prompts-file", f->prompts_file,
+                  "Run many prompts together: one JSON object per line (prompt or prompt_ids, "
+                  "and sampling fields with vLLM's names)");
+  sub->add_option("--min-p", f->min_p, "Drop tokens below min_p x the top probability; 0 = off")
+      ->capture_default_str();
   sub->add_option("--output", f->output,
                   "text (streamed; the ids when the model has no tokenizer) or json (one line)")
       ->capture_default_str();
   sub->add_option("--prefill-chunk", f->prefill_chunk,
-                  "Prefill the prompt in chunks of this many tokens; 0 = all")
+                  "Prefill in chunks of this many tokens (sets --max-num-batched-tokens); 0 = all")
       ->capture_default_str();
   sub->add_flag("--stats", f->stats, "Print timings to stderr");
   sub->callback([f] { run_generate(*f); });

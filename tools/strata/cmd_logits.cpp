@@ -6,6 +6,7 @@
 #include "command.h"
 #include "core/check.h"
 #include "engine/device.h"
+#include "engine/executor.h"
 #include "engine/generator.h"
 #include "io/npy.h"
 #include "model/nemotron_h/load.h"
@@ -23,34 +24,33 @@ struct LogitsFlags {
 void run_logits(const LogitsFlags& f) {
   const std::vector<int32_t> ids = engine::parse_token_id_list(f.prompt_ids, "--prompt-ids");
   const Device device = engine::parse_device(f.device);
-  OpContext ctx;
-  engine::prepare_device(device, ctx);  // fail before loading anything
+  OpContext probe;
+  engine::prepare_device(device, probe);  // fail before loading anything
   if (f.prefill_chunk < 0) fail("--prefill-chunk must be >= 0, got {}", f.prefill_chunk);
   auto model = load_from_flags(f.src, device, /*sampling=*/false, "logits");
   const model::ModelConfig& c = model->config();
   engine::validate_token_ids(ids, c.vocab_size, "--prompt-ids");
 
   const int64_t T = static_cast<int64_t>(ids.size());
-  cache::ModelCache cache(c, cache::plan_cache_for_tokens(c, 1, T, 16, model->act_dtype()), device);
-  cache::BlockTable blocks;
-  if (!blocks.ensure(cache.kv, T)) fail("KV cache: no blocks for {} tokens", T);
-  model::SequenceChunk seq;
-  seq.slot = cache.mamba.allocate();
-  seq.blocks = &blocks;
+  engine::ExecutorConfig ec;
+  ec.device = device;
+  ec.max_num_seqs = 1;
+  ec.max_model_len = T;  // checked against the model's context length
+  ec.cache_plan = cache::plan_cache_for_tokens(c, 1, T, 16, model->act_dtype());
+  ec.cuda_graphs = false;
+  engine::Executor executor(*model, ec);
+  engine::ExecutorSequence seq(executor, T);
 
   // One prefill (or several chunks of it, each continuing from the cached state).
   Tensor all = Tensor::empty(Shape{T, c.vocab_size}, DType::F32, Device::Host);  // [T, V]
   const int64_t chunk = f.prefill_chunk > 0 ? f.prefill_chunk : T;
   for (int64_t done = 0; done < T; done += chunk) {
     const int64_t len = std::min(chunk, T - done);
-    seq.num_computed = done;
-    seq.tokens.assign(ids.begin() + done, ids.begin() + done + len);
-    const model::StepInput step =
-        model::StepInput::build({seq}, cache.kv.block_size(), c.num_attention > 0, device, ctx);
-    Tensor logits = model->forward(ctx, step, cache, model::LogitRows::All);  // [len, V] f32
+    Tensor logits = seq.forward(std::vector<int32_t>(ids.begin() + done, ids.begin() + done + len),
+                                engine::LogitRows::All);  // [len, V] f32
     if (logits.device() != Device::Host) {
       logits = logits.to(Device::Host);
-      ++ctx.d2h_copies;
+      ++executor.context().d2h_copies;
     }
     all.slice(0, done, len).copy_from(logits);
   }

@@ -12,18 +12,21 @@ namespace strata::cli {
 
 using CommandSetup = std::function<void(CLI::App&)>;
 std::vector<CommandSetup>& command_setups();
-// Run after every command_setups() entry: for subcommands of subcommands (`bench serve`).
-std::vector<CommandSetup>& late_command_setups();
+// Subcommands of `strata bench` (latency, throughput, prefill, serve): each setup gets the
+// bench App.
+std::vector<CommandSetup>& bench_setups();
+// The commit this binary was built from ("1e950f1abcde", "+dirty" when built from changes).
+const char* build_commit();
 
 struct CommandRegistrar {
-  explicit CommandRegistrar(CommandSetup s) { command_setups().push_back(std::move(s)); }
-};
-struct LateCommandRegistrar {
-  explicit LateCommandRegistrar(CommandSetup s) { late_command_setups().push_back(std::move(s)); }
+  CommandRegistrar(std::vector<CommandSetup>& list, CommandSetup s) {
+    list.push_back(std::move(s));
+  }
 };
 
 }  // namespace strata::cli
 
-#define STRATA_COMMAND(fn) static ::strata::cli::CommandRegistrar strata_command_##fn(fn)
-#define STRATA_LATE_COMMAND(fn) \
-  static ::strata::cli::LateCommandRegistrar strata_late_command_##fn(fn)
+#define STRATA_COMMAND(fn) \
+  static ::strata::cli::CommandRegistrar strata_command_##fn(::strata::cli::command_setups(), fn)
+#define STRATA_BENCH_COMMAND(fn) \
+  static ::strata::cli::CommandRegistrar strata_bench_##fn(::strata::cli::bench_setups(), fn)

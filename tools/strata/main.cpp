@@ -10,7 +10,7 @@ std::vector<CommandSetup>& command_setups() {
   static std::vector<CommandSetup> s;
   return s;
 }
-std::vector<CommandSetup>& late_command_setups() {
+std::vector<CommandSetup>& bench_setups() {
   static std::vector<CommandSetup> s;
   return s;
 }
@@ -24,8 +24,6 @@ int main(int argc, char** argv) {
     return "strata: error: " + std::string(e.what()) + " (see --help)\n";
   });
   for (auto& setup : strata::cli::command_setups())
-    setup(app);
-  for (auto& setup : strata::cli::late_command_setups())
     setup(app);
   try {
     app.parse(argc, argv);

@@ -1,6 +1,6 @@
 // Attention (spec 3.3): q, k, v projections (no bias, no RoPE) -> write k, v into the paged
-// cache at the step's slot mapping -> causal GQA attention over each sequence's context ->
-// o_proj.
+// cache at the step's slot mapping -> causal GQA attention over each sequence's context
+// (decode rows and prefill rows of a mixed step each with their kernels) -> o_proj.
 #include <cmath>
 
 #include "model/nemotron_h/blocks.h"
@@ -33,21 +33,26 @@ void attention_block(OpContext& ctx, const ModelConfig& c, const AttentionWeight
   write.slot_mapping = step.slot_mapping();
   ops::run(ctx, write);
 
-  Tensor o = workspace(ctx, Shape{T, c.q_size}, act);
-  ops::AttentionArgs attn;
-  attn.q = q;
-  attn.k_cache = kv.k_cache(attn_layer);
-  attn.v_cache = kv.v_cache(attn_layer);
-  attn.block_tables = step.block_tables();
-  attn.cu_seqlens_q = step.cu_seqlens();
-  attn.context_lens = step.context_lens();
-  attn.n_heads = c.num_attention_heads;
-  attn.n_kv_heads = c.num_key_value_heads;
-  attn.head_dim = c.head_dim;
-  attn.max_q_len = step.max_q_len();
-  attn.scale = 1.f / std::sqrt(static_cast<float>(c.head_dim));
-  attn.out = o;
-  ops::run(ctx, attn);
+  // Decode rows and prefill rows attend in separate launches (the decode kernel needs
+  // q_len 1); each part's queries, block tables and context lengths are views of the step's.
+  Tensor o = workspace(ctx, Shape{T, c.q_size}, act);  // [T, n_heads*hd]
+  for (const engine::StepPart& part : {step.decode_part(), step.prefill_part()}) {
+    if (part.empty()) continue;
+    ops::AttentionArgs attn;
+    attn.q = part.rows(q);
+    attn.k_cache = kv.k_cache(attn_layer);
+    attn.v_cache = kv.v_cache(attn_layer);
+    attn.block_tables = part.block_tables;
+    attn.cu_seqlens_q = part.cu_seqlens;
+    attn.context_lens = part.context_lens;
+    attn.n_heads = c.num_attention_heads;
+    attn.n_kv_heads = c.num_key_value_heads;
+    attn.head_dim = c.head_dim;
+    attn.max_q_len = part.max_q_len;
+    attn.scale = 1.f / std::sqrt(static_cast<float>(c.head_dim));
+    attn.out = part.rows(o);
+    ops::run(ctx, attn);
+  }
 
   ops::LinearArgs o_proj;
   o_proj.x = o;

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "core/check.h"
+#include "engine/executor.h"
 #include "model/nemotron_h/blocks.h"
 
 namespace strata::model {
@@ -105,33 +106,34 @@ void compare(const Tensor& dev_out, const Tensor& host_out, BlockGateRow* row) {
   row->elements = n;
 }
 
-// One side of the gate: its context, caches, sequence and steps.
+// One side of the gate: the context its ops run on, and an executor that holds its caches,
+// its one sequence and builds its steps.
 struct Side {
-  Side(const NemotronHModel& m, OpContext* ctx_, int64_t tokens)
-      : ctx(ctx_),
-        cache(m.config(), cache::plan_cache_for_tokens(m.config(), 1, tokens, 16, m.act_dtype()),
-              ctx_->device) {
-    slot = cache.mamba.allocate();
-    if (!blocks.ensure(cache.kv, tokens)) fail("gate: no KV blocks for {} tokens", tokens);
+  Side(NemotronHModel& m, OpContext* ctx_, int64_t tokens)
+      : ctx(ctx_), ex(m, config(m, ctx_->device, tokens)), seq(ex, tokens), cache(ex.cache()) {}
+  static engine::ExecutorConfig config(const NemotronHModel& m, Device device, int64_t tokens) {
+    engine::ExecutorConfig ec;
+    ec.device = device;
+    ec.max_num_seqs = 1;
+    ec.max_model_len = tokens;
+    ec.cache_plan = cache::plan_cache_for_tokens(m.config(), 1, tokens, 16, m.act_dtype());
+    ec.cuda_graphs = false;
+    return ec;
   }
-  ~Side() { blocks.release(cache.kv); }
-  StepInput step(const std::vector<int32_t>& tokens, int64_t computed) {
-    SequenceChunk c;
-    c.slot = slot;
-    c.num_computed = computed;
-    c.tokens = tokens;
-    c.blocks = &blocks;
-    return StepInput::build({c}, cache.kv.block_size(), need_kv, ctx->device, *ctx);
+  // The next step of the sequence: `tokens` after everything earlier steps ran.
+  engine::StepInput step(const std::vector<int32_t>& tokens) {
+    engine::StepInput s = ex.prepare({seq.chunk(tokens)});
+    seq.advance(static_cast<int64_t>(tokens.size()));
+    return s;
   }
   OpContext* ctx;
-  cache::ModelCache cache;
-  cache::BlockTable blocks;
-  int32_t slot = -1;
-  bool need_kv = false;
+  engine::Executor ex;
+  engine::ExecutorSequence seq;
+  cache::ModelCache& cache;
 };
 
 void run_block(OpContext& ctx, const ModelConfig& c, const LayerWeights& L, int64_t k,
-               const Tensor& a, const StepInput& step, cache::ModelCache& cache, Tensor& out) {
+               const Tensor& a, const engine::StepInput& step, cache::ModelCache& cache, Tensor& out) {
   switch (L.kind) {
     case LayerKind::Mamba:
       mamba_block(ctx, c, L.mamba, a, step, cache.mamba, k, out);
@@ -177,7 +179,6 @@ std::vector<BlockGateRow> run_block_gate(NemotronHModel& m, OpContext& dctx,
   OpContext hctx;
   hctx.observer = emulate_w8a8;
   Side dev(m, &dctx, T + 1), host(m, &hctx, T + 1);
-  dev.need_kv = host.need_kv = c.num_attention > 0;
 
   std::vector<BlockGateRow> rows;
   // Host copies of device-made layers, made once and used by both phases.
@@ -187,8 +188,8 @@ std::vector<BlockGateRow> run_block_gate(NemotronHModel& m, OpContext& dctx,
     const bool decode = phase == 1;
     const std::vector<int32_t> tokens = decode ? std::vector<int32_t>{next_token} : prompt;
     const int64_t n = static_cast<int64_t>(tokens.size());
-    const StepInput dstep = dev.step(tokens, decode ? T : 0);
-    const StepInput hstep = host.step(tokens, decode ? T : 0);
+    const engine::StepInput dstep = dev.step(tokens);  // prefill at 0, then decode at T
+    const engine::StepInput hstep = host.step(tokens);
 
     // The device's residual stream drives every block's input.
     Tensor h = Tensor::empty(Shape{n, H}, act, dctx.device);

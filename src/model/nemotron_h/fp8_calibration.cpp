@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "core/check.h"
+#include "engine/executor.h"
 
 namespace strata::model {
 namespace {
@@ -120,27 +121,24 @@ std::map<std::string, float> calibrate_input_amax(
   }
   if (!w.tied_lm_head) rec.linear_by_weight[w.lm_head.weight.raw()] = "lm_head";
 
-  OpContext ctx;
-  ctx.observer = [&](const char* op, const void* args) {
+  int64_t longest = 1;
+  for (const auto& ids : prompts) longest = std::max(longest, static_cast<int64_t>(ids.size()));
+  engine::ExecutorConfig ec;  // the host reference: calibration reads the activations there
+  ec.device = Device::Host;
+  ec.max_num_seqs = 1;
+  ec.max_model_len = longest;
+  ec.cache_plan = cache::plan_cache_for_tokens(c, 1, longest, 16, m.act_dtype());
+  ec.cuda_graphs = false;
+  engine::Executor ex(m, ec);
+  ex.context().observer = [&](const char* op, const void* args) {
     const std::string name(op);
     if (name == ops::LinearArgs::kName) rec.on_linear(*static_cast<const ops::LinearArgs*>(args));
     if (name == ops::MoeExpertsArgs::kName)
       rec.on_experts(*static_cast<const ops::MoeExpertsArgs*>(args));
   };
   for (const auto& ids : prompts) {
-    const auto T = static_cast<int64_t>(ids.size());
-    cache::ModelCache cache(c, cache::plan_cache_for_tokens(c, 1, T, 16, m.act_dtype()),
-                            Device::Host);
-    cache::BlockTable blocks;
-    if (!blocks.ensure(cache.kv, T)) fail("calibration: no KV blocks for {} tokens", T);
-    SequenceChunk seq;
-    seq.slot = cache.mamba.allocate();
-    seq.tokens = ids;
-    seq.blocks = &blocks;
-    const StepInput step =
-        StepInput::build({seq}, cache.kv.block_size(), c.num_attention > 0, Device::Host, ctx);
-    m.forward(ctx, step, cache, LogitRows::LastPerSequence);
-    blocks.release(cache.kv);
+    engine::ExecutorSequence seq(ex, static_cast<int64_t>(ids.size()));
+    seq.forward(ids, engine::LogitRows::LastPerSequence);
   }
   return rec.amax;
 }

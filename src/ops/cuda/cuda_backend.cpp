@@ -120,6 +120,13 @@ int multiprocessor_count() {
   return ready().prop.multiProcessorCount;
 }
 
+void memory_info(size_t* free_bytes, size_t* total_bytes) {
+  Backend& b = ready();
+  STRATA_CUDA_CHECK(cudaStreamSynchronize(b.stream));
+  b.arena->trim();  // slabs with no live block go back: free memory is what others may take
+  STRATA_CUDA_CHECK(cudaMemGetInfo(free_bytes, total_bytes));
+}
+
 double time_ms(const std::function<void()>& fn, int warmup, int reps) {
   Backend& b = ready();
   STRATA_CHECK_GT(reps, 0);
@@ -248,6 +255,9 @@ std::string device_description() {
   no_cuda();
 }
 int multiprocessor_count() {
+  no_cuda();
+}
+void memory_info(size_t*, size_t*) {
   no_cuda();
 }
 double time_ms(const std::function<void()>&, int, int) {

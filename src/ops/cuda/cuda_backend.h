@@ -44,6 +44,8 @@ int64_t take_index_errors();
 // "NVIDIA H200 (sm_90, 132 SMs, 139.8 GiB)" of the initialized device.
 std::string device_description();
 int multiprocessor_count();
+// Free and total bytes of the device, after returning the arena's unused slabs to it.
+void memory_info(size_t* free_bytes, size_t* total_bytes);
 
 // Median milliseconds of `fn` (which enqueues work on stream()) over `reps` timed runs after
 // `warmup` runs, each timed with CUDA events.
