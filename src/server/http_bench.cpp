@@ -362,7 +362,9 @@ BenchResult run_bench(BenchConfig c, const std::function<void(int64_t, int64_t)>
   const auto t0 = Clock::now();
   auto results = run_jobs(c, ep, jobs, rng, progress, t0);
   const double duration = std::chrono::duration<double>(Clock::now() - t0).count();
-  return summarize(std::move(results), duration, c.percentiles);
+  BenchResult r = summarize(std::move(results), duration, c.percentiles);
+  r.model = c.model;
+  return r;
 }
 
 std::string format_report(const BenchConfig& c, const BenchResult& r) {
@@ -406,7 +408,7 @@ nlohmann::ordered_json result_json(const BenchConfig& c, const BenchResult& r) {
   nlohmann::ordered_json j;
   j["backend"] = "openai";
   j["endpoint"] = c.endpoint;
-  j["model_id"] = c.model;
+  j["model_id"] = r.model.empty() ? c.model : r.model;
   j["num_prompts"] = c.num_prompts;
   j["request_rate"] = std::isinf(c.request_rate) ? nlohmann::ordered_json("inf") : nlohmann::ordered_json(c.request_rate);
   j["max_concurrency"] = c.max_concurrency > 0 ? nlohmann::ordered_json(c.max_concurrency) : nlohmann::ordered_json(nullptr);

@@ -50,6 +50,7 @@ struct RequestResult {
 };
 
 struct BenchResult {
+  std::string model;  // the model benchmarked (from /v1/models when not given)
   double duration = 0;
   int64_t completed = 0, failed = 0, total_input = 0, total_output = 0;
   double request_throughput = 0, output_throughput = 0, total_token_throughput = 0;

@@ -95,6 +95,7 @@ TEST(BenchServe, MeasuresEveryRequestAndHonoursTheConcurrencyCap) {
   EXPECT_NE(report.find("Successful requests:"), std::string::npos);
   EXPECT_NE(report.find("P99 TTFT (ms):"), std::string::npos);
   EXPECT_EQ(bench::result_json(c, r)["completed"], 24);
+  EXPECT_EQ(bench::result_json(c, r)["model_id"], "fake");  // found through /v1/models
 }
 
 TEST(BenchServe, FailedRequestsAreCountedWithTheirError) {
