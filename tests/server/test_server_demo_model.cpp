@@ -6,6 +6,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include <grpcpp/grpcpp.h>
+#include <signal.h>
+
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <map>
@@ -15,6 +19,7 @@
 #include "model/nemotron_h/load.h"
 #include "prometheus_text.h"
 #include "raw_client.h"
+#include "server/localai_backend.h"
 #include "server/server.h"
 #include "server_harness.h"
 #include "text/chat_request.h"
@@ -185,6 +190,74 @@ TEST(ServerDemoModel, RunBatchWritesOneLinePerRequestInOrder) {
   std::string body;
   ASSERT_EQ(status_of(c.read_response(&body)), 200);
   EXPECT_EQ(json::parse(body)["choices"][0]["text"], lines[0]["response"]["body"]["choices"][0]["text"]);
+}
+
+}  // namespace
+}  // namespace strata::server
+
+namespace strata::server {
+namespace {
+
+// `strata localai` as LocalAI starts it (a process with --addr), driven by a client built from
+// the same proto: Health before a model, LoadModel of the demo directory with LocalAI options,
+// Predict equal to the same greedy completion through the OpenAI server, then SIGTERM.
+TEST(ServerDemoModel, LocalAIBackendProcessLoadsAndPredicts) {
+  const std::string dir = ::testing::TempDir();
+  const std::string log = dir + "/localai.log", pidfile = dir + "/localai.pid";
+  std::remove(log.c_str());
+  const std::string cmd = std::string(STRATA_BINARY) + " localai --addr 127.0.0.1:0 > " + log +
+                          " 2>&1 & echo $! > " + pidfile;
+  ASSERT_EQ(std::system(cmd.c_str()), 0);
+  int port = 0;
+  for (int i = 0; i < 300 && port == 0; ++i) {
+    std::ifstream f(log);
+    std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    const size_t at = text.find("(port ");
+    if (at != std::string::npos) port = std::atoi(text.c_str() + at + 6);
+    else std::this_thread::sleep_for(50ms);
+  }
+  ASSERT_GT(port, 0) << "strata localai did not start";
+  auto stub = backend::Backend::NewStub(grpc::CreateChannel("127.0.0.1:" + std::to_string(port),
+                                                            grpc::InsecureChannelCredentials()));
+  {
+    grpc::ClientContext c;
+    backend::Reply r;
+    ASSERT_TRUE(stub->Health(&c, backend::HealthMessage{}, &r).ok());
+    EXPECT_EQ(r.message(), "OK");
+  }
+  {
+    grpc::ClientContext c;
+    backend::ModelOptions o;
+    o.set_modelfile(testing::demo_model_dir());
+    o.set_contextsize(256);
+    o.add_options("max_num_seqs:4");
+    o.add_options("served_model_name:demo");
+    backend::Result r;
+    ASSERT_TRUE(stub->LoadModel(&c, o, &r).ok());
+    ASSERT_TRUE(r.success()) << r.message();
+  }
+  backend::PredictOptions p;
+  p.set_prompt("Life is");
+  p.set_tokens(8);
+  p.set_ignoreeos(true);
+  grpc::ClientContext c;
+  backend::Reply reply;
+  ASSERT_TRUE(stub->Predict(&c, p, &reply).ok());
+  EXPECT_EQ(reply.tokens(), 8);
+  // The same request through the OpenAI server on the same model.
+  DemoServer s(4);
+  RawClient http(s.server->port(), 60s);
+  http.send(http_request("POST", "/v1/completions",
+                         json{{"prompt", "Life is"}, {"max_tokens", 8}, {"temperature", 0},
+                              {"ignore_eos", true}}.dump()));
+  std::string body;
+  ASSERT_EQ(status_of(http.read_response(&body)), 200);
+  EXPECT_EQ(reply.message(), json::parse(body)["choices"][0]["text"].get<std::string>());
+  std::ifstream pid(pidfile);
+  long p_id = 0;
+  pid >> p_id;
+  ASSERT_GT(p_id, 0);
+  EXPECT_EQ(::kill(static_cast<pid_t>(p_id), SIGTERM), 0);
 }
 
 }  // namespace
