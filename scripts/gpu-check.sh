@@ -18,6 +18,8 @@
 # and the summary is always written). Order: benchmark first (nothing else running on the
 # machine), then the test suite (all binaries at once), then the gates.
 set -uo pipefail
+# A GPU test that cannot run fails instead of skipping (tests/common/require_gpu.h).
+export STRATA_REQUIRE_GPU=1
 
 ROOT=${STRATA_ROOT:-$(cd "$(dirname "$0")/.." && pwd)}
 OUT=${OUT:-$ROOT/gpu-check-out}
@@ -110,13 +112,21 @@ run_test() {  # name timeout
   echo "$name: $status, passed ${passed:-0}, failed ${failed:-0}, skipped ${skipped:-0}" > "$log.summary"
 }
 TEST_LIMIT=$(limit 180)
-for t in test_unit test_reference test_text test_model test_ops; do run_test "$t" "$TEST_LIMIT" & done
+for t in test_unit test_reference test_text test_model test_ops test_engine test_scheduler; do run_test "$t" "$TEST_LIMIT" & done
 wait
 for f in "$OUT"/logs/*.log.summary; do
   line=$(cat "$f"); note "tests: $line"
   case "$line" in *": ok,"*|*"not built"*) ;; *) FAILED=1 ;; esac
 done
 grep -h "^\[golden cuda\]" "$OUT/logs/test_model.log" | tail -1 | sed 's/^/fixtures on cuda: /' | tee -a "$SUMMARY"
+# The GPU tests must have run, not skipped: the op harness prints its device, the model GPU
+# tests their fixtures on cuda.
+if ! grep -q "^op harness on " "$OUT/logs/test_ops.log" 2>/dev/null; then
+  note "tests: the op harness did not run on a GPU (skipped or not built)"; FAILED=1
+fi
+if ! grep -q "^\[golden cuda\]" "$OUT/logs/test_model.log" 2>/dev/null; then
+  note "tests: the model GPU tests did not run on a GPU (skipped or not built)"; FAILED=1
+fi
 grep -h "^\[fp8\]" "$OUT/logs/test_model.log" | tee -a "$SUMMARY"
 grep -h "summary" "$OUT/logs/test_ops.log" | tail -2 | sed 's/^/op harness: /' | tee -a "$SUMMARY"
 note "tests done at $(elapsed) s"
@@ -125,6 +135,20 @@ note "tests done at $(elapsed) s"
 "$BIN/strata" inspect --load tests/fixtures/golden/moe_bf16 --device cuda > "$OUT/logs/load_report.log" 2>&1 ||
   { note "inspect --load: FAILED"; FAILED=1; }
 sed 's/^/  /' "$OUT/logs/load_report.log" | grep "load:" >> "$SUMMARY"
+
+# ---- the engine: batch-1 generate through the executor's graph, and offline throughput ----
+for md in $MODELS; do
+  preset=${md%%:*}; dtype=${md##*:}; tag="${preset}_${dtype}"
+  lim=$(limit 120)
+  if [ "$lim" -lt 30 ]; then note "engine $preset $dtype: SKIPPED (deadline)"; continue; fi
+  timeout "$lim" "$BIN/strata" bench throughput --load-format dummy --preset "$preset" --dtype "$dtype" \
+    --device cuda --max-model-len 2048 --max-num-seqs 64 --input-len 1024 --output-len 128 \
+    --max-concurrency 1,64 --json "$OUT/logs/throughput_$tag.json" > "$OUT/logs/throughput_$tag.log" 2>&1
+  rc=$?
+  [ "$rc" = 0 ] || FAILED=1
+  note "throughput $preset $dtype (1K in / 128 out, concurrency 1 and 64): rc=$rc ($(elapsed) s)"
+  grep -E "output tokens/s|^\| TTFT|^\| TPOT" "$OUT/logs/throughput_$tag.log" | sed 's/^/  /' | tee -a "$SUMMARY"
+done
 
 # ---- the per-block gate on the same models ----
 for md in $MODELS; do

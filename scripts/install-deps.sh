@@ -9,7 +9,7 @@ $SUDO apt-get update -qq || true
 $SUDO apt-get install -y -qq --no-install-recommends \
   cmake ninja-build g++ clang libclang-rt-dev pkg-config \
   libgtest-dev libgmock-dev libbenchmark-dev \
-  nlohmann-json3-dev libcli11-dev libfmt-dev libpcre2-dev \
+  nlohmann-json3-dev libcli11-dev libfmt-dev libpcre2-dev libicu-dev \
   python3 python3-jinja2 \
   libboost-dev libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc >/dev/null
 # Node.js and npm for the OpenAI SDK test (tests/server/node): the machine's, or Debian's.

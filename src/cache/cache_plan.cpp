@@ -1,5 +1,6 @@
 #include "cache/cache_plan.h"
 
+#include "core/admission.h"
 #include "core/check.h"
 
 namespace strata::cache {
@@ -43,9 +44,24 @@ CachePlan plan_cache_for_tokens(const model::ModelConfig& config, int64_t max_se
   p.act_dtype = act_dtype;
   p.state_bytes = MambaStatePool::bytes_per_slot(config, act_dtype) * static_cast<size_t>(max_seqs);
   const size_t per_block = KvBlockPool::bytes_per_block(config, block_size, act_dtype);
-  p.num_blocks = per_block ? max_seqs * ((max_tokens + block_size - 1) / block_size) : 0;
+  const double blocks =
+      per_block ? double(max_seqs) * double((max_tokens + block_size - 1) / block_size) : 0.0;
+  // Checked in double first so an absurd request is refused with figures, not wrapped around.
+  if (blocks * double(per_block) + double(p.state_bytes) > 0x1p62)
+    fail("cache plan: {} sequences of {} tokens need {:.3g} bytes of cache", max_seqs, max_tokens,
+         blocks * double(per_block) + double(p.state_bytes));
+  p.num_blocks = static_cast<int64_t>(blocks);
   p.kv_bytes = per_block * static_cast<size_t>(p.num_blocks);
   return p;
+}
+
+const CachePlan& admit_cache(const CachePlan& plan, Device device) {
+  ResourceNeed need;
+  const uint64_t bytes = uint64_t{plan.state_bytes} + uint64_t{plan.kv_bytes};
+  (device == Device::Host ? need.host_bytes : need.device_bytes) = bytes;
+  check_fits(need, fmt::format("the cache ({} state slots, {} KV blocks of {} tokens)",
+                               plan.state_slots, plan.num_blocks, plan.block_size));
+  return plan;
 }
 
 }  // namespace strata::cache

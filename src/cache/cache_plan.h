@@ -29,14 +29,18 @@ CachePlan plan_cache_for_budget(const model::ModelConfig& config, size_t budget_
 CachePlan plan_cache_for_tokens(const model::ModelConfig& config, int64_t max_seqs,
                                 int64_t max_tokens, int64_t block_size, DType act_dtype);
 
-// The state pool and KV pool of one run, allocated on `device`.
+// Admission (core/admission.h): throws with the figures when the plan's state and KV bytes do
+// not fit in what `device` (host memory or the CUDA device) has free now. Returns `plan`.
+const CachePlan& admit_cache(const CachePlan& plan, Device device);
+
+// The state pool and KV pool of one run, allocated on `device` once admit_cache passed.
 struct ModelCache {
   ModelCache(const model::ModelConfig& config, const CachePlan& plan, Device device)
       : ModelCache(config, plan, plan.act_dtype, device) {}
   // `kv_dtype`: the KV cache's dtype (the activation dtype, or e4m3 for --kv-cache-dtype fp8).
   ModelCache(const model::ModelConfig& config, const CachePlan& plan, DType kv_dtype,
              Device device)
-      : mamba(config, plan.state_slots, plan.act_dtype, device),
+      : mamba(config, admit_cache(plan, device).state_slots, plan.act_dtype, device),
         kv(config, plan.num_blocks, plan.block_size, kv_dtype, device) {}
   MambaStatePool mamba;
   KvBlockPool kv;

@@ -11,7 +11,8 @@ size_t KvBlockPool::bytes_per_block(const model::ModelConfig& c, int64_t block_s
 
 KvBlockPool::KvBlockPool(const model::ModelConfig& config, int64_t num_blocks, int64_t block_size,
                          DType dtype, Device device)
-    : allocator_(num_blocks, block_size), dtype_(dtype) {  // checks the counts before any tensor exists
+    : allocator_(num_blocks, block_size), dtype_(dtype) {
+  // allocator_ has checked the counts before any tensor exists.
   const Shape shape{num_blocks, block_size, config.num_key_value_heads, config.head_dim};
   for (int64_t l = 0; l < config.num_attention; ++l) {
     // Unwritten cache rows are never read (attention reads positions < context length), so the

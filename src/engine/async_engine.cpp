@@ -101,8 +101,8 @@ bool AsyncEngine::submit(EngineRequest request, OutputSink sink) {
   impl_->engine->validate(request);  // a bad request is the caller's error, on its thread
   std::lock_guard<std::mutex> lock(impl_->mu);
   if (impl_->stopping) fail("the server is shutting down");
-  const int64_t max_waiting = 0;
-  (void)max_waiting;
+  const int64_t max_waiting = impl_->engine->max_waiting();
+  if (max_waiting > 0 && impl_->queued + impl_->last_stats.waiting >= max_waiting) return false;
   impl_->incoming.emplace_back(std::move(request), std::move(sink));
   ++impl_->queued;
   impl_->wake.notify_one();

@@ -1,6 +1,9 @@
 #include "engine/engine.h"
 
 #include <algorithm>
+#include <cmath>
+#include <deque>
+#include <unordered_map>
 #include <map>
 #include <random>
 #include <set>
@@ -53,6 +56,7 @@ struct LLMEngine::Impl {
   OutputProcessor output;
   std::map<std::string, Live> live;
   std::vector<RequestOutput> pending;  // outputs made outside step() (aborts)
+  std::deque<StepPlan> in_flight;      // launched, not yet collected (at most two)
   std::mt19937_64 seeds{std::random_device{}()};
   EngineStats stats;
 
@@ -92,6 +96,7 @@ void LLMEngine::validate(const EngineRequest& r) const {
 }
 
 int64_t LLMEngine::max_model_len() const { return executor_->max_model_len(); }
+int64_t LLMEngine::max_waiting() const { return impl_->config.max_waiting; }
 
 bool LLMEngine::add_request(EngineRequest request) {
   validate(request);
@@ -132,50 +137,105 @@ void LLMEngine::abort_request(const std::string& request_id) {
 }
 
 bool LLMEngine::has_unfinished() const {
-  return !impl_->live.empty() || !impl_->pending.empty();
+  return !impl_->live.empty() || !impl_->pending.empty() || !impl_->in_flight.empty();
 }
 
-std::vector<RequestOutput> LLMEngine::step() {
+void LLMEngine::launch(const StepPlan& plan) {
   Impl& I = *impl_;
-  std::vector<RequestOutput> outputs = std::move(I.pending);
-  I.pending.clear();
-  const StepPlan plan = scheduler_->schedule();
-  if (plan.empty()) return outputs;
-  ++I.stats.steps;
-  I.stats.preemptions = scheduler_->num_preemptions();
-
   executor_->copy_slots(plan.slot_copies);
   executor_->copy_blocks(plan.block_copies);
+  // Rows of the previous launched step, by sequence: a pending token is taken from there.
+  std::unordered_map<uint64_t, int32_t> prev_rows;
+  if (!I.in_flight.empty()) {
+    const StepPlan& prev = I.in_flight.back();
+    for (size_t i = 0; i < prev.chunks.size(); ++i)
+      prev_rows[prev.chunks[i].uid] = static_cast<int32_t>(i);
+  }
   std::vector<SequenceChunk> chunks;
   SamplingBatch batch;
   chunks.reserve(plan.chunks.size());
+  batch.rows.reserve(plan.chunks.size());
   for (const ScheduledChunk& sc : plan.chunks) {
     SequenceChunk q;
     q.slot = sc.slot;
     q.num_computed = sc.num_computed;
     q.tokens = sc.tokens;
     q.blocks = sc.blocks;
+    if (sc.tokens.size() == 1 && sc.tokens[0] == kPendingToken) {
+      const auto it = prev_rows.find(sc.uid);
+      if (it == prev_rows.end()) fail("engine: a pending token of a sequence the last step did not run");
+      q.pending_row = it->second;
+    }
     chunks.push_back(std::move(q));
     const Impl::Live* l = nullptr;
     if (auto it = I.live.find(sc.seq.request_id); it != I.live.end()) l = &it->second;
     ops::SamplingRow row;  // greedy for rows that sample nothing (a prefill chunk mid-prompt)
     std::vector<std::pair<int32_t, float>> bias;
+    std::vector<SamplingBatch::PenaltyToken> penalized;
     if (sc.samples && l) {
       const SamplingParams& p = l->request.params;
       // Each completion draws from its own stream: children differ from the parent.
       row = p.row(l->seed + 0x9E3779B97F4A7C15ull * static_cast<uint64_t>(sc.seq.index),
                   static_cast<uint64_t>(sc.num_generated));
       bias = p.logit_bias;
-      for (int32_t id : I.output.masked_stop_ids(sc.seq.request_id, sc.seq.index))
-        bias.emplace_back(id, -INFINITY);
+      // min_tokens: the stop ids and EOS may not be drawn before that many tokens exist.
+      if (sc.num_generated < p.min_tokens) {
+        for (int32_t id : p.stop_token_ids) bias.emplace_back(id, -INFINITY);
+        if (!p.ignore_eos)
+          for (int32_t id : I.config.eos_ids) bias.emplace_back(id, -INFINITY);
+      }
+      if (p.penalized()) {
+        // Every token of the sequence is on the host: penalised rows are never planned ahead
+        // of their previous token (step() does not overlap while one runs).
+        std::map<int32_t, SamplingBatch::PenaltyToken> seen;
+        for (int32_t id : l->request.prompt) seen[id].in_prompt = true;
+        for (int32_t id : scheduler_->output_tokens(sc.seq))
+          if (id >= 0) ++seen[id].output_count;
+        for (auto& [id, t] : seen) {
+          t.id = id;
+          penalized.push_back(t);
+        }
+      }
     }
     batch.rows.push_back(row);
     batch.logit_bias.push_back(std::move(bias));
+    batch.penalty_tokens.push_back(std::move(penalized));
   }
-  const SampledStep sampled = executor_->step(chunks, batch);
-  scheduler_->update(plan, sampled.ids);
+  executor_->launch(chunks, batch);
+  scheduler_->advance(plan);
+  I.in_flight.push_back(plan);
+  ++I.stats.steps;
+}
 
-  // Per request: the deltas of its completions that sampled this step.
+std::vector<RequestOutput> LLMEngine::step() {
+  Impl& I = *impl_;
+  std::vector<RequestOutput> outputs = std::move(I.pending);
+  I.pending.clear();
+  if (I.in_flight.empty()) {
+    const StepPlan plan = scheduler_->schedule();
+    if (plan.empty()) return outputs;
+    launch(plan);
+  }
+  // Plan and launch the next step while the device runs the one in flight (its tokens reach
+  // the next step on the device). Penalties need each sequence's tokens on the host, so with a
+  // penalised request live the engine runs one step at a time.
+  const bool penalties = std::any_of(I.live.begin(), I.live.end(), [](const auto& kv) {
+    return kv.second.request.params.penalized();
+  });
+  if (I.in_flight.size() == 1 && !penalties) {
+    const StepPlan next = scheduler_->schedule();
+    if (!next.empty()) launch(next);
+  }
+  const StepPlan plan = std::move(I.in_flight.front());
+  I.in_flight.pop_front();
+  const SampledStep sampled = executor_->collect();
+  std::vector<int32_t> ids = sampled.ids;
+  for (size_t i = 0; i < ids.size(); ++i)
+    if (i < sampled.nonfinite.size() && sampled.nonfinite[i]) ids[i] = -1;
+  scheduler_->commit(plan, ids);
+  I.stats.preemptions = scheduler_->num_preemptions();
+
+  // Per request: the deltas of its completions that sampled in this step.
   std::map<std::string, RequestOutput> by_request;
   for (size_t i = 0; i < plan.chunks.size(); ++i) {
     const ScheduledChunk& sc = plan.chunks[i];
@@ -186,15 +246,15 @@ std::vector<RequestOutput> LLMEngine::step() {
       l.scheduled = true;
       l.queue_seconds = since(l.request.arrival);
     }
-    if (!sc.samples) continue;
+    if (!sc.samples || l.done[static_cast<size_t>(sc.seq.index)]) continue;
     RequestOutput& out = by_request[sc.seq.request_id];
     out.request_id = sc.seq.request_id;
     out.prompt_tokens = static_cast<int64_t>(l.request.prompt.size());
     CompletionDelta d;
     d.index = sc.seq.index;
-    const int32_t id = sampled.ids[i];
+    const int32_t id = ids[i];
     FinishReason reason = FinishReason::None;
-    if (id < 0 || (i < sampled.nonfinite.size() && sampled.nonfinite[i])) {
+    if (id < 0) {
       reason = FinishReason::Error;
       out.error = fmt::format("the model produced non-finite logits at position {}",
                               sc.num_computed + static_cast<int64_t>(sc.tokens.size()) - 1);
@@ -206,8 +266,10 @@ std::vector<RequestOutput> LLMEngine::step() {
       if (l.request.params.logprobs >= 0 && i < sampled.logprobs.size()) {
         lp.token = id;
         lp.logprob = sampled.logprobs[i];
-        lp.rank = i < sampled.ranks.size() ? sampled.ranks[i] : 0;
-        if (i < sampled.top_logprobs.size()) lp.top = sampled.top_logprobs[i];
+        lp.rank = sampled.ranks[i];
+        lp.top = sampled.top_logprobs[i];
+        if (static_cast<int32_t>(lp.top.size()) > l.request.params.logprobs)
+          lp.top.resize(static_cast<size_t>(l.request.params.logprobs));
         lpp = &lp;
       }
       reason = I.output.on_token(sc.seq.request_id, sc.seq.index, id, lpp, &d);
@@ -219,7 +281,7 @@ std::vector<RequestOutput> LLMEngine::step() {
     d.finish = reason;
     d.num_generated = sc.num_generated + 1;
     if (reason != FinishReason::None) {
-      scheduler_->finish(sc.seq);
+      scheduler_->finish(sc.seq);  // a row it has in the step in flight is dropped at commit
       l.done[static_cast<size_t>(sc.seq.index)] = true;
       --l.unfinished;
     }

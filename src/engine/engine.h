@@ -51,6 +51,7 @@ class LLMEngine {
   // executor's limits).
   void validate(const EngineRequest& request) const;
   int64_t max_model_len() const;
+  int64_t max_waiting() const;  // 0: unbounded
   void abort_request(const std::string& request_id);
   // Runs one step; returns the outputs it produced (empty when idle).
   std::vector<RequestOutput> step();
@@ -60,6 +61,9 @@ class LLMEngine {
   const Scheduler& scheduler() const { return *scheduler_; }
 
  private:
+  // Launches one planned step (state copies, chunks, sampling rows) and advances the plan.
+  void launch(const StepPlan& plan);
+
   struct Impl;
   std::unique_ptr<Impl> impl_;
   std::unique_ptr<Executor> executor_;

@@ -7,6 +7,7 @@
 #include "core/log.h"
 #include "engine/device.h"
 #include "engine/device_memory.h"
+#include "engine/executor_in_flight.h"
 #include "engine/region_allocator.h"
 
 namespace strata::engine {
@@ -94,7 +95,8 @@ Executor::Executor(model::NemotronHModel& model, const ExecutorConfig& config)
   model::ModelConfig cache_config = c;
   cache_config.mamba_ssm_cache_dtype =
       parse_ssm_dtype(config.mamba_ssm_cache_dtype, c.mamba_ssm_cache_dtype);
-  const DType act = model.act_dtype();
+  // A given plan names its activation dtype (the gate's f32 host side of a bf16 model).
+  const DType act = config.cache_plan ? config.cache_plan->act_dtype : model.act_dtype();
   const DType kv_dtype = parse_kv_dtype(config.kv_cache_dtype, act);
   if (kv_dtype != act && c.num_attention > 0 && !kv_cache_dtype_supported(config.device, kv_dtype))
     fail("--kv-cache-dtype {}: the {} attention kernels do not read an {} KV cache",
@@ -177,10 +179,18 @@ std::string Executor::describe_pools() const {
       dtype_name(cache_->kv.dtype()), max_model_len_, std::min(by_blocks, plan_.state_slots));
 }
 
-StepInput Executor::prepare(const std::vector<SequenceChunk>& seqs) {
+StepInput Executor::prepare(const std::vector<SequenceChunk>& seqs,
+                            const StepBuildOptions& options) {
   StepLimits l = limits();
   l.num_slots = l.num_slots > 0 ? l.num_slots - 1 : 0;  // the scratch slot is not a request's
-  return StepInput::build(seqs, l, ctx_.device, ctx_);
+  return StepInput::build(seqs, l, ctx_.device, ctx_, options);
+}
+
+Executor::InFlight& Executor::next_slot() {
+  if (launched_ == 2) fail("executor: two steps are launched and not collected");
+  std::unique_ptr<InFlight>& slot = ring_[(head_ + launched_) % 2];
+  if (!slot) slot = std::make_unique<InFlight>();
+  return *slot;
 }
 
 Tensor Executor::forward(const StepInput& step, LogitRows rows) {
@@ -188,21 +198,9 @@ Tensor Executor::forward(const StepInput& step, LogitRows rows) {
 }
 
 SampledStep Executor::sample(const Tensor& logits, const SamplingBatch& batch) {
-  const int64_t B = logits.dim(0);
-  if (static_cast<int64_t>(batch.rows.size()) != B)
-    fail("executor: {} sampling rows for {} logit rows", batch.rows.size(), B);
-  ops::SampleArgs s;
-  s.logits = logits;
-  s.rows = batch.rows;
-  s.ids = Tensor::empty(Shape{B}, DType::I32, ctx_.device);
-  ops::run(ctx_, s);
-  SampledStep out;
-  out.ids.resize(static_cast<size_t>(B));
-  const Tensor host = ctx_.device == Device::Host ? s.ids : s.ids.to(Device::Host);
-  if (ctx_.device != Device::Host) ++ctx_.d2h_copies;
-  std::copy_n(host.data<int32_t>(), B, out.ids.begin());
-  out.nonfinite.assign(static_cast<size_t>(B), 0);
-  return out;
+  if (launched_ > 0) fail("executor: sample() while a launched step waits for collect()");
+  enqueue_sample(logits, batch);
+  return collect();
 }
 
 int64_t Executor::bucket_for(int64_t batch) {
@@ -212,15 +210,40 @@ int64_t Executor::bucket_for(int64_t batch) {
 }
 
 SampledStep Executor::step(const std::vector<SequenceChunk>& seqs, const SamplingBatch& batch) {
+  launch(seqs, batch);
+  return collect();
+}
+
+void Executor::launch(const std::vector<SequenceChunk>& seqs, const SamplingBatch& batch) {
+  if (launched_ == 2) fail("executor: launch() with two steps already launched");
   const bool decode_only =
-      std::all_of(seqs.begin(), seqs.end(),
-                  [](const SequenceChunk& q) { return q.tokens.size() == 1 && q.num_computed > 0; });
-  if (ctx_.device != Device::Host && config_.cuda_graphs && decode_only && !seqs.empty() &&
-      bucket_for(static_cast<int64_t>(seqs.size())) <= bucket_for(config_.max_num_seqs))
-    return run_decode_graph(seqs, batch);
-  const StepInput step = prepare(seqs);
-  const Tensor logits = forward(step, LogitRows::LastPerSequence);  // [B, V] f32
-  return sample(logits, batch);
+      !seqs.empty() && std::all_of(seqs.begin(), seqs.end(), [](const SequenceChunk& q) {
+        return q.tokens.size() == 1 && q.num_computed > 0;
+      });
+  Tensor logits;
+  if (ctx_.device != Device::Host && (config_.cuda_graphs || config_.pad_eager_decode) &&
+      decode_only &&
+      bucket_for(static_cast<int64_t>(seqs.size())) <= bucket_for(config_.max_num_seqs)) {
+    logits = decode_graph_logits(seqs);
+  } else {
+    StepBuildOptions o;
+    InFlight& slot = next_slot();
+    if (ctx_.device != Device::Host) o.staging = [&slot](size_t words) { return slot.stage(words); };
+    const StepInput step = prepare(seqs, o);
+    take_pending(step);
+    logits = forward(step, LogitRows::LastPerSequence);  // [B, V] f32
+  }
+  enqueue_sample(logits, batch);
+}
+
+void Executor::take_pending(const StepInput& step) {
+  if (!step.has_pending()) return;
+  if (!last_ids_.defined()) fail("executor: a pending token with no earlier step");
+  ops::TakeIdsArgs take;
+  take.ids = step.token_ids();
+  take.src = step.token_src();
+  take.prev = last_ids_;
+  ops::run(ctx_, take);
 }
 
 void Executor::copy_slots(const std::vector<std::pair<int32_t, int32_t>>& from_to) {
@@ -258,8 +281,7 @@ size_t Executor::graph_workspace_bytes() const {
   return graphs_->region_storage.defined() ? graphs_->region_storage.nbytes() : 0;
 }
 
-SampledStep Executor::run_decode_graph(const std::vector<SequenceChunk>& seqs,
-                                       const SamplingBatch& batch) {
+Tensor Executor::decode_graph_logits(const std::vector<SequenceChunk>& seqs) {
   Graphs& G = *graphs_;
   const model::ModelConfig& c = model_.config();
   const int64_t B = static_cast<int64_t>(seqs.size());
@@ -278,9 +300,13 @@ SampledStep Executor::run_decode_graph(const std::vector<SequenceChunk>& seqs,
   o.pad_to_seqs = bucket;
   o.pad_slot = static_cast<int32_t>(cache_->mamba.num_slots() - 1);
   o.target = G.input.slice(0, 0, StepInput::packed_size(bucket, bucket, bucket, G.block_columns));
+  InFlight& in_flight = next_slot();
+  o.staging = [&in_flight](size_t words) { return in_flight.stage(words); };
   StepLimits l = limits();
   l.num_slots = l.num_slots > 0 ? l.num_slots - 1 : 0;
   const StepInput step = StepInput::build(seqs, l, ctx_.device, ctx_, o);  // the one h2d copy
+  take_pending(step);  // before the graph: it reads the ids from the input buffer
+  if (!config_.cuda_graphs) return forward(step, LogitRows::LastPerSequence).slice(0, 0, B);
 
   if (!slot.graph.ready() && !slot.failed) {
     // Capture into the shared region, growing it (and recapturing every bucket) when a
@@ -327,12 +353,9 @@ SampledStep Executor::run_decode_graph(const std::vector<SequenceChunk>& seqs,
       slot.failed = true;
     }
   }
-  if (!slot.graph.ready()) {
-    const Tensor logits = forward(step, LogitRows::LastPerSequence);
-    return sample(logits.slice(0, 0, B), batch);
-  }
+  if (!slot.graph.ready()) return forward(step, LogitRows::LastPerSequence).slice(0, 0, B);
   slot.graph.replay(ctx_.stream);
-  return sample(slot.logits.slice(0, 0, B), batch);
+  return slot.logits.slice(0, 0, B);  // the padding rows' logits are not sampled
 }
 
 }  // namespace strata::engine

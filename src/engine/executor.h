@@ -41,6 +41,9 @@ struct ExecutorConfig {
   // A fixed cache plan (tests, single-sequence tools): overrides the sizing above.
   std::optional<cache::CachePlan> cache_plan;
   bool cuda_graphs = true;             // decode steps through graphs (CUDA only)
+  // Tests: decode steps padded to their graph bucket but run eagerly (graph replay must equal
+  // this bit for bit: same kernels, same shapes).
+  bool pad_eager_decode = false;
   int64_t max_num_batched_tokens = 8192;  // workspace is sized for this many tokens per step
 };
 
@@ -56,17 +59,17 @@ struct SampledStep {
 // Sampling inputs of one step: one row per sequence in the step.
 struct SamplingBatch {
   std::vector<ops::SamplingRow> rows;
-  // Per-row sparse inputs (penalties, logit bias), built by the engine from each request's
-  // params and tokens; empty vectors = none.
+  // Per-row sparse inputs, built by the engine from each request's params and tokens (only
+  // for rows that use them; shorter vectors or empty entries = none): logit bias (-inf bans a
+  // token: min_tokens), and the tokens penalties see with their output count and whether the
+  // prompt holds them.
   std::vector<std::vector<std::pair<int32_t, float>>> logit_bias;  // [B]
-  // Penalised tokens of each row: (id, output count, in prompt)
   struct PenaltyToken {
-    int32_t id;
-    int32_t output_count;
-    bool in_prompt;
+    int32_t id = 0;
+    int32_t output_count = 0;
+    bool in_prompt = false;
   };
   std::vector<std::vector<PenaltyToken>> penalty_tokens;  // [B]
-  bool any_logprobs = false;
 };
 
 class Executor {
@@ -85,19 +88,27 @@ class Executor {
   StepLimits limits() const;
   int64_t max_model_len() const { return max_model_len_; }
   // Mamba slots requests may use (the pool holds one more: the graph padding scratch slot).
-  int64_t request_slots() const { return plan_.state_slots - 1; }
+  int64_t request_slots() const { return plan_.state_slots; }
   // One line per pool: bytes, blocks / slots, and the resulting maximum concurrency.
   std::string describe_pools() const;
 
   // Builds and validates a step (throws before any state is touched).
-  StepInput prepare(const std::vector<SequenceChunk>& seqs);
+  StepInput prepare(const std::vector<SequenceChunk>& seqs, const StepBuildOptions& options = {});
   // The forward of one step; f32 logits on the device: [B, V] or [T, V].
   Tensor forward(const StepInput& step, LogitRows rows);
   // Samples one token per row of `logits` ([B, V] f32 on the device); one d2h copy.
   SampledStep sample(const Tensor& logits, const SamplingBatch& batch);
   // forward + sample for the last token of each sequence; decode-only steps replay the CUDA
-  // graph of their batch-size bucket (captured on first use).
+  // graph of their batch-size bucket (captured on first use). = launch + collect.
   SampledStep step(const std::vector<SequenceChunk>& seqs, const SamplingBatch& batch);
+  // Overlapped execution (the host plans step t+1 while the device runs step t): launch()
+  // enqueues the step and returns before the device finishes (CUDA); collect() waits for it
+  // and returns its tokens. A chunk with pending_row >= 0 takes its token from the previous
+  // launched step's sampled ids (still on the device). Two steps may be launched and not
+  // collected at once (the device runs the older while the newer waits behind it on the
+  // stream); collect() returns the oldest.
+  void launch(const std::vector<SequenceChunk>& seqs, const SamplingBatch& batch);
+  SampledStep collect();
 
   // Copies Mamba state (conv + SSM of every layer) and KV blocks (every attention layer)
   // before a step: n > 1 children start from the prompt's state.
@@ -110,7 +121,14 @@ class Executor {
   static int64_t bucket_for(int64_t batch);  // 1, 2, 4, 8, 16, 32, ... (next power of two)
 
  private:
-  SampledStep run_decode_graph(const std::vector<SequenceChunk>& seqs, const SamplingBatch& b);
+  struct InFlight;  // a launched step's outputs on their way to the host (executor_in_flight.h)
+  // The step's logits [B, V] f32 on the device (graph replay or eager forward).
+  Tensor decode_graph_logits(const std::vector<SequenceChunk>& seqs);
+  void take_pending(const StepInput& step);
+  // The ring slot the next launch() fills (its staging memory holds the step's input).
+  InFlight& next_slot();
+  // Enqueues the sample op over `logits` into one output buffer and its copy to the host.
+  void enqueue_sample(const Tensor& logits, const SamplingBatch& batch);
 
   model::NemotronHModel& model_;
   ExecutorConfig config_;
@@ -120,6 +138,9 @@ class Executor {
   std::unique_ptr<cache::ModelCache> cache_;
   struct Graphs;
   std::unique_ptr<Graphs> graphs_;
+  std::unique_ptr<InFlight> ring_[2];  // launched, not collected: ring_[(head_ + i) % 2]
+  int head_ = 0, launched_ = 0;
+  Tensor last_ids_;  // [B] i32 on the device: the last launched step's sampled ids
 };
 
 // One sequence's Mamba slot and KV blocks in an executor's caches, for the callers that run a

@@ -13,11 +13,16 @@ namespace strata::engine {
 
 const char* finish_reason_name(FinishReason r) {
   switch (r) {
-    case FinishReason::Stop: return "stop";
-    case FinishReason::Length: return "length";
-    case FinishReason::Abort: return "abort";
-    case FinishReason::Error: return "error";
-    case FinishReason::None: break;
+    case FinishReason::Stop:
+      return "stop";
+    case FinishReason::Length:
+      return "length";
+    case FinishReason::Abort:
+      return "abort";
+    case FinishReason::Error:
+      return "error";
+    case FinishReason::None:
+      break;
   }
   return nullptr;
 }
@@ -63,8 +68,8 @@ size_t held_suffix(std::string_view text, const std::vector<std::string>& stops)
 
 struct Completion {
   std::unique_ptr<text::IncrementalDetokenizer> detok;  // null: ids only
-  std::string text;      // the final text so far (cut at a matched stop string)
-  size_t released = 0;   // bytes of `text` already in deltas; the rest may start a stop string
+  std::string text;     // the final text so far (cut at a matched stop string)
+  size_t released = 0;  // bytes of `text` already in deltas; the rest may start a stop string
   int64_t generated = 0;
   bool finished = false;
 };
@@ -152,8 +157,8 @@ void OutputProcessor::add(const EngineRequest& request) {
   r.completions.resize(static_cast<size_t>(p.n));
   if (text_out)
     for (Completion& c : r.completions)
-      c.detok = std::make_unique<text::IncrementalDetokenizer>(*impl_->tokenizer,
-                                                                p.skip_special_tokens);
+      c.detok =
+          std::make_unique<text::IncrementalDetokenizer>(*impl_->tokenizer, p.skip_special_tokens);
   impl_->requests.emplace(request.id, std::move(r));
 }
 
@@ -161,8 +166,8 @@ FinishReason OutputProcessor::on_token(const std::string& request_id, int32_t in
                                        const TokenLogprobs* logprobs, CompletionDelta* delta) {
   RequestState& r = impl_->state(request_id);
   Completion& c = impl_->completion(r, request_id, index);
-  if (c.finished) fail("output processor: request \"{}\" completion {} has finished", request_id,
-                       index);
+  if (c.finished)
+    fail("output processor: request \"{}\" completion {} has finished", request_id, index);
   const SamplingParams& p = r.params;
   delta->index = index;
   delta->token_ids.push_back(id);
@@ -216,7 +221,9 @@ void OutputProcessor::finish(const std::string& request_id, int32_t index, Finis
   delta->finish = reason;
 }
 
-void OutputProcessor::remove(const std::string& request_id) { impl_->requests.erase(request_id); }
+void OutputProcessor::remove(const std::string& request_id) {
+  impl_->requests.erase(request_id);
+}
 
 std::vector<int32_t> OutputProcessor::masked_stop_ids(const std::string& request_id,
                                                       int32_t index) const {

@@ -49,6 +49,11 @@ ops::SamplingRow SamplingParams::row(uint64_t seed_value, uint64_t step) const {
   r.top_p = top_p;
   r.seed = seed_value;
   r.step = step;
+  r.min_p = min_p;
+  r.presence_penalty = presence_penalty;
+  r.frequency_penalty = frequency_penalty;
+  r.repetition_penalty = repetition_penalty;
+  r.num_logprobs = logprobs;
   return r;
 }
 

@@ -42,6 +42,10 @@ struct SamplingParams {
   // The sample op's row for the token at index `step` of the generation (seed resolved).
   ops::SamplingRow row(uint64_t seed_value, uint64_t step) const;
   bool greedy() const { return temperature == 0.f; }
+  // Penalties need every token of the sequence on the host when its row is built.
+  bool penalized() const {
+    return presence_penalty != 0.f || frequency_penalty != 0.f || repetition_penalty != 1.f;
+  }
 };
 
 }  // namespace strata::engine

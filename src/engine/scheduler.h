@@ -93,7 +93,7 @@ struct ScheduledChunk {
   int32_t slot = -1;
   int64_t num_computed = 0;                   // tokens already in the caches
   std::vector<int32_t> tokens;                // this step's tokens
-  const cache::BlockTable* blocks = nullptr;  // valid until the next schedule()/abort()
+  const cache::BlockTable* blocks = nullptr;  // valid until the next schedule/abort/finish
   bool samples = false;       // the chunk reaches the sequence's end: a token is sampled
   int64_t num_generated = 0;  // tokens the sequence has generated so far (sampling step index)
   uint64_t uid = 0;           // the sequence (update() skips chunks of sequences gone since)

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/check.h"
+#include "ops/cuda/cuda_backend.h"
 
 namespace strata::engine {
 
@@ -104,8 +105,12 @@ StepInput StepInput::build(const std::vector<SequenceChunk>& seqs, const StepLim
                 off_map = off_last + B, off_pcu = off_map + T, off_bt = off_pcu + P + 1,
                 off_src = off_bt + B * max_blocks, total = off_src + T;
   STRATA_CHECK_EQ(total, packed_size(T, B, Dn, max_blocks));
-  Tensor host = Tensor::zeros(Shape{total}, DType::I32, Device::Host);
+  const bool staged = options.staging && device != Device::Host;
+  Tensor host = staged ? Tensor::wrap(options.staging(static_cast<size_t>(total)), Shape{total},
+                                      DType::I32, Device::Host, nullptr)
+                       : Tensor::zeros(Shape{total}, DType::I32, Device::Host);
   int32_t* p = host.data<int32_t>();
+  if (staged) std::fill(p, p + total, 0);
   int64_t t = 0;
   for (int64_t b = 0; b < B; ++b) {
     const bool padding = b >= real_b;
@@ -143,8 +148,16 @@ StepInput StepInput::build(const std::vector<SequenceChunk>& seqs, const StepLim
       fail("step: the target buffer {} does not fit the packed step input (i32[{}] on {})",
            dst.str(), total, device_name(device));
     s.packed_ = dst;
-    s.packed_.copy_from(host);
+    if (staged) {
+      cuda::copy_h2d_async(dst.raw(), p, host.nbytes());
+    } else {
+      s.packed_.copy_from(host);
+    }
     if (device != Device::Host) ++ctx.h2d_copies;
+  } else if (staged) {
+    s.packed_ = Tensor::empty(Shape{total}, DType::I32, device);
+    cuda::copy_h2d_async(s.packed_.raw(), p, host.nbytes());
+    ++ctx.h2d_copies;
   } else if (device == Device::Host) {
     s.packed_ = host;
   } else {

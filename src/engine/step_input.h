@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "cache/kv_block_pool.h"
@@ -64,6 +65,10 @@ struct StepBuildOptions {
   // A device i32 buffer of exactly the packed size to upload into (one h2d copy) instead of a
   // fresh allocation, so the step's tensors keep their addresses from step to step.
   Tensor target;
+  // Pinned host memory of at least `words` i32 to build the step in, for an upload the host
+  // does not wait for (device runs; the memory must stay untouched until the device has read
+  // it). Empty: a pageable buffer and a copy that waits.
+  std::function<int32_t*(size_t words)> staging;
 };
 
 // A contiguous run of the step's sequences (its decode part or its prefill part): views into

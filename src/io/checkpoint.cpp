@@ -7,6 +7,7 @@
 
 #include "core/check.h"
 #include "core/log.h"
+#include "io/bounded_file.h"
 #include "io/json_strict.h"
 
 namespace strata::io {
@@ -28,7 +29,8 @@ bool is_file(const fs::path& p) {
 // weight_map of the index: tensor name -> shard file name, validated.
 std::map<std::string, std::string> read_weight_map(const fs::path& index_path) {
   const std::string index = index_path.string();
-  const nlohmann::json root = parse_json_strict(read_text_file(index), index, kIndexMaxDepth);
+  const nlohmann::json root = parse_json_strict(
+      read_text_file(index, "shard index", kIndexMaxBytes), index, kIndexMaxDepth);
   if (!root.is_object()) fail("{}: is a JSON {}, not an object", index, json_type_name(root));
   if (!root.contains("weight_map")) fail("{}: has no \"weight_map\"", index);
   const auto& wm = root["weight_map"];

@@ -2,11 +2,13 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 
+#include "core/admission.h"
 #include "core/check.h"
+#include "io/atomic_file.h"
 #include "io/safetensors.h"
 
 namespace strata::io {
@@ -38,16 +40,7 @@ std::string shard_file_name(size_t index, size_t count) {
 }
 
 void write_text_file(const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    if (!f) fail("{}: cannot open for writing", tmp);
-    f.write(text.data(), static_cast<std::streamsize>(text.size()));
-    if (!f) fail("{}: write failed", tmp);
-  }
-  std::error_code ec;
-  fs::rename(tmp, path, ec);
-  if (ec) fail("{}: cannot rename from {}: {}", path, tmp, ec.message());
+  write_file_atomic(path, text);
 }
 
 WrittenCheckpoint write_checkpoint(const std::string& dir,
@@ -57,9 +50,24 @@ WrittenCheckpoint write_checkpoint(const std::string& dir,
                                    const std::map<std::string, std::string>& metadata) {
   if (tensors.empty()) fail("{}: no tensors to write", dir);
   std::error_code ec;
+  const auto shards = split_shards(tensors, max_shard_bytes);
+  // Admission: the files on disk, and one shard's tensors held in memory at a time.
+  ResourceNeed need;
+  // statvfs needs an existing directory: the nearest one the checkpoint will be under.
+  fs::path under = fs::absolute(dir, ec);
+  while (!under.empty() && under != under.parent_path() && !fs::is_directory(under, ec))
+    under = under.parent_path();
+  need.disk_path = under.string();
+  for (const auto& [begin, end] : shards) {
+    uint64_t shard_bytes = 0;
+    for (size_t i = begin; i < end; ++i)
+      shard_bytes += tensors[i].nbytes;
+    need.disk_bytes += shard_bytes;
+    need.host_bytes = std::max<uint64_t>(need.host_bytes, shard_bytes);
+  }
+  check_fits(need, fmt::format("writing the checkpoint {}", dir));
   fs::create_directories(dir, ec);
   if (ec) fail("{}: cannot create directory: {}", dir, ec.message());
-  const auto shards = split_shards(tensors, max_shard_bytes);
   WrittenCheckpoint out;
   nlohmann::json weight_map = nlohmann::json::object();
   for (size_t s = 0; s < shards.size(); ++s) {

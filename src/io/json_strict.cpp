@@ -8,13 +8,11 @@
 #include <vector>
 
 #include "core/check.h"
+#include "io/bounded_file.h"
 
 namespace strata::io {
 
-namespace {
-
-// RFC 3629 UTF-8: no overlong forms, no UTF-16 surrogates, nothing above U+10FFFF. Returns the
-// offset of the first bad byte, or npos when the text is valid.
+// RFC 3629 UTF-8: no overlong forms, no UTF-16 surrogates, nothing above U+10FFFF.
 size_t first_invalid_utf8(std::string_view s) {
   const auto* p = reinterpret_cast<const unsigned char*>(s.data());
   const size_t n = s.size();
@@ -49,35 +47,36 @@ size_t first_invalid_utf8(std::string_view s) {
   return std::string_view::npos;
 }
 
+namespace {
+
 // nlohmann quotes the token it last read, which may be megabytes long: keep the start.
 std::string_view short_detail(const nlohmann::json::exception& e) {
   std::string_view detail = e.what();
   return detail.size() > 300 ? detail.substr(0, 300) : detail;
 }
 
-}  // namespace
-
-nlohmann::json parse_json_strict(std::string_view text, std::string_view what, int max_depth) {
+template <class Json>
+Json parse_strict(std::string_view text, std::string_view what, int max_depth) {
   if (const size_t bad = first_invalid_utf8(text); bad != std::string_view::npos)
     fail("{}: not valid UTF-8 (byte {} of {})", what, bad, text.size());
 
   // One set of keys per open object, innermost last (arrays hold no keys).
   std::vector<std::unordered_set<std::string>> open_objects;
-  auto on_event = [&](int depth, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
-    using E = nlohmann::json::parse_event_t;
+  auto on_event = [&](int depth, typename Json::parse_event_t event, Json& parsed) {
+    using E = typename Json::parse_event_t;
     switch (event) {
       case E::object_start:
       case E::array_start:
         // `depth` counts the containers already open around this one.
         if (depth + 1 > max_depth)
-          fail("{}: JSON nests deeper than the {} levels this file can have", what, max_depth);
+          fail("{}: JSON nests deeper than the {} levels allowed", what, max_depth);
         if (event == E::object_start) open_objects.emplace_back();
         break;
       case E::object_end:
         if (!open_objects.empty()) open_objects.pop_back();
         break;
       case E::key: {
-        const auto& key = parsed.get_ref<const std::string&>();
+        const auto& key = parsed.template get_ref<const std::string&>();
         if (!open_objects.empty() && !open_objects.back().insert(key).second)
           fail("{}: duplicate key \"{}\" in one JSON object", what, key);
         break;
@@ -88,25 +87,33 @@ nlohmann::json parse_json_strict(std::string_view text, std::string_view what, i
     return true;
   };
   try {
-    return nlohmann::json::parse(text.begin(), text.end(), on_event);
+    return Json::parse(text.begin(), text.end(), on_event);
   } catch (const nlohmann::json::parse_error& e) {
-    fail("{}: invalid JSON at byte {}: {}", what, e.byte, short_detail(e));
+    fail("{}: not valid JSON at byte {}: {}", what, e.byte, short_detail(e));
   } catch (const nlohmann::json::exception& e) {
     // e.g. out_of_range 406: a number literal beyond the range of a double (1E615)
-    fail("{}: invalid JSON: {}", what, short_detail(e));
+    fail("{}: not valid JSON: {}", what, short_detail(e));
   }
 }
 
-std::string read_text_file(const std::string& path) {
-  std::unique_ptr<std::FILE, int (*)(std::FILE*)> f(std::fopen(path.c_str(), "rb"), &std::fclose);
-  if (!f) fail("{}: cannot open: {}", path, std::strerror(errno));
-  std::string text;
-  char buf[65536];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, f.get())) > 0)
-    text.append(buf, n);
-  if (std::ferror(f.get())) fail("{}: read error: {}", path, std::strerror(errno));
-  return text;
+}  // namespace
+
+nlohmann::json parse_json_strict(std::string_view text, std::string_view what, int max_depth) {
+  return parse_strict<nlohmann::json>(text, what, max_depth);
+}
+
+nlohmann::ordered_json parse_ordered_json_strict(std::string_view text, std::string_view what,
+                                                 int max_depth) {
+  return parse_strict<nlohmann::ordered_json>(text, what, max_depth);
+}
+
+std::string read_text_file(const std::string& path, std::string_view what, uint64_t max_bytes) {
+  return read_regular_file(path, what, max_bytes);
+}
+
+nlohmann::json parse_json_file(const std::string& path, std::string_view what, uint64_t max_bytes,
+                               int max_depth) {
+  return parse_json_strict(read_text_file(path, what, max_bytes), path, max_depth);
 }
 
 std::string quote_name(std::string_view name) {

@@ -9,6 +9,7 @@
 
 #include "core/check.h"
 #include "io/array_bytes.h"
+#include "io/atomic_file.h"
 #include "io/json_strict.h"
 
 namespace strata::io {
@@ -184,17 +185,10 @@ void write_npy(const std::string& path, const Tensor& t) {
   out += static_cast<char>(dict.size() >> 8);
   out += dict;
   const Tensor c = t.contiguous();
-  const std::string tmp = path + ".tmp";
-  std::FILE* f = std::fopen(tmp.c_str(), "wb");
-  if (!f) fail("{}: cannot create: {}", tmp, std::strerror(errno));
-  bool ok = std::fwrite(out.data(), 1, out.size(), f) == out.size();
-  if (ok && c.nbytes()) ok = std::fwrite(c.raw(), 1, c.nbytes(), f) == c.nbytes();
-  const int err = errno;
-  ok = (std::fclose(f) == 0) && ok;
-  if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    fail("{}: write failed: {}", path, std::strerror(err ? err : errno));
-  }
+  AtomicFile f(path);
+  f.write(out);
+  if (c.nbytes()) f.write(c.raw(), c.nbytes());
+  f.commit();
 }
 
 Tensor parse_npy(const uint8_t* data, size_t size, std::string_view name) {
@@ -240,7 +234,8 @@ Tensor parse_npy(const uint8_t* data, size_t size, std::string_view name) {
 }
 
 Tensor read_npy(const std::string& path) {
-  const std::string bytes = read_text_file(path);
+  // .npy fixtures and logits dumps: a cap that keeps a wrong path from filling memory.
+  const std::string bytes = read_text_file(path, "npy file", 8ull << 30);
   return parse_npy(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), path);
 }
 

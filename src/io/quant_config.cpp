@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "core/check.h"
+#include "io/bounded_file.h"
 #include "io/json_strict.h"
 #include "io/module_pattern.h"
 
@@ -235,14 +236,16 @@ QuantConfig load_quant_config(const std::string& dir) {
 
   std::optional<Parsed> from_config;
   if (fs::is_regular_file(config_path, ec)) {
-    const json root = parse_json_strict(read_text_file(config_path), config_path, kConfigMaxDepth);
+    const json root = parse_json_strict(
+        read_text_file(config_path, "model config", kConfigMaxBytes), config_path, kConfigMaxDepth);
     if (root.is_object() && root.contains("quantization_config") &&
         !root["quantization_config"].is_null())
       from_config = parse_config_json_section(root["quantization_config"], config_path);
   }
   std::optional<QuantConfig> from_hf;
   if (fs::is_regular_file(hf_path, ec))
-    from_hf = parse_hf_quant_config(read_text_file(hf_path), hf_path);
+    from_hf = parse_hf_quant_config(read_text_file(hf_path, "quantization config", kConfigMaxBytes),
+                                    hf_path);
 
   if (from_config && from_config->algo_given) {
     const QuantConfig& a = from_config->cfg;

@@ -38,7 +38,8 @@ struct Fd {
 }  // namespace
 
 SafetensorsFile SafetensorsFile::open(const std::string& path) {
-  Fd f{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
+  // O_NONBLOCK: a FIFO must not hang the open; fstat below refuses it (mmap ignores the flag).
+  Fd f{::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK)};
   if (f.fd < 0) fail("{}: cannot open: {}", path, std::strerror(errno));
   struct stat st {};
   if (::fstat(f.fd, &st) != 0) fail("{}: cannot stat: {}", path, std::strerror(errno));

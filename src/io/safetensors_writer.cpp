@@ -8,45 +8,10 @@
 #include <set>
 
 #include "core/check.h"
+#include "io/atomic_file.h"
 #include "io/safetensors.h"
 
 namespace strata::io {
-
-namespace {
-
-// Owns the FILE* of the temporary file; removes the file unless commit() renamed it into place.
-class TempFile {
- public:
-  TempFile(std::string final_path)
-      : final_(std::move(final_path)), tmp_(final_ + ".tmp"), f_(std::fopen(tmp_.c_str(), "wb")) {
-    if (!f_) fail("{}: cannot create: {}", tmp_, std::strerror(errno));
-  }
-  TempFile(const TempFile&) = delete;
-  TempFile& operator=(const TempFile&) = delete;
-  ~TempFile() {
-    if (f_) std::fclose(f_);
-    if (!committed_) std::remove(tmp_.c_str());
-  }
-  void write(const void* p, size_t n) {
-    if (n && std::fwrite(p, 1, n, f_) != n)
-      fail("{}: write of {} bytes failed: {}", tmp_, n, std::strerror(errno));
-  }
-  void commit() {
-    const int rc = std::fclose(f_);
-    f_ = nullptr;
-    if (rc != 0) fail("{}: close failed: {}", tmp_, std::strerror(errno));
-    if (std::rename(tmp_.c_str(), final_.c_str()) != 0)
-      fail("{}: cannot rename {} into place: {}", final_, tmp_, std::strerror(errno));
-    committed_ = true;
-  }
-
- private:
-  std::string final_, tmp_;
-  std::FILE* f_;
-  bool committed_ = false;
-};
-
-}  // namespace
 
 void write_safetensors(const std::string& path,
                        const std::vector<std::pair<std::string, Tensor>>& tensors,
@@ -89,7 +54,7 @@ void write_safetensors(const std::string& path,
   }
   text.append((8 - text.size() % 8) % 8, ' ');
 
-  TempFile out(path);
+  AtomicFile out(path);
   uint8_t len[8];
   for (int i = 0; i < 8; ++i)
     len[i] = static_cast<uint8_t>(static_cast<uint64_t>(text.size()) >> (8 * i));

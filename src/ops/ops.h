@@ -223,13 +223,16 @@ struct GatedRmsNormArgs {
 
 // Writes new K/V rows into the paged cache: row t goes to block slot_mapping[t] / block_size,
 // offset slot_mapping[t] % block_size. Negative slot = skip (padding).
+// An FP8 cache (k_cache / v_cache e4m3, `--kv-cache-dtype fp8`) stores e4m3(k / k_scale) and
+// e4m3(v / v_scale), saturated to +-448, with one float scale per layer (1 by default).
 struct KvCacheWriteArgs {
   static constexpr const char* kName = "kv_cache_write";
   Tensor k;             // [T, n_kv*hd] act
   Tensor v;             // [T, n_kv*hd] act
-  Tensor k_cache;       // [num_blocks, block_size, n_kv, hd] act
-  Tensor v_cache;       // [num_blocks, block_size, n_kv, hd] act
+  Tensor k_cache;       // [num_blocks, block_size, n_kv, hd] act or e4m3
+  Tensor v_cache;       // [num_blocks, block_size, n_kv, hd] act or e4m3
   Tensor slot_mapping;  // [T] i32
+  float k_scale = 1.f, v_scale = 1.f;  // e4m3 caches: the stored values' scales
   template <class F>
   void visit(F&& f) {
     f(k, Role::In);
@@ -244,19 +247,21 @@ struct KvCacheWriteArgs {
 // q[cu_seqlens_q[b] .. cu_seqlens_q[b+1]) which are the last q_len tokens of its context of
 // length context_lens[b] (already written to the cache). Query i (context position
 // p = context_lens[b] - q_len + i) attends to positions 0..p; head h uses kv head
-// h / (n_heads / n_kv_heads). softmax in f32 with `scale`; out stored act.
+// h / (n_heads / n_kv_heads). softmax in f32 with `scale`; out stored act. An e4m3 cache is read
+// as f32(code) * k_scale (v_scale), the scales kv_cache_write stored it with.
 struct AttentionArgs {
   static constexpr const char* kName = "attention";
   Tensor q;             // [T, n_heads*hd] act
-  Tensor k_cache;       // [num_blocks, block_size, n_kv, hd] act
-  Tensor v_cache;       // [num_blocks, block_size, n_kv, hd] act
+  Tensor k_cache;       // [num_blocks, block_size, n_kv, hd] act or e4m3
+  Tensor v_cache;       // [num_blocks, block_size, n_kv, hd] act or e4m3
   Tensor block_tables;  // [B, max_blocks_per_seq] i32
   Tensor cu_seqlens_q;  // [B+1] i32
   Tensor context_lens;  // [B] i32
   int64_t n_heads = 0, n_kv_heads = 0, head_dim = 0;
   int64_t max_q_len = 0;  // host-known bound: 1 for pure decode steps
   float scale = 1.f;
-  Tensor out;  // [T, n_heads*hd] act
+  float k_scale = 1.f, v_scale = 1.f;  // e4m3 caches: the stored values' scales
+  Tensor out;                          // [T, n_heads*hd] act
   template <class F>
   void visit(F&& f) {
     f(q, Role::In);
@@ -371,28 +376,70 @@ struct TakeIdsArgs {
   }
 };
 
-// Sampling parameters of one row.
+// Sampling parameters of one row. Defaults are "off": greedy, no filters, no penalties, no
+// logprobs. (The first five fields keep their order: callers brace-initialize them.)
 struct SamplingRow {
-  float temperature = 0.f;  // 0 = greedy (argmax, lowest index on ties)
-  int32_t top_k = 0;        // 0 = off
-  float top_p = 1.f;        // 1 = off
-  uint64_t seed = 0;        // with `step`, determines the random draw
-  uint64_t step = 0;        // index of the token being sampled in its request
+  float temperature = 0.f;       // < 1e-5 (kGreedyTemperature) = greedy (argmax, lowest id on ties)
+  int32_t top_k = 0;             // 0 = off
+  float top_p = 1.f;             // 1 = off; in (0, 1]
+  uint64_t seed = 0;             // with `step`, determines the random draw
+  uint64_t step = 0;             // index of the token being sampled in its request
+  float min_p = 0.f;             // 0 = off; in [0, 1]
+  float presence_penalty = 0.f;  // subtracted once from tokens of the output (vLLM)
+  float frequency_penalty = 0.f;   // subtracted per occurrence in the output
+  float repetition_penalty = 1.f;  // > 0; divides positive / multiplies negative logits of
+                                   // tokens seen in the prompt or the output
+  int32_t num_logprobs = -1;       // -1 = none; k in [0, 20]: the sampled token's logprob and rank,
+                                   // and the k most likely tokens with their logprobs
 };
 
-// ids[b] sampled from logits[b] (f32): temperature scaling, then top-k, then top-p (keep the
-// smallest set of highest-probability tokens whose mass reaches top_p), then a draw from the
-// renormalized distribution with a counter-based RNG seeded by (seed, step), so host and
-// device draw the same uniform for a row.
+// ids[b] sampled from logits[b] (f32) with rows[b]'s parameters, on host and device alike
+// (ops/sampling_math.h has the exact arithmetic): logit bias -> penalties -> (greedy argmax) ->
+// temperature -> min_p -> top_k -> top_p -> a draw by the Gumbel-max trick with a
+// counter-based RNG of (seed, step, token id), so a row's token never depends on its batch
+// neighbours and host and device pick the same token.
+//
+// Sparse per-row inputs: the tokens of a row that have a logit bias or a penalty to apply
+// (tokens of the prompt or the output; banned stop ids for min_tokens as bias -inf), one CSR
+// list built on the host each step (SamplingEntries below builds it). Rows without entries cost
+// nothing. Within a row the token ids are strictly increasing.
+//
+// Logprobs (rows with num_logprobs >= 0) are vLLM's processed logprobs as strata defines them:
+// log_softmax of the logits after bias, penalties and temperature (T = 1 for greedy rows),
+// before the min_p / top_k / top_p masks. The rank is vLLM's: the number of tokens whose
+// logprob is >= the sampled token's (1 = the most likely).
+//
+// A row whose raw logits hold a NaN or an infinity gets ids[b] = -1 and nonfinite[b] = 1; a row
+// whose every processed logit is -inf (all banned) gets -1 and nonfinite[b] = 2; otherwise 0.
+// Without a `nonfinite` tensor such a row is an error (the host throws; the device counts an
+// index error).
 struct SampleArgs {
   static constexpr const char* kName = "sample";
-  Tensor logits;  // [B, V] f32
-  std::vector<SamplingRow> rows;
-  Tensor ids;  // [B] i32
+  Tensor logits;                  // [B, V] f32 (row views allowed)
+  std::vector<SamplingRow> rows;  // [B], on the host: the kernels plan with them
+  // Sparse entries (undefined = none), on the op's device.
+  Tensor entry_offsets;    // [B + 1] i32: row b's entries are [offsets[b], offsets[b + 1])
+  Tensor entry_tokens;     // [N] i32: token id, strictly increasing within a row
+  Tensor entry_counts;     // [N] i32: occurrences of the token in the output so far (>= 0)
+  Tensor entry_in_prompt;  // [N] i32: 1 when the token occurs in the prompt, else 0
+  Tensor entry_bias;       // [N] f32: logit bias (0 = none, -inf = banned)
+  Tensor ids;              // [B] i32 out
+  Tensor nonfinite;        // [B] i32 out, optional
+  // Logprob outputs: required when some row has num_logprobs >= 0 (the top ones when > 0).
+  // Entries a row does not fill hold id -1 and value 0; rows without logprobs (or flagged
+  // non-finite) hold sampled_logprob 0 and sampled_rank 0.
+  Tensor sampled_logprob;  // [B] f32 out
+  Tensor sampled_rank;     // [B] i32 out
+  Tensor top_ids;          // [B, K] i32 out, K >= every row's num_logprobs
+  Tensor top_logprobs;     // [B, K] f32 out
   template <class F>
   void visit(F&& f) {
     f(logits, Role::In);
+    for (Tensor* t : {&entry_offsets, &entry_tokens, &entry_counts, &entry_in_prompt, &entry_bias})
+      if (t->defined()) f(*t, Role::In);
     f(ids, Role::Out);
+    for (Tensor* t : {&nonfinite, &sampled_logprob, &sampled_rank, &top_ids, &top_logprobs})
+      if (t->defined()) f(*t, Role::Out);
   }
 };
 

@@ -8,7 +8,8 @@ namespace {
 std::string bounded(std::string message) {
   if (message.size() <= kMaxErrorMessageBytes) return message;
   size_t cut = kMaxErrorMessageBytes;
-  while (cut > 0 && (static_cast<unsigned char>(message[cut]) & 0xC0) == 0x80) --cut;
+  while (cut > 0 && (static_cast<unsigned char>(message[cut]) & 0xC0) == 0x80)
+    --cut;
   message.resize(cut);
   return message + "...";
 }
@@ -33,7 +34,9 @@ nlohmann::json ApiError::body() const {
   return {{"error", inner}};
 }
 
-std::string ApiError::body_text() const { return dump_json(body()); }
+std::string ApiError::body_text() const {
+  return dump_json(body());
+}
 
 ApiError bad_request(std::string message, std::string param) {
   return make(400, "BadRequestError", std::move(message), std::move(param));
@@ -41,15 +44,19 @@ ApiError bad_request(std::string message, std::string param) {
 ApiError model_not_found(const std::string& model) {
   return make(404, "NotFoundError", "The model `" + model + "` does not exist.", "model");
 }
-ApiError not_found(std::string message) { return make(404, "NotFoundError", std::move(message)); }
+ApiError not_found(std::string message) {
+  return make(404, "NotFoundError", std::move(message));
+}
 ApiError method_not_allowed(std::string message) {
   return make(405, "MethodNotAllowedError", std::move(message));
 }
-ApiError unauthorized() { return make(401, "AuthenticationError", "Unauthorized"); }
+ApiError unauthorized() {
+  return make(401, "AuthenticationError", "Unauthorized");
+}
 ApiError payload_too_large(size_t limit_bytes) {
-  return make(413, "RequestEntityTooLargeError",
-              "The request body is larger than the limit of " + std::to_string(limit_bytes) +
-                  " bytes.");
+  return make(
+      413, "RequestEntityTooLargeError",
+      "The request body is larger than the limit of " + std::to_string(limit_bytes) + " bytes.");
 }
 ApiError service_unavailable(std::string message) {
   return make(503, "ServiceUnavailableError", std::move(message));

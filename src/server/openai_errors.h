@@ -23,15 +23,15 @@ struct ApiError {
 // Longest message kept in an error body (bytes, cut at a UTF-8 boundary with "...").
 constexpr size_t kMaxErrorMessageBytes = 1024;
 
-ApiError bad_request(std::string message, std::string param = {});          // 400
-ApiError model_not_found(const std::string& model);                         // 404, param model
-ApiError not_found(std::string message);                                    // 404 (routes)
-ApiError method_not_allowed(std::string message);                           // 405
-ApiError unauthorized();                                                    // 401
-ApiError payload_too_large(size_t limit_bytes);                             // 413
-ApiError service_unavailable(std::string message);                          // 503
-ApiError not_implemented(std::string message, std::string param = {});      // 501
-ApiError internal_error(std::string message);                               // 500
+ApiError bad_request(std::string message, std::string param = {});      // 400
+ApiError model_not_found(const std::string& model);                     // 404, param model
+ApiError not_found(std::string message);                                // 404 (routes)
+ApiError method_not_allowed(std::string message);                       // 405
+ApiError unauthorized();                                                // 401
+ApiError payload_too_large(size_t limit_bytes);                         // 413
+ApiError service_unavailable(std::string message);                      // 503
+ApiError not_implemented(std::string message, std::string param = {});  // 501
+ApiError internal_error(std::string message);                           // 500
 
 // A JSON dump that never throws: invalid UTF-8 (which a stream cannot contain, but a
 // hand-built value might) is replaced with U+FFFD.

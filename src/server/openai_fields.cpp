@@ -16,14 +16,21 @@ namespace {
 
 const char* type_name(const json& v) {
   switch (v.type()) {
-    case json::value_t::string: return "a string";
-    case json::value_t::boolean: return "a boolean";
+    case json::value_t::string:
+      return "a string";
+    case json::value_t::boolean:
+      return "a boolean";
     case json::value_t::number_integer:
-    case json::value_t::number_unsigned: return "an integer";
-    case json::value_t::number_float: return "a number";
-    case json::value_t::array: return "a list";
-    case json::value_t::object: return "an object";
-    default: return "null";
+    case json::value_t::number_unsigned:
+      return "an integer";
+    case json::value_t::number_float:
+      return "a number";
+    case json::value_t::array:
+      return "a list";
+    case json::value_t::object:
+      return "an object";
+    default:
+      return "null";
   }
 }
 
@@ -53,14 +60,16 @@ const json* Fields::get(const char* name) const {
 std::optional<bool> Fields::boolean(const char* name) const {
   const json* v = get(name);
   if (!v) return std::nullopt;
-  if (!v->is_boolean()) reject(fmt::format("{} must be a boolean, got {}", name, type_name(*v)), name);
+  if (!v->is_boolean())
+    reject(fmt::format("{} must be a boolean, got {}", name, type_name(*v)), name);
   return v->get<bool>();
 }
 
 std::optional<int64_t> Fields::integer(const char* name, int64_t lo, int64_t hi) const {
   const json* v = get(name);
   if (!v) return std::nullopt;
-  if (!v->is_number()) reject(fmt::format("{} must be an integer, got {}", name, type_name(*v)), name);
+  if (!v->is_number())
+    reject(fmt::format("{} must be an integer, got {}", name, type_name(*v)), name);
   const auto i = as_integer(*v);
   if (!i) reject(fmt::format("{} must be an integer in [{}, {}]", name, lo, hi), name);
   if (*i < lo || *i > hi)
@@ -71,23 +80,26 @@ std::optional<int64_t> Fields::integer(const char* name, int64_t lo, int64_t hi)
 std::optional<double> Fields::number(const char* name, double lo, double hi) const {
   const json* v = get(name);
   if (!v) return std::nullopt;
-  if (!v->is_number()) reject(fmt::format("{} must be a number, got {}", name, type_name(*v)), name);
+  if (!v->is_number())
+    reject(fmt::format("{} must be a number, got {}", name, type_name(*v)), name);
   const double d = v->get<double>();
   if (!std::isfinite(d)) reject(fmt::format("{} must be a finite number", name), name);
-  if (d < lo || d > hi) reject(fmt::format("{} must be in [{}, {}], got {}", name, lo, hi, d), name);
+  if (d < lo || d > hi)
+    reject(fmt::format("{} must be in [{}, {}], got {}", name, lo, hi, d), name);
   return d;
 }
 
 std::optional<std::string> Fields::string(const char* name) const {
   const json* v = get(name);
   if (!v) return std::nullopt;
-  if (!v->is_string()) reject(fmt::format("{} must be a string, got {}", name, type_name(*v)), name);
+  if (!v->is_string())
+    reject(fmt::format("{} must be a string, got {}", name, type_name(*v)), name);
   return v->get<std::string>();
 }
 
 namespace {
 
-constexpr double kHuge = 3.4e38;  // float range: larger values are refused, not wrapped
+constexpr double kHuge = 3.4e38;          // float range: larger values are refused, not wrapped
 constexpr float kMinTemperature = 0.01f;  // vLLM raises (0, 0.01) to 0.01
 
 std::vector<std::string> parse_stop(const Fields& f, const ServingContext& ctx) {
@@ -98,9 +110,9 @@ std::vector<std::string> parse_stop(const Fields& f, const ServingContext& ctx) 
     stops.push_back(v->get<std::string>());
   } else if (v->is_array()) {
     if (v->size() > ctx.max_stop_strings)
-      reject(fmt::format("stop may hold at most {} strings, got {}", ctx.max_stop_strings,
-                         v->size()),
-             "stop");
+      reject(
+          fmt::format("stop may hold at most {} strings, got {}", ctx.max_stop_strings, v->size()),
+          "stop");
     for (const json& s : *v) {
       if (!s.is_string()) reject("stop must be a string or a list of strings", "stop");
       stops.push_back(s.get<std::string>());
@@ -134,7 +146,8 @@ std::vector<int32_t> parse_id_list(const Fields& f, const char* name, const Serv
   return ids;
 }
 
-std::vector<std::pair<int32_t, float>> parse_logit_bias(const Fields& f, const ServingContext& ctx) {
+std::vector<std::pair<int32_t, float>> parse_logit_bias(const Fields& f,
+                                                        const ServingContext& ctx) {
   const json* v = f.get("logit_bias");
   std::vector<std::pair<int32_t, float>> out;
   if (!v) return out;
@@ -176,7 +189,8 @@ void parse_sampling(const Fields& f, Endpoint endpoint, const ServingContext& ct
 
   if (auto t = f.number("temperature", 0.0, kHuge)) {
     out.temperature = static_cast<float>(*t);
-    if (out.temperature > 0.f && out.temperature < kMinTemperature) out.temperature = kMinTemperature;
+    if (out.temperature > 0.f && out.temperature < kMinTemperature)
+      out.temperature = kMinTemperature;
   }
   if (auto v = f.number("top_p", 0.0, 1.0)) {
     if (*v <= 0.0) reject(fmt::format("top_p must be in (0, 1], got {}", *v), "top_p");
@@ -185,7 +199,8 @@ void parse_sampling(const Fields& f, Endpoint endpoint, const ServingContext& ct
   if (auto v = f.integer("top_k", -1, std::numeric_limits<int32_t>::max()))
     out.top_k = *v <= 0 ? 0 : static_cast<int32_t>(*v);
   if (auto v = f.number("min_p", 0.0, 1.0)) out.min_p = static_cast<float>(*v);
-  if (auto v = f.number("presence_penalty", -2.0, 2.0)) out.presence_penalty = static_cast<float>(*v);
+  if (auto v = f.number("presence_penalty", -2.0, 2.0))
+    out.presence_penalty = static_cast<float>(*v);
   if (auto v = f.number("frequency_penalty", -2.0, 2.0))
     out.frequency_penalty = static_cast<float>(*v);
   if (auto v = f.number("repetition_penalty", 0.0, kHuge)) {
@@ -228,12 +243,13 @@ void parse_sampling(const Fields& f, Endpoint endpoint, const ServingContext& ct
 
   // Logprobs: an int for completions; a bool plus top_logprobs for chat.
   if (endpoint == Endpoint::Completions) {
-    if (const json* v = f.get("logprobs"); v && v->is_number() && as_integer(*v) &&
-                                           *as_integer(*v) > ctx.max_logprobs)
+    if (const json* v = f.get("logprobs");
+        v && v->is_number() && as_integer(*v) && *as_integer(*v) > ctx.max_logprobs)
       reject(fmt::format("logprobs must be at most max_logprobs={}, got {}", ctx.max_logprobs,
                          *as_integer(*v)),
              "logprobs");
-    if (auto v = f.integer("logprobs", 0, ctx.max_logprobs)) out.logprobs = static_cast<int32_t>(*v);
+    if (auto v = f.integer("logprobs", 0, ctx.max_logprobs))
+      out.logprobs = static_cast<int32_t>(*v);
   } else {
     const bool want = f.boolean("logprobs").value_or(false);
     const json* top = f.get("top_logprobs");
@@ -246,8 +262,8 @@ void parse_sampling(const Fields& f, Endpoint endpoint, const ServingContext& ct
       if (!want)
         reject("when using `top_logprobs`, `logprobs` must be set to true", "top_logprobs");
       if (*k == -1 || *k > ctx.max_logprobs)
-        reject(fmt::format("top_logprobs must be at most max_logprobs={}, got {}",
-                           ctx.max_logprobs, *k),
+        reject(fmt::format("top_logprobs must be at most max_logprobs={}, got {}", ctx.max_logprobs,
+                           *k),
                "top_logprobs");
       out.logprobs = static_cast<int32_t>(*k);
     } else if (want) {
@@ -280,17 +296,16 @@ void parse_common_plan(const Fields& f, const ServingContext& ctx, ResponsePlan&
   plan.return_tokens_as_token_ids = f.boolean("return_tokens_as_token_ids").value_or(false);
 
   // What strata does not do: refused by name instead of silently ignored.
-  if (f.boolean("echo").value_or(false))
-    reject("echo is not supported by strata", "echo");
+  if (f.boolean("echo").value_or(false)) reject("echo is not supported by strata", "echo");
   if (f.get("suffix")) reject("suffix is not currently supported", "suffix");
   if (auto b = f.integer("best_of", 0, std::numeric_limits<int64_t>::max()); b && *b > 1)
     reject("best_of is not supported by strata (use n)", "best_of");
   if (f.boolean("use_beam_search").value_or(false))
     reject("beam search is not supported by strata", "use_beam_search");
   if (f.get("prompt_embeds")) reject("prompt_embeds is not supported by strata", "prompt_embeds");
-  for (const char* name : {"structured_outputs", "guided_json", "guided_regex", "guided_choice",
-                           "guided_grammar", "allowed_token_ids", "bad_words",
-                           "logits_processors"}) {
+  for (const char* name :
+       {"structured_outputs", "guided_json", "guided_regex", "guided_choice", "guided_grammar",
+        "allowed_token_ids", "bad_words", "logits_processors"}) {
     const json* v = f.get(name);
     if (v && !(v->is_array() && v->empty()) && !(v->is_object() && v->empty()))
       reject(fmt::format("{} is not supported by strata (no guided decoding)", name), name);
@@ -320,14 +335,15 @@ int64_t resolve_max_tokens(int64_t prompt_len, std::optional<int64_t> requested,
   const int64_t room = ctx.max_model_len - prompt_len;
   const std::optional<int64_t> asked = requested ? requested : endpoint_default;
   if (asked && *asked > room)
-    reject(fmt::format("'max_tokens' or 'max_completion_tokens' is too large: {}. This model's "
-                       "maximum context length is {} tokens and your request has {} input "
-                       "tokens ({} > {} - {}).",
-                       *asked, ctx.max_model_len, prompt_len, *asked, ctx.max_model_len,
-                       prompt_len),
-           "max_tokens");
+    reject(
+        fmt::format("'max_tokens' or 'max_completion_tokens' is too large: {}. This model's "
+                    "maximum context length is {} tokens and your request has {} input "
+                    "tokens ({} > {} - {}).",
+                    *asked, ctx.max_model_len, prompt_len, *asked, ctx.max_model_len, prompt_len),
+        "max_tokens");
   int64_t max_tokens = asked.value_or(room);
-  if (!requested && ctx.generation_defaults.max_new_tokens && *ctx.generation_defaults.max_new_tokens > 0)
+  if (!requested && ctx.generation_defaults.max_new_tokens &&
+      *ctx.generation_defaults.max_new_tokens > 0)
     max_tokens = std::min<int64_t>(max_tokens, *ctx.generation_defaults.max_new_tokens);
   return max_tokens;
 }

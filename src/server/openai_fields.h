@@ -60,7 +60,6 @@ int64_t resolve_max_tokens(int64_t prompt_len, std::optional<int64_t> requested,
                            std::optional<int64_t> endpoint_default, const ServingContext& ctx);
 
 // Token ids of a prompt: in [0, vocab_size).
-void check_token_ids(const std::vector<int32_t>& ids, const ServingContext& ctx,
-                     const char* param);
+void check_token_ids(const std::vector<int32_t>& ids, const ServingContext& ctx, const char* param);
 
 }  // namespace strata::server::detail

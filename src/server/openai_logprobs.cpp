@@ -18,13 +18,15 @@ double clamp_logprob(float lp) {
 
 json bytes_of(const std::string& s) {
   json b = json::array();
-  for (unsigned char c : s) b.push_back(static_cast<int>(c));
+  for (unsigned char c : s)
+    b.push_back(static_cast<int>(c));
   return b;
 }
 
 int64_t code_points(const std::string& s) {
   int64_t n = 0;
-  for (unsigned char c : s) n += (c & 0xC0) != 0x80;
+  for (unsigned char c : s)
+    n += (c & 0xC0) != 0x80;
   return n;
 }
 
@@ -48,7 +50,8 @@ json LogprobFormatter::chat(const std::vector<engine::TokenLogprobs>& tokens, in
     const size_t k = std::min(t.top.size(), static_cast<size_t>(std::max(top, 0)));
     for (size_t i = 0; i < k; ++i) {
       const std::string alt = token_text(t.top[i].first);
-      alts.push_back({{"token", alt}, {"logprob", clamp_logprob(t.top[i].second)}, {"bytes", bytes_of(alt)}});
+      alts.push_back(
+          {{"token", alt}, {"logprob", clamp_logprob(t.top[i].second)}, {"bytes", bytes_of(alt)}});
     }
     entry["top_logprobs"] = std::move(alts);
     content.push_back(std::move(entry));

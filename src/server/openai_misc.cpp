@@ -22,8 +22,7 @@ json parse_object(std::string_view body, const ServingContext& ctx) {
   json j = std::move(std::get<json>(parsed));
   if (!j.is_object()) reject("the request body must be a JSON object");
   if (auto e = check_model(j, ctx)) throw ParamError{*e};
-  if (!ctx.tokenizer)
-    reject("the server runs without a tokenizer (--skip-tokenizer-init)");
+  if (!ctx.tokenizer) reject("the server runs without a tokenizer (--skip-tokenizer-init)");
   return j;
 }
 
@@ -74,7 +73,8 @@ json tokenize(std::string_view body, const ServingContext& ctx) {
   out["tokens"] = ids;
   if (f.boolean("return_token_strs").value_or(false)) {
     json strs = json::array();
-    for (int32_t id : ids) strs.push_back(ctx.tokenizer->id_to_token(id).value_or(""));
+    for (int32_t id : ids)
+      strs.push_back(ctx.tokenizer->id_to_token(id).value_or(""));
     out["token_strs"] = std::move(strs);
   } else {
     out["token_strs"] = nullptr;

@@ -31,8 +31,10 @@ bool depth_within(std::string_view text, int limit) {
   for (size_t i = 0; i < text.size(); ++i) {
     const char c = text[i];
     if (in_string) {
-      if (c == '\\') ++i;
-      else if (c == '"') in_string = false;
+      if (c == '\\')
+        ++i;
+      else if (c == '"')
+        in_string = false;
     } else if (c == '"') {
       in_string = true;
     } else if (c == '[' || c == '{') {
@@ -55,7 +57,8 @@ std::string response_id(const Fields& f, std::string_view header_request_id, con
   auto rid = f.string("request_id");
   if (!rid && !header_request_id.empty()) rid = std::string(header_request_id);
   if (rid) {
-    if (rid->empty() || rid->size() > 256) reject("request_id must be 1 to 256 characters", "request_id");
+    if (rid->empty() || rid->size() > 256)
+      reject("request_id must be 1 to 256 characters", "request_id");
     return prefix + *rid;
   }
   return random_id(prefix);
@@ -133,8 +136,10 @@ std::vector<std::vector<int32_t>> completion_prompts(const Fields& f, const Serv
   const bool add_special = f.boolean("add_special_tokens").value_or(true);
   auto encode = [&](const json& s) {
     if (!ctx.tokenizer)
-      reject("a text prompt needs the tokenizer (the server runs with --skip-tokenizer-init): "
-             "send token ids", "prompt");
+      reject(
+          "a text prompt needs the tokenizer (the server runs with --skip-tokenizer-init): "
+          "send token ids",
+          "prompt");
     const std::string text = s.get<std::string>();
     if (text.empty()) reject("prompt must not be empty", "prompt");
     return ctx.tokenizer->encode(text, add_special);
@@ -156,14 +161,18 @@ std::vector<std::vector<int32_t>> completion_prompts(const Fields& f, const Serv
           if (item.empty()) reject("prompt must not be empty", "prompt");
           prompts.push_back(ids_of(item, "prompt"));
         } else {
-          reject("prompt must be a string, a list of strings, a list of token ids or a list of "
-                 "token-id lists", "prompt");
+          reject(
+              "prompt must be a string, a list of strings, a list of token ids or a list of "
+              "token-id lists",
+              "prompt");
         }
       }
     }
   } else {
-    reject("prompt must be a string, a list of strings, a list of token ids or a list of "
-           "token-id lists", "prompt");
+    reject(
+        "prompt must be a string, a list of strings, a list of token ids or a list of "
+        "token-id lists",
+        "prompt");
   }
   for (auto& ids : prompts) {
     if (ids.empty()) reject("prompt must not be empty", "prompt");
@@ -187,7 +196,8 @@ void check_messages(const json* messages) {
     const std::string role = m["role"].get<std::string>();
     if (std::find(std::begin(kRoles), std::end(kRoles), role) == std::end(kRoles))
       reject(fmt::format("messages[{}].role \"{}\" is not one of system, user, assistant, tool, "
-                         "developer", i, role.substr(0, 32)),
+                         "developer",
+                         i, role.substr(0, 32)),
              "messages");
   }
 }
@@ -236,21 +246,26 @@ ToolChoice tool_choice(const Fields& f, const json* tools, const ServingContext&
       bool found = false;
       for (const json& t : *tools)
         if (t["function"]["name"] == (*fn)["name"]) found = true;
-      if (!found)
-        reject("tool_choice names a function that is not in tools", "tool_choice");
-      reject("a named tool_choice needs guided decoding, which strata does not support; use "
-             "\"auto\"", "tool_choice");
+      if (!found) reject("tool_choice names a function that is not in tools", "tool_choice");
+      reject(
+          "a named tool_choice needs guided decoding, which strata does not support; use "
+          "\"auto\"",
+          "tool_choice");
     } else {
       reject("tool_choice must be a string or an object", "tool_choice");
     }
   }
   if (choice == "required")
-    reject("tool_choice \"required\" needs guided decoding, which strata does not support; use "
-           "\"auto\"", "tool_choice");
+    reject(
+        "tool_choice \"required\" needs guided decoding, which strata does not support; use "
+        "\"auto\"",
+        "tool_choice");
   if (choice == "auto") {
     if (!ctx.enable_auto_tool_choice || ctx.tool_call_parser.empty())
-      reject("\"auto\" tool choice requires --enable-auto-tool-choice and --tool-call-parser to "
-             "be set", "tool_choice");
+      reject(
+          "\"auto\" tool choice requires --enable-auto-tool-choice and --tool-call-parser to "
+          "be set",
+          "tool_choice");
     return ToolChoice::Auto;
   }
   return ToolChoice::None;
@@ -260,7 +275,8 @@ ToolChoice tool_choice(const Fields& f, const json* tools, const ServingContext&
 // with "<think>\n" (thinking on) or "<think></think>" (off). Other endings: the kwargs decide.
 bool thinking_from_prompt(const std::string& prompt, bool kwargs_thinking) {
   size_t end = prompt.size();
-  while (end > 0 && (prompt[end - 1] == '\n' || prompt[end - 1] == ' ')) --end;
+  while (end > 0 && (prompt[end - 1] == '\n' || prompt[end - 1] == ' '))
+    --end;
   const std::string_view p(prompt.data(), end);
   if (p.ends_with("</think>")) return false;
   if (p.ends_with("<think>")) return true;
@@ -294,15 +310,19 @@ ParsedRequest parse_chat(std::string_view body, const ServingContext& ctx,
     reject("chat_template in a request is not allowed (start the server with --chat-template)",
            "chat_template");
   if (auto effort = f.string("reasoning_effort")) {
-    static const char* const kEfforts[] = {"none", "minimal", "low", "medium", "high", "xhigh", "max"};
+    static const char* const kEfforts[] = {"none", "minimal", "low", "medium",
+                                           "high", "xhigh",   "max"};
     if (std::find(std::begin(kEfforts), std::end(kEfforts), *effort) == std::end(kEfforts))
       reject("reasoning_effort must be one of none, minimal, low, medium, high, xhigh, max",
              "reasoning_effort");
   }
-  if (!ctx.tokenizer) reject("chat completions need the tokenizer (the server runs with "
-                             "--skip-tokenizer-init): use /v1/completions with token ids", "messages");
-  if (!ctx.chat) reject("this model has no chat template; start the server with --chat-template",
-                        "messages");
+  if (!ctx.tokenizer)
+    reject(
+        "chat completions need the tokenizer (the server runs with "
+        "--skip-tokenizer-init): use /v1/completions with token ids",
+        "messages");
+  if (!ctx.chat)
+    reject("this model has no chat template; start the server with --chat-template", "messages");
 
   text::ChatPromptRequest chat;
   std::string prompt;
@@ -328,8 +348,9 @@ ParsedRequest parse_chat(std::string_view body, const ServingContext& ctx,
   const int64_t max_tokens =
       detail::resolve_max_tokens(static_cast<int64_t>(ids.size()), requested, std::nullopt, ctx);
   if (params.min_tokens > max_tokens)
-    reject(fmt::format("min_tokens must be less than or equal to max_tokens={}, got {}",
-                       max_tokens, params.min_tokens), "min_tokens");
+    reject(fmt::format("min_tokens must be less than or equal to max_tokens={}, got {}", max_tokens,
+                       params.min_tokens),
+           "min_tokens");
   out.requests = make_requests(plan, {ids}, params, {max_tokens});
   return out;
 }
@@ -357,11 +378,12 @@ ParsedRequest parse_completion(std::string_view body, const ServingContext& ctx,
   std::vector<int64_t> max_tokens;
   for (const auto& ids : prompts) {
     // vLLM's completions default is 16, checked against the context like an explicit value.
-    max_tokens.push_back(detail::resolve_max_tokens(static_cast<int64_t>(ids.size()), requested,
-                                                    int64_t{16}, ctx));
+    max_tokens.push_back(
+        detail::resolve_max_tokens(static_cast<int64_t>(ids.size()), requested, int64_t{16}, ctx));
     if (params.min_tokens > max_tokens.back())
       reject(fmt::format("min_tokens must be less than or equal to max_tokens={}, got {}",
-                         max_tokens.back(), params.min_tokens), "min_tokens");
+                         max_tokens.back(), params.min_tokens),
+             "min_tokens");
   }
   finish_plan(plan, f, j, ctx, ctx.served_model_name);
   out.requests = make_requests(plan, prompts, params, max_tokens);
@@ -412,16 +434,21 @@ std::optional<ApiError> check_model(const json& request, const ServingContext& c
 }
 
 std::optional<std::string> check_serving_context(const ServingContext& ctx) {
-  if (ctx.max_model_len < 2) return fmt::format("max_model_len must be at least 2, got {}", ctx.max_model_len);
+  if (ctx.max_model_len < 2)
+    return fmt::format("max_model_len must be at least 2, got {}", ctx.max_model_len);
   if (ctx.vocab_size < 1) return std::string("the vocabulary size is unknown");
   if (!ctx.tool_call_parser.empty() && !ToolParser::known(ctx.tool_call_parser))
-    return fmt::format("--tool-call-parser {}: unknown (strata knows nemotron_json, qwen3_coder, "
-                       "qwen3_xml)", ctx.tool_call_parser);
+    return fmt::format(
+        "--tool-call-parser {}: unknown (strata knows nemotron_json, qwen3_coder, "
+        "qwen3_xml)",
+        ctx.tool_call_parser);
   if (ctx.enable_auto_tool_choice && ctx.tool_call_parser.empty())
     return std::string("--enable-auto-tool-choice needs --tool-call-parser");
   if (!ctx.reasoning_parser.empty() && !ReasoningParser::known(ctx.reasoning_parser))
-    return fmt::format("--reasoning-parser {}: unknown (strata knows nano_v3, nemotron, "
-                       "nemotron_nano_v2, nemotron_v3, deepseek_r1, qwen3)", ctx.reasoning_parser);
+    return fmt::format(
+        "--reasoning-parser {}: unknown (strata knows nano_v3, nemotron, "
+        "nemotron_nano_v2, nemotron_v3, deepseek_r1, qwen3)",
+        ctx.reasoning_parser);
   if ((!ctx.tool_call_parser.empty() || !ctx.reasoning_parser.empty()) && !ctx.tokenizer)
     return std::string("tool-call and reasoning parsers need the tokenizer");
   return std::nullopt;
@@ -429,10 +456,9 @@ std::optional<std::string> check_serving_context(const ServingContext& ctx) {
 
 std::string random_id(std::string_view prefix) {
   static std::atomic<uint64_t> counter{0};
-  thread_local std::mt19937_64 rng(std::random_device{}() ^
-                                   (static_cast<uint64_t>(std::chrono::steady_clock::now()
-                                                              .time_since_epoch()
-                                                              .count())));
+  thread_local std::mt19937_64 rng(
+      std::random_device{}() ^
+      (static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count())));
   const uint64_t a = rng(), b = rng() ^ counter.fetch_add(1, std::memory_order_relaxed);
   return fmt::format("{}{:016x}{:016x}", prefix, a, b);
 }

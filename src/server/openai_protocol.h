@@ -28,25 +28,25 @@ namespace strata::server {
 
 // What the server knows about the model it serves (set once at start-up, read-only after).
 struct ServingContext {
-  std::string served_model_name;          // what /v1/models lists and responses echo
+  std::string served_model_name;           // what /v1/models lists and responses echo
   std::vector<std::string> model_aliases;  // other accepted names (the --model path)
-  std::string model_root;                 // ModelCard.root (the --model path, or the preset)
+  std::string model_root;                  // ModelCard.root (the --model path, or the preset)
   int64_t max_model_len = 0;
-  int32_t vocab_size = 0;                 // bounds token ids in prompts, logit_bias, stop ids
-  int32_t max_logprobs = 20;              // vLLM's --max-logprobs default
-  int32_t max_n = 128;                    // n (and prompts x n) above this is a 400
-  size_t max_stop_strings = 256;          // stop strings per request; each <= max_stop_bytes
+  int32_t vocab_size = 0;         // bounds token ids in prompts, logit_bias, stop ids
+  int32_t max_logprobs = 20;      // vLLM's --max-logprobs default
+  int32_t max_n = 128;            // n (and prompts x n) above this is a 400
+  size_t max_stop_strings = 256;  // stop strings per request; each <= max_stop_bytes
   size_t max_stop_bytes = 1024;
-  size_t max_logit_bias = 4096;           // logit_bias entries per request
-  const text::Tokenizer* tokenizer = nullptr;       // null: --skip-tokenizer-init (ids only)
-  const text::ChatPromptBuilder* chat = nullptr;    // null: no chat template (chat -> 400)
+  size_t max_logit_bias = 4096;                   // logit_bias entries per request
+  const text::Tokenizer* tokenizer = nullptr;     // null: --skip-tokenizer-init (ids only)
+  const text::ChatPromptBuilder* chat = nullptr;  // null: no chat template (chat -> 400)
   // Sampling defaults from generation_config.json (--generation-config auto); a default-built
   // config (all unset) is --generation-config vllm.
   text::GenerationConfig generation_defaults;
   // Tools and reasoning (--enable-auto-tool-choice, --tool-call-parser, --reasoning-parser).
   bool enable_auto_tool_choice = false;
-  std::string tool_call_parser;   // "" or a name tool_parser.h knows
-  std::string reasoning_parser;   // "" or a name reasoning_parser.h knows
+  std::string tool_call_parser;  // "" or a name tool_parser.h knows
+  std::string reasoning_parser;  // "" or a name reasoning_parser.h knows
   // Which names the reasoning text is written under (spec/serving.md 1.3: both by default).
   bool emit_reasoning = true, emit_reasoning_content = true;
 };
@@ -75,11 +75,11 @@ struct ResponsePlan {
   std::vector<std::string> request_ids;
   std::vector<std::vector<int32_t>> prompt_ids;
   // Chat only.
-  std::string reasoning_parser;   // "" = no reasoning split
-  bool thinking_enabled = true;   // chat_template_kwargs.enable_thinking as rendered
+  std::string reasoning_parser;  // "" = no reasoning split
+  bool thinking_enabled = true;  // chat_template_kwargs.enable_thinking as rendered
   ToolChoice tool_choice = ToolChoice::None;
-  std::string tool_call_parser;   // with ToolChoice::Auto
-  nlohmann::ordered_json tools;   // the request's tools (qwen3_coder types values by them)
+  std::string tool_call_parser;  // with ToolChoice::Auto
+  nlohmann::ordered_json tools;  // the request's tools (qwen3_coder types values by them)
   bool emit_reasoning = true, emit_reasoning_content = true;
 };
 

@@ -34,7 +34,8 @@ json tool_calls_json(const std::vector<ToolCall>& calls, int32_t first_index, bo
 }
 
 bool blank(const std::string& s) {
-  return std::all_of(s.begin(), s.end(), [](char c) { return c == ' ' || c == '\n' || c == '\t' || c == '\r'; });
+  return std::all_of(s.begin(), s.end(),
+                     [](char c) { return c == ' ' || c == '\n' || c == '\t' || c == '\r'; });
 }
 
 }  // namespace
@@ -56,7 +57,7 @@ struct ChoiceState {
 };
 
 struct PromptState {
-  bool started = false;   // some output arrived (the chat role chunk went out)
+  bool started = false;  // some output arrived (the chat role chunk went out)
   bool finished = false;
   int64_t prompt_tokens = 0;
 };
@@ -82,9 +83,12 @@ struct ResponseBuilder::Impl {
 
   json usage() const {
     int64_t prompt = 0, completion = 0;
-    for (const PromptState& p : prompts) prompt += p.prompt_tokens;
-    for (const ChoiceState& c : choices) completion += static_cast<int64_t>(c.token_ids.size());
-    return {{"prompt_tokens", prompt}, {"completion_tokens", completion},
+    for (const PromptState& p : prompts)
+      prompt += p.prompt_tokens;
+    for (const ChoiceState& c : choices)
+      completion += static_cast<int64_t>(c.token_ids.size());
+    return {{"prompt_tokens", prompt},
+            {"completion_tokens", completion},
             {"total_tokens", prompt + completion}};
   }
 
@@ -172,7 +176,8 @@ struct ResponseBuilder::Impl {
         if (finishing) {
           ToolStreamDelta rest = c.tools->finish();
           t.content += rest.content;
-          for (ToolCall& call : rest.calls) t.calls.push_back(std::move(call));
+          for (ToolCall& call : rest.calls)
+            t.calls.push_back(std::move(call));
         }
         content = std::move(t.content);
         has_content = !content.empty();
@@ -185,7 +190,8 @@ struct ResponseBuilder::Impl {
       const bool has_logprobs = plan.logprobs >= 0 && !d.logprobs.empty();
       if (delta.empty() && !finishing && !has_logprobs) return events;
       choice["delta"] = std::move(delta);
-      choice["logprobs"] = has_logprobs ? logprob_fmt.chat(d.logprobs, plan.logprobs) : json(nullptr);
+      choice["logprobs"] =
+          has_logprobs ? logprob_fmt.chat(d.logprobs, plan.logprobs) : json(nullptr);
     } else {
       choice["text"] = d.text;
       choice["logprobs"] = plan.logprobs >= 0 && !d.logprobs.empty()
@@ -217,7 +223,8 @@ struct ResponseBuilder::Impl {
       choice["finish_reason"] = nullptr;
       json j = chunk_base();
       j["choices"] = json::array({std::move(choice)});
-      if (plan.return_token_ids || !plan.detokenize) j["prompt_token_ids"] = plan.prompt_ids[prompt_index];
+      if (plan.return_token_ids || !plan.detokenize)
+        j["prompt_token_ids"] = plan.prompt_ids[prompt_index];
       if (plan.continuous_usage_stats) j["usage"] = usage();
       events.push_back(sse_event(j));
     }
@@ -249,8 +256,12 @@ ResponseBuilder::ResponseBuilder(ResponsePlan plan, const ServingContext& ctx)
 ResponseBuilder::~ResponseBuilder() = default;
 ResponseBuilder::ResponseBuilder(ResponseBuilder&&) noexcept = default;
 
-const ResponsePlan& ResponseBuilder::plan() const { return impl_->plan; }
-const std::optional<ApiError>& ResponseBuilder::error() const { return impl_->error; }
+const ResponsePlan& ResponseBuilder::plan() const {
+  return impl_->plan;
+}
+const std::optional<ApiError>& ResponseBuilder::error() const {
+  return impl_->error;
+}
 
 bool ResponseBuilder::finished() const {
   if (impl_->error) return true;
@@ -261,7 +272,8 @@ bool ResponseBuilder::finished() const {
 std::vector<std::string> ResponseBuilder::on_output(const engine::RequestOutput& output) {
   Impl& s = *impl_;
   std::vector<std::string> events;
-  const auto it = std::find(s.plan.request_ids.begin(), s.plan.request_ids.end(), output.request_id);
+  const auto it =
+      std::find(s.plan.request_ids.begin(), s.plan.request_ids.end(), output.request_id);
   if (it == s.plan.request_ids.end()) return events;  // not ours
   const size_t p = static_cast<size_t>(it - s.plan.request_ids.begin());
   PromptState& prompt = s.prompts[p];
@@ -270,15 +282,15 @@ std::vector<std::string> ResponseBuilder::on_output(const engine::RequestOutput&
   for (const engine::CompletionDelta& d : output.completions)
     if (d.finish == FinishReason::Error) any_finish_error = true;
   if (any_finish_error || !output.error.empty()) {
-    s.error = internal_error(output.error.empty() ? "the engine failed while generating"
-                                                  : output.error);
+    s.error =
+        internal_error(output.error.empty() ? "the engine failed while generating" : output.error);
     prompt.finished = true;
     return events;
   }
-  const bool has_tokens = std::any_of(output.completions.begin(), output.completions.end(),
-                                      [](const engine::CompletionDelta& d) {
-                                        return !d.token_ids.empty() || d.finish != FinishReason::None;
-                                      });
+  const bool has_tokens = std::any_of(
+      output.completions.begin(), output.completions.end(), [](const engine::CompletionDelta& d) {
+        return !d.token_ids.empty() || d.finish != FinishReason::None;
+      });
   bool first_of_prompt = false;
   if (has_tokens && !prompt.started) {
     prompt.started = true;
@@ -364,8 +376,8 @@ json ResponseBuilder::body() const {
       msg["tool_calls"] = tool_calls_json(parts.calls, 0, /*streaming=*/false);
       if (!parts.calls.empty() && c.finish == FinishReason::Stop) finish = "tool_calls";
       choice["message"] = std::move(msg);
-      choice["logprobs"] = s.plan.logprobs >= 0 ? s.logprob_fmt.chat(c.logprobs, s.plan.logprobs)
-                                                : json(nullptr);
+      choice["logprobs"] =
+          s.plan.logprobs >= 0 ? s.logprob_fmt.chat(c.logprobs, s.plan.logprobs) : json(nullptr);
     } else {
       choice["text"] = c.text;
       int64_t offset = 0;
@@ -388,7 +400,9 @@ json ResponseBuilder::body() const {
   return j;
 }
 
-std::string sse_event(const json& payload) { return "data: " + dump_json(payload) + "\n\n"; }
+std::string sse_event(const json& payload) {
+  return "data: " + dump_json(payload) + "\n\n";
+}
 
 std::vector<std::string> stream_error_events(const ApiError& error) {
   return {"data: " + error.body_text() + "\n\n", kSseDone};

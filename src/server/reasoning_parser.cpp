@@ -8,8 +8,8 @@ namespace {
 
 constexpr std::string_view kOpen = "<think>";
 constexpr std::string_view kClose = "</think>";
-constexpr std::string_view kNames[] = {"nano_v3", "nemotron", "nemotron_nano_v2", "nemotron_v3",
-                                       "deepseek_r1", "qwen3"};
+constexpr std::string_view kNames[] = {"nano_v3",     "nemotron",    "nemotron_nano_v2",
+                                       "nemotron_v3", "deepseek_r1", "qwen3"};
 
 // The longest suffix of `text` that is a proper prefix of `marker`.
 size_t partial_suffix(std::string_view text, std::string_view marker) {
@@ -65,7 +65,9 @@ ReasoningSplit ReasoningParser::push(std::string_view delta) {
   return emit(held_, /*final=*/false);
 }
 
-ReasoningSplit ReasoningParser::finish() { return emit(held_, /*final=*/true); }
+ReasoningSplit ReasoningParser::finish() {
+  return emit(held_, /*final=*/true);
+}
 
 ReasoningSplit ReasoningParser::emit(std::string_view text, bool final) {
   ReasoningSplit out;

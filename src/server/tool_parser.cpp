@@ -61,7 +61,8 @@ class NemotronJsonParser final : public ToolParser {
 // parse, else kept as strings.
 class Qwen3CoderParser final : public ToolParser {
  public:
-  explicit Qwen3CoderParser(json tools) : ToolParser("<tool_call>", "</tool_call>"), tools_(std::move(tools)) {}
+  explicit Qwen3CoderParser(json tools)
+      : ToolParser("<tool_call>", "</tool_call>"), tools_(std::move(tools)) {}
 
  protected:
   std::optional<std::vector<ToolCall>> parse_block(std::string_view inner) const override {
@@ -142,7 +143,8 @@ bool ToolParser::known(std::string_view name) {
 
 std::unique_ptr<ToolParser> ToolParser::create(std::string_view name, const json& tools) {
   if (name == "nemotron_json") return std::make_unique<NemotronJsonParser>();
-  if (name == "qwen3_coder" || name == "qwen3_xml") return std::make_unique<Qwen3CoderParser>(tools);
+  if (name == "qwen3_coder" || name == "qwen3_xml")
+    return std::make_unique<Qwen3CoderParser>(tools);
   return nullptr;
 }
 
@@ -159,7 +161,8 @@ ToolParseResult ToolParser::parse(std::string_view text) const {
     auto calls = parse_block(text.substr(inner_from, close - inner_from));
     if (!calls) return ToolParseResult{std::string(text), {}};  // malformed: all content
     out.content.append(text.substr(at, open - at));
-    for (ToolCall& c : *calls) out.calls.push_back(std::move(c));
+    for (ToolCall& c : *calls)
+      out.calls.push_back(std::move(c));
     at = closed ? close + close_.size() : text.size();
   }
   if (at < text.size()) out.content.append(text.substr(at));
@@ -171,7 +174,9 @@ ToolStreamDelta ToolParser::push(std::string_view delta) {
   return drain(false);
 }
 
-ToolStreamDelta ToolParser::finish() { return drain(true); }
+ToolStreamDelta ToolParser::finish() {
+  return drain(true);
+}
 
 ToolStreamDelta ToolParser::drain(bool final) {
   ToolStreamDelta out;
@@ -193,11 +198,12 @@ ToolStreamDelta ToolParser::drain(bool final) {
     const size_t close = buffer_.find(close_, open_.size());
     if (close == std::string::npos && !final) break;  // wait for the end of the call
     const size_t end = close == std::string::npos ? buffer_.size() : close + close_.size();
-    const std::string_view inner =
-        std::string_view(buffer_).substr(open_.size(), (close == std::string::npos ? buffer_.size() : close) - open_.size());
+    const std::string_view inner = std::string_view(buffer_).substr(
+        open_.size(), (close == std::string::npos ? buffer_.size() : close) - open_.size());
     auto calls = parse_block(inner);
     if (calls) {
-      for (ToolCall& c : *calls) out.calls.push_back(std::move(c));
+      for (ToolCall& c : *calls)
+        out.calls.push_back(std::move(c));
       calls_emitted_ += static_cast<int32_t>(calls->size());
     } else {
       out.content.append(buffer_, 0, end);  // malformed: it was text after all

@@ -21,7 +21,7 @@
 namespace strata::server {
 
 struct ToolCall {
-  std::string id;         // "chatcmpl-tool-<hex>"
+  std::string id;  // "chatcmpl-tool-<hex>"
   std::string name;
   std::string arguments;  // JSON text of an object
 };

@@ -148,7 +148,8 @@ ChatPromptBuilder ChatPromptBuilder::from_source(std::string source,
 json ChatPromptBuilder::template_kwargs(const ChatPromptRequest& request) const {
   json kwargs = default_kwargs_;
   if (request.template_kwargs.is_object())
-    for (const auto& [key, value] : request.template_kwargs.items()) kwargs[key] = value;
+    for (const auto& [key, value] : request.template_kwargs.items())
+      kwargs[key] = value;
   if (!request.documents.is_null() && !kwargs.contains("documents"))
     kwargs["documents"] = request.documents;
   // vLLM: reasoning_effort decides enable_thinking unless the kwargs already do.
@@ -166,13 +167,14 @@ bool ChatPromptBuilder::thinking_enabled(const ChatPromptRequest& request) const
 std::string ChatPromptBuilder::render(const ChatPromptRequest& request) const {
   if (request.add_generation_prompt && request.continue_final_message)
     fail("continue_final_message and add_generation_prompt cannot both be true");
-  const json messages = normalize_chat_messages(request.messages, request.parse_tool_call_arguments);
+  const json messages =
+      normalize_chat_messages(request.messages, request.parse_tool_call_arguments);
   const json kwargs = template_kwargs(request);
   std::string rendered =
-      override_ ? override_->render(messages, request.tools, request.add_generation_prompt,
-                                    kwargs, bos_token_, eos_token_)
-                : model_templates_->render(messages, request.tools,
-                                           request.add_generation_prompt, kwargs);
+      override_ ? override_->render(messages, request.tools, request.add_generation_prompt, kwargs,
+                                    bos_token_, eos_token_)
+                : model_templates_->render(messages, request.tools, request.add_generation_prompt,
+                                           kwargs);
   if (!request.continue_final_message) return rendered;
   // As transformers does: cut the rendering right after the final message's content, so the
   // model continues that message instead of closing it.
@@ -182,8 +184,10 @@ std::string ChatPromptBuilder::render(const ChatPromptRequest& request) const {
   if (!content.is_string()) fail("continue_final_message needs the final message's content");
   const std::string final_text = content.get<std::string>();
   const auto not_space = [](char c) { return c != ' ' && c != '\n' && c != '\t' && c != '\r'; };
-  const size_t first = std::find_if(final_text.begin(), final_text.end(), not_space) - final_text.begin();
-  const size_t last = final_text.rend() - std::find_if(final_text.rbegin(), final_text.rend(), not_space);
+  const size_t first =
+      std::find_if(final_text.begin(), final_text.end(), not_space) - final_text.begin();
+  const size_t last =
+      final_text.rend() - std::find_if(final_text.rbegin(), final_text.rend(), not_space);
   if (first >= last) fail("continue_final_message needs a non-empty final message");
   const std::string stripped = final_text.substr(first, last - first);
   const size_t at = rendered.rfind(stripped);

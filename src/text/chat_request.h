@@ -25,8 +25,8 @@ class Tokenizer;
 
 struct ChatPromptRequest {
   nlohmann::ordered_json messages = nlohmann::ordered_json::array();
-  nlohmann::ordered_json tools;            // null or an array
-  nlohmann::ordered_json documents;        // null or an array
+  nlohmann::ordered_json tools;      // null or an array
+  nlohmann::ordered_json documents;  // null or an array
   nlohmann::ordered_json template_kwargs = nlohmann::ordered_json::object();
   std::optional<std::string> reasoning_effort;  // "none" -> enable_thinking false
   bool add_generation_prompt = true;

@@ -3,10 +3,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <fstream>
-#include <sstream>
 
 #include "core/check.h"
+#include "io/bounded_file.h"
+#include "io/json_strict.h"
 #include "text/jinja/value_json.h"
 
 namespace strata {
@@ -17,12 +17,7 @@ constexpr const char* kReserved[] = {"messages",  "tools",     "add_generation_p
                                      "tokenize"};
 
 std::string read_file(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail("{}: cannot open for reading", path.string());
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) fail("{}: read error", path.string());
-  return ss.str();
+  return io::read_text_file(path.string(), "chat template file", io::kTemplateMaxBytes);
 }
 
 // A special token in tokenizer_config.json: a string, an AddedToken object {"content": ...}, or
@@ -91,12 +86,10 @@ nlohmann::ordered_json parse_tool_call_arguments(nlohmann::ordered_json messages
       if (empty) {
         fn["arguments"] = nlohmann::ordered_json::object();
       } else if (args->is_string()) {
-        try {
-          *args = nlohmann::ordered_json::parse(args->get<std::string>());
-        } catch (const nlohmann::json::exception& e) {
-          fail("messages[{}].tool_calls[{}].function.arguments is not valid JSON: {}", i, k,
-               e.what());
-        }
+        *args = io::parse_ordered_json_strict(
+            args->get<std::string>(),
+            fmt::format("messages[{}].tool_calls[{}].function.arguments", i, k),
+            io::kRequestJsonMaxDepth);
       }
     }
   }
@@ -112,12 +105,8 @@ ModelChatTemplates ModelChatTemplates::load(const std::filesystem::path& model_d
   std::map<std::string, std::pair<std::string, std::string>> sources;  // name -> (text, origin)
 
   if (std::filesystem::exists(config_path)) {
-    nlohmann::ordered_json config;
-    try {
-      config = nlohmann::ordered_json::parse(read_file(config_path));
-    } catch (const nlohmann::json::exception& e) {
-      fail("{}: not valid JSON: {}", config_path.string(), e.what());
-    }
+    const nlohmann::ordered_json config = io::parse_ordered_json_strict(
+        read_file(config_path), config_path.string(), io::kFileJsonMaxDepth);
     if (!config.is_object()) fail("{}: expected a JSON object", config_path.string());
     out.bos_token_ = special_token(config, "bos_token", config_path);
     out.eos_token_ = special_token(config, "eos_token", config_path);

@@ -3,24 +3,19 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
-#include <fstream>
 
 #include "core/check.h"
+#include "io/bounded_file.h"
+#include "io/json_strict.h"
 #include "text/tokenizer.h"
 
 namespace strata::text {
 namespace {
 
 nlohmann::json read_json(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail("{}: cannot open file", path.string());
-  try {
-    nlohmann::json j = nlohmann::json::parse(in);
-    if (!j.is_object()) fail("{}: expected a JSON object at the top level", path.string());
-    return j;
-  } catch (const nlohmann::json::parse_error& e) {
-    fail("{}: not valid JSON: {}", path.string(), e.what());
-  }
+  nlohmann::json j = io::parse_json_file(path.string(), "generation config", io::kConfigMaxBytes);
+  if (!j.is_object()) fail("{}: expected a JSON object at the top level", path.string());
+  return j;
 }
 
 int32_t token_id(const nlohmann::json& v, const std::string& where) {

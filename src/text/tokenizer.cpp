@@ -3,11 +3,11 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
-#include <fstream>
-#include <sstream>
 
 #include "core/check.h"
 #include "core/log.h"
+#include "io/bounded_file.h"
+#include "io/json_strict.h"
 #include "text/tokenizer_added.h"
 #include "text/tokenizer_bpe.h"
 #include "text/tokenizer_json.h"
@@ -32,21 +32,8 @@ struct Tokenizer::Impl {
 
 namespace {
 
-std::string read_file(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail("{}: cannot open file", path.string());
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) fail("{}: read error", path.string());
-  return ss.str();
-}
-
 nlohmann::json parse_json(std::string_view text, const std::string& source) {
-  try {
-    return nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error& e) {
-    fail("{}: not valid JSON: {}", source, e.what());
-  }
+  return io::parse_json_strict(text, source, io::kFileJsonMaxDepth);
 }
 
 std::vector<AddedToken> read_added_tokens(const nlohmann::json& root, const BpeModel& model,
@@ -81,6 +68,15 @@ std::vector<AddedToken> read_added_tokens(const nlohmann::json& root, const BpeM
     }
     out.push_back(std::move(a));
   }
+  // As for the vocabulary (tokenizer_bpe.h): an added token's id is bounded by the number of
+  // tokens the file declares, so tables indexed by id stay sized by the file, not by one id.
+  const int64_t declared = static_cast<int64_t>(model.size() + out.size());
+  for (size_t i = 0; i < out.size(); ++i)
+    if (out[i].id >= declared + kTokenIdGapLimit)
+      fail(
+          "{}: added_tokens[{}].id {} is far beyond the {} tokens the file declares (ids must "
+          "stay below {})",
+          source, i, out[i].id, declared, declared + kTokenIdGapLimit);
   return out;
 }
 
@@ -132,7 +128,8 @@ Tokenizer Tokenizer::from_json_text(std::string_view json_text, const std::strin
 }
 
 Tokenizer Tokenizer::from_file(const std::filesystem::path& tokenizer_json) {
-  return from_json_text(read_file(tokenizer_json), tokenizer_json.string());
+  const std::string path = tokenizer_json.string();
+  return from_json_text(io::read_text_file(path, "tokenizer", io::kTokenizerMaxBytes), path);
 }
 
 Tokenizer Tokenizer::from_dir(const std::filesystem::path& model_dir) {
@@ -144,7 +141,8 @@ Tokenizer Tokenizer::from_dir(const std::filesystem::path& model_dir) {
   const auto cfg_path = model_dir / "tokenizer_config.json";
   if (std::filesystem::exists(cfg_path)) {
     const std::string source = cfg_path.string();
-    const nlohmann::json cfg = parse_json(read_file(cfg_path), source);
+    const nlohmann::json cfg =
+        io::parse_json_file(source, "tokenizer config", io::kTemplateMaxBytes);
     if (!cfg.is_object()) fail("{}: expected a JSON object at the top level", source);
     tok.set_special_names(config_token(cfg, "bos_token", source),
                           config_token(cfg, "eos_token", source),

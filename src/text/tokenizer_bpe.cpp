@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "core/check.h"
+#include "io/json_strict.h"
 #include "text/tokenizer_json.h"
 #include "text/unicode.h"
 
@@ -55,12 +56,17 @@ BpeModel::BpeModel(const nlohmann::json& model, const std::string& where) {
   vocab_.reserve(vocab.size());
   for (const auto& [token, id] : vocab.items()) {
     if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() > INT32_MAX)
-      fail("{}.vocab[\"{}\"]: expected a non-negative 32-bit id, found {}", where, token,
-           id.dump());
+      fail("{}.vocab[{}]: expected a non-negative 32-bit id, found {}", where,
+           io::quote_name(token), io::quote_name(id.dump()));
     const auto v = static_cast<int32_t>(id.get<int64_t>());
     vocab_.emplace(token, v);
     max_id = std::max(max_id, v);
   }
+  // The id table is indexed by id: bound ids by what the file declares, so memory follows the
+  // file's size and never one id's value (a vocabulary of 3 tokens with id 10^9 would be 8 GB).
+  if (static_cast<int64_t>(max_id) >= static_cast<int64_t>(vocab.size()) + kTokenIdGapLimit)
+    fail("{}.vocab: id {} is far beyond the {} tokens it declares (ids must stay below {})", where,
+         max_id, vocab.size(), static_cast<int64_t>(vocab.size()) + kTokenIdGapLimit);
   id_to_token_.assign(static_cast<size_t>(max_id + 1), nullptr);
   for (const auto& [token, id] : vocab_) {
     // Two spellings for one id would make decoding ambiguous; the first one read wins.

@@ -19,6 +19,10 @@
 
 namespace strata::text {
 
+// Ids may leave gaps, but no id may be this far beyond the number of tokens its file declares
+// (vocabulary entries, or vocabulary plus added tokens): id tables stay proportional to the file.
+inline constexpr int64_t kTokenIdGapLimit = 65536;
+
 // unordered_map keyed by std::string that can be queried with a std::string_view.
 struct StringHash {
   using is_transparent = void;
@@ -41,6 +45,7 @@ class BpeModel {
   // One past the largest id in the vocabulary.
   int32_t id_limit() const { return static_cast<int32_t>(id_to_token_.size()); }
   size_t merge_count() const { return merges_.size(); }
+  size_t size() const { return vocab_.size(); }  // vocabulary entries
 
  private:
   struct Merge {

@@ -5,6 +5,7 @@
 
 #include "text/tokenizer_json.h"
 #include "text/tokenizer_regex.h"
+#include "text/tokenizer_unicode_norm.h"
 #include "text/unicode.h"
 
 namespace strata::text {
@@ -158,9 +159,10 @@ std::unique_ptr<Normalizer> make_normalizer(const nlohmann::json& spec, const st
                                              json_bool(spec, "strip_right", true, where));
   }
   if (type == "ByteLevel") return std::make_unique<ByteLevelNormalizer>();
+  if (auto n = make_unicode_normalizer(type, where)) return n;
   fail(
       "{}: normalizer type '{}' is not supported (supported: Sequence, Prepend, Replace, Strip, "
-      "ByteLevel)",
+      "ByteLevel, NFC, NFD, NFKC, NFKD, Lowercase, StripAccents)",
       where, type);
 }
 

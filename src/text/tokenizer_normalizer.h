@@ -1,8 +1,8 @@
 // Normalizers of tokenizer.json. They rewrite each piece of text that is not an added token
 // before pre-tokenization. Supported: Sequence, Prepend, Replace (string or regex pattern),
-// Strip, ByteLevel. Unicode normalization forms (NFC, NFKC, ...) and Lowercase need Unicode
-// tables this build does not carry: loading a tokenizer that uses them fails with a message
-// naming the normalizer, rather than tokenizing differently from HF.
+// Strip, ByteLevel, and through ICU NFC, NFD, NFKC, NFKD, Lowercase and StripAccents
+// (text/tokenizer_unicode_norm.h). Any other type fails to load with a message naming it,
+// rather than tokenizing differently from HF.
 #pragma once
 
 #include <nlohmann/json_fwd.hpp>

@@ -93,7 +93,7 @@ TEST(EngineBatching, GreedyTokensDoNotDependOnBatchOrChunking) {
     EXPECT_EQ(s.kv_usage, 0.0) << "blocks leaked at budget " << budget;
     EXPECT_EQ(s.mamba_usage, 0.0) << "slots leaked at budget " << budget;
   }
-  EXPECT_EQ(compared, 6 * (9 + 10 + 11 + 12 + 13 + 14));
+  EXPECT_EQ(compared, 5 * (9 + 10 + 11 + 12 + 13 + 14));  // 5 budgets x every token
 }
 
 TEST(EngineBatching, SeededSamplingIsReproducibleInAnyBatch) {

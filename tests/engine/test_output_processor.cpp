@@ -82,7 +82,8 @@ Expected reference(const text::Tokenizer& tok, const std::vector<int32_t>& ids,
     const std::string full = tok.decode(std::span(ids.data(), k), /*skip=*/true);
     const std::string prev = k > 1 ? tok.decode(std::span(ids.data(), k - 1), true) : "";
     prev_final = 0;
-    while (prev_final < prev.size() && prev_final < full.size() && prev[prev_final] == full[prev_final])
+    while (prev_final < prev.size() && prev_final < full.size() &&
+           prev[prev_final] == full[prev_final])
       ++prev_final;
     if (static_cast<int64_t>(k) > min_tokens) {
       size_t best = std::string::npos;
@@ -90,7 +91,8 @@ Expected reference(const text::Tokenizer& tok, const std::vector<int32_t>& ids,
       for (const std::string& s : stops) {
         // Matches that end past what the previous token had already made final.
         size_t pos = full.find(s);
-        while (pos != std::string::npos && pos + s.size() <= prev_final) pos = full.find(s, pos + 1);
+        while (pos != std::string::npos && pos + s.size() <= prev_final)
+          pos = full.find(s, pos + 1);
         if (pos != std::string::npos && pos < best) {
           best = pos;
           best_stop = s;
@@ -126,7 +128,8 @@ TEST(OutputProcessor, StopStringSplitAcrossTokensIsHeldThenCut) {
   EXPECT_EQ(r.text, e.text);
   // "S", "T", "O" were held back (possible start of STOP): nothing after "one two " leaked.
   ASSERT_EQ(r.chunks.size(), 12u);
-  for (size_t k = 8; k < 12; ++k) EXPECT_EQ(r.chunks[k], "") << "token " << k;
+  for (size_t k = 8; k < 12; ++k)
+    EXPECT_EQ(r.chunks[k], "") << "token " << k;
   EXPECT_EQ(r.ids, std::vector<int32_t>(ids.begin(), ids.begin() + 12));
 }
 
@@ -231,15 +234,17 @@ TEST(OutputProcessor, MultiByteCharactersSplitAcrossTokens) {
 // point equal the reference's, and the stream never shows text past the eventual cut.
 TEST(OutputProcessor, RandomStopStringsMatchTheFullDecodeReference) {
   const text::Tokenizer tok = demo();
-  const std::vector<std::string> words = {"the",  " fortune", " cookie", ",", " d\xC3\xA9j\xC3\xA0", " vu",
-                                          "\n\t", " --",      " Steven", " Wright", " \xE2\x82\xAC",
-                                          "42",   " x",       "y",       "z",       "!"};
+  const std::vector<std::string> words = {
+      "the",  " fortune", " cookie", ",",       " d\xC3\xA9j\xC3\xA0", " vu",
+      "\n\t", " --",      " Steven", " Wright", " \xE2\x82\xAC",       "42",
+      " x",   "y",        "z",       "!"};
   std::mt19937 rng(7);
   size_t checked = 0, stopped = 0, multi_token_stops = 0;
   for (int trial = 0; trial < 400; ++trial) {
     std::string body;
     const int n_words = 3 + static_cast<int>(rng() % 12);
-    for (int w = 0; w < n_words; ++w) body += words[rng() % words.size()];
+    for (int w = 0; w < n_words; ++w)
+      body += words[rng() % words.size()];
     const std::vector<int32_t> ids = tok.encode(body, false);
     const std::string final_text = tok.decode(ids, true);
     std::vector<std::string> stops;
@@ -251,9 +256,11 @@ TEST(OutputProcessor, RandomStopStringsMatchTheFullDecodeReference) {
       }
       // A substring of the text on code point boundaries.
       size_t a = rng() % final_text.size(), len = 1 + rng() % 6;
-      while (a > 0 && (static_cast<unsigned char>(final_text[a]) & 0xC0) == 0x80) --a;
+      while (a > 0 && (static_cast<unsigned char>(final_text[a]) & 0xC0) == 0x80)
+        --a;
       size_t b = std::min(final_text.size(), a + len);
-      while (b < final_text.size() && (static_cast<unsigned char>(final_text[b]) & 0xC0) == 0x80) ++b;
+      while (b < final_text.size() && (static_cast<unsigned char>(final_text[b]) & 0xC0) == 0x80)
+        ++b;
       stops.push_back(final_text.substr(a, b - a));
     }
     const bool include = rng() % 3 == 0;

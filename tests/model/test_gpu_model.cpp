@@ -18,6 +18,7 @@
 #include <fstream>
 #include <random>
 
+#include "../common/require_gpu.h"
 #include "checkpoint_test_util.h"
 #include "engine/executor.h"
 #include "engine/device.h"
@@ -62,8 +63,9 @@ class Gpu : public ::testing::Test {
  protected:
   void SetUp() override {
     std::string why;
-    if (!cuda::device_available(&why))
-      GTEST_SKIP() << "SKIPPED: no CUDA device for the model GPU tests: " << why;
+    if (!cuda::device_available(&why)) {
+      STRATA_GPU_SKIP("no CUDA device for the model GPU tests: " + why);
+    }
     engine::prepare_device(Device::Cuda, ctx_);
   }
   OpContext ctx_;

@@ -17,7 +17,8 @@ struct S {
   std::vector<int32_t> q_lens, ctx;
 };
 
-Outcome run_attention(const S& s, DType act, Rng& rng) {
+// fp8: e4m3 caches with per-layer scales (FP8 KV), read as code * scale by both backends.
+Outcome run_attention(const S& s, DType act, bool fp8, Rng& rng) {
   AttentionArgs a;
   const int64_t B = static_cast<int64_t>(s.q_lens.size());
   std::vector<int32_t> cu{0};
@@ -41,8 +42,14 @@ Outcome run_attention(const S& s, DType act, Rng& rng) {
   const int64_t qw = s.nh * s.hd;
   Tensor qkv = normal_tensor(rng, Shape{T, qw + 2 * s.nkv * s.hd}, act, 1.f);
   a.q = qkv.slice(1, 0, qw);
-  a.k_cache = normal_tensor(rng, Shape{num_blocks, s.bs, s.nkv, s.hd}, act, 1.f);
-  a.v_cache = normal_tensor(rng, Shape{num_blocks, s.bs, s.nkv, s.hd}, act, 1.f);
+  const Shape cache{num_blocks, s.bs, s.nkv, s.hd};
+  if (fp8) {
+    a.k_cache = fp8_weight(rng, cache, 1.f, &a.k_scale);
+    a.v_cache = fp8_weight(rng, cache, 1.f, &a.v_scale);
+  } else {
+    a.k_cache = normal_tensor(rng, cache, act, 1.f);
+    a.v_cache = normal_tensor(rng, cache, act, 1.f);
+  }
   a.block_tables = i32_tensor(table, Shape{B, max_blocks});
   a.cu_seqlens_q = i32_tensor(cu);
   a.context_lens = i32_tensor(s.ctx);
@@ -91,6 +98,12 @@ std::vector<OpCase> attention_cases() {
       {"hd 96", 12, 4, 96, 9, {31, 1}, {45, 100}},
       {"hd 256 mixed", 8, 2, 256, 16, {1, 20}, {300, 20}},
       {"hd 256 decode long", 16, 1, 256, 13, {1}, {2500}},
+      // Mixed steps as the engine packs them (decode rows first, then prefill chunks) and a
+      // longer prompt: the flash kernel's key tiles, causal masks and row packing.
+      {"nano3 mixed", n3q, n3kv, 128, 16, {1, 1, 1, 40, 17}, {300, 17, 999, 40, 60}},
+      {"9b mixed decode first", n9q, n9kv, 128, 16, {1, 1, 33, 2}, {64, 129, 100, 2}},
+      {"nano3 prefill 600", n3q, n3kv, 128, 16, {600}, {600}},
+      {"hd 64 group 64", 64, 1, 64, 16, {3, 70}, {3, 70}},
   };
   std::vector<OpCase> out;
   for (const S& s : shapes)
@@ -99,7 +112,19 @@ std::vector<OpCase> attention_cases() {
           {"attention",
            fmt::format("{} heads {}/{}x{} block {} q_lens {} ctx {} {}", s.name, s.nh, s.nkv, s.hd,
                        s.bs, fmt::join(s.q_lens, ","), fmt::join(s.ctx, ","), dt(act)),
-           true, [s, act](Rng& rng) { return run_attention(s, act, rng); }});
+           true, [s, act](Rng& rng) { return run_attention(s, act, false, rng); }});
+  // FP8 KV (e4m3 caches, k_scale / v_scale): decode, prefill, mixed, odd head_dims.
+  for (size_t i : {size_t{0}, size_t{2}, size_t{6}, size_t{9}, size_t{10}, size_t{13}, size_t{20},
+                   size_t{24}, size_t{25}, size_t{27}})
+    for (DType act : acts()) {
+      const S& s = shapes[i];
+      out.push_back(
+          {"attention",
+           fmt::format("{} heads {}/{}x{} block {} q_lens {} ctx {} {} e4m3 cache", s.name, s.nh,
+                       s.nkv, s.hd, s.bs, fmt::join(s.q_lens, ","), fmt::join(s.ctx, ","),
+                       dt(act)),
+           true, [s, act](Rng& rng) { return run_attention(s, act, true, rng); }});
+    }
   return out;
 }
 

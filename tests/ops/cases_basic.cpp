@@ -1,4 +1,5 @@
-// Cases: embedding, rms_norm, gated_rms_norm, relu2, add, cast, kv_cache_write.
+// Cases: embedding, rms_norm, gated_rms_norm, relu2, add, cast, kv_cache_write. The norms include
+// inputs of mean square ~eps (1e-5), where an epsilon off by 10x moves the output by ~40%.
 #include "cases_util.h"
 
 namespace strata::opstest {
@@ -41,8 +42,10 @@ std::vector<OpCase> rms_norm_cases() {
     const char* name;
     int64_t T, H;
     bool residual, x_view;
+    float x_std = 1.f;  // small: eps dominates the mean square, so a wrong eps shows
   };
-  const S shapes[] = {{"nano3", 1, Nano3::hidden, true, false},
+  const S shapes[] = {{"eps-dominated", 5, 257, true, false, 2e-3f},
+                      {"nano3", 1, Nano3::hidden, true, false},
                       {"nano3", 17, Nano3::hidden, true, true},
                       {"nano3 first layer", 3, Nano3::hidden, false, false},
                       {"9b", 3, Nano9B::hidden, true, false},
@@ -56,9 +59,10 @@ std::vector<OpCase> rms_norm_cases() {
                                  s.residual ? " +residual" : "", s.x_view ? " x-view" : ""),
                      true, [s, act](Rng& rng) {
                        RmsNormArgs a;
-                       a.x = s.x_view ? wide_rows(rng, s.T, s.H, 7, 3, act, 1.f)
-                                      : normal_tensor(rng, Shape{s.T, s.H}, act, 1.f);
-                       if (s.residual) a.residual = normal_tensor(rng, Shape{s.T, s.H}, act, 1.f);
+                       a.x = s.x_view ? wide_rows(rng, s.T, s.H, 7, 3, act, s.x_std)
+                                      : normal_tensor(rng, Shape{s.T, s.H}, act, s.x_std);
+                       if (s.residual)
+                         a.residual = normal_tensor(rng, Shape{s.T, s.H}, act, s.x_std);
                        a.weight = uniform_tensor(rng, Shape{s.H}, act, 0.5f, 1.5f);
                        a.eps = 1e-5f;
                        a.out = Tensor::empty(Shape{s.T, s.H}, act);
@@ -77,8 +81,10 @@ std::vector<OpCase> gated_norm_cases() {
   struct S {
     const char* name;
     int64_t T, D, G;
+    float y_std = 1.f;  // small: eps dominates the mean square, so a wrong eps shows
   };
-  const S shapes[] = {{"nano3", 1, Nano3::d_inner, Nano3::groups},
+  const S shapes[] = {{"eps-dominated", 3, 384, 2, 2e-3f},
+                      {"nano3", 1, Nano3::d_inner, Nano3::groups},
                       {"nano3", 17, Nano3::d_inner, Nano3::groups},
                       {"9b", 3, Nano9B::d_inner, Nano9B::groups},
                       {"odd", 130, 381, 3},
@@ -91,7 +97,7 @@ std::vector<OpCase> gated_norm_cases() {
            fmt::format("{} T={} D={} groups={} {}", s.name, s.T, s.D, s.G, dt(act)), true,
            [s, act](Rng& rng) {
              GatedRmsNormArgs a;
-             a.y = normal_tensor(rng, Shape{s.T, s.D}, act, 1.f);
+             a.y = normal_tensor(rng, Shape{s.T, s.D}, act, s.y_std);
              a.z =
                  wide_rows(rng, s.T, s.D, 64, 0, act, 1.5f);  // z: first columns of in_proj's rows
              a.weight = uniform_tensor(rng, Shape{s.D}, act, 0.5f, 1.5f);
@@ -132,6 +138,20 @@ std::vector<OpCase> elementwise_cases() {
              return run_case(a, act, Tolerance{});
            }});
     }
+  // 16-byte aligned bf16 rows (the vectorized kernels): row views of wider rows.
+  out.push_back({"relu2", "aligned rows T=257 N=15680 bf16", true, [](Rng& rng) {
+                   Relu2Args a;
+                   a.x = wide_rows(rng, 257, 15680, 8, 8, DType::BF16, 2.f);
+                   a.out = Tensor::empty(Shape{257, 15680}, DType::BF16);
+                   return run_case(a, DType::BF16, Tolerance{});
+                 }});
+  out.push_back({"add", "aligned rows T=257 N=2688 bf16", true, [](Rng& rng) {
+                   AddArgs a;
+                   a.a = normal_tensor(rng, Shape{257, 2688}, DType::BF16, 1.f);
+                   a.b = wide_rows(rng, 257, 2688, 16, 8, DType::BF16, 1.f);
+                   a.out = Tensor::empty(Shape{257, 2688}, DType::BF16);
+                   return run_case(a, DType::BF16, Tolerance{});
+                 }});
   out.push_back({"relu2", "in place T=17 N=1856 bf16", true, [](Rng& rng) {
                    Relu2Args a;
                    a.x = normal_tensor(rng, Shape{17, 1856}, DType::BF16, 2.f);
@@ -166,24 +186,35 @@ std::vector<OpCase> kv_write_cases() {
   std::vector<OpCase> out;
   for (const S& s : shapes)
     for (DType act : acts())
-      out.push_back({"kv_cache_write",
-                     fmt::format("{} T={} n_kv={} hd={} blocks={}x{} {}", s.name, s.T, s.nkv, s.hd,
-                                 s.blocks, s.bs, dt(act)),
-                     true, [s, act](Rng& rng) {
-                       KvCacheWriteArgs a;
-                       const int64_t W = s.nkv * s.hd;
-                       // k and v: column ranges of one fused qkv projection row.
-                       Tensor qkv = normal_tensor(rng, Shape{s.T, 3 * W}, act, 1.f);
-                       a.k = qkv.slice(1, W, W);
-                       a.v = qkv.slice(1, 2 * W, W);
-                       a.k_cache = normal_tensor(rng, Shape{s.blocks, s.bs, s.nkv, s.hd}, act, 1.f);
-                       a.v_cache = normal_tensor(rng, Shape{s.blocks, s.bs, s.nkv, s.hd}, act, 1.f);
-                       std::vector<int32_t> slots = distinct(rng, s.T, s.blocks * s.bs);
-                       for (size_t i = 0; i < slots.size(); i += 5)
-                         slots[i] = -1;  // padding tokens
-                       a.slot_mapping = i32_tensor(slots);
-                       return run_case(a, act, Tolerance{});
-                     }});
+      for (bool fp8 : {false, true})
+        out.push_back(
+            {"kv_cache_write",
+             fmt::format("{} T={} n_kv={} hd={} blocks={}x{} {}{}", s.name, s.T, s.nkv, s.hd,
+                         s.blocks, s.bs, dt(act), fp8 ? " e4m3 cache, scales 0.37/2.5" : ""),
+             true, [s, act, fp8](Rng& rng) {
+               KvCacheWriteArgs a;
+               const int64_t W = s.nkv * s.hd;
+               // k and v: column ranges of one fused qkv projection row.
+               Tensor qkv = normal_tensor(rng, Shape{s.T, 3 * W}, act, 1.f);
+               a.k = qkv.slice(1, W, W);
+               a.v = qkv.slice(1, 2 * W, W);
+               const Shape cache{s.blocks, s.bs, s.nkv, s.hd};
+               if (fp8) {  // e4m3(k / k_scale): host and device divide and round alike
+                 float unused = 0.f;
+                 a.k_cache = fp8_weight(rng, cache, 1.f, &unused);
+                 a.v_cache = fp8_weight(rng, cache, 1.f, &unused);
+                 a.k_scale = 0.37f;
+                 a.v_scale = 2.5f;
+               } else {
+                 a.k_cache = normal_tensor(rng, cache, act, 1.f);
+                 a.v_cache = normal_tensor(rng, cache, act, 1.f);
+               }
+               std::vector<int32_t> slots = distinct(rng, s.T, s.blocks * s.bs);
+               for (size_t i = 0; i < slots.size(); i += 5)
+                 slots[i] = -1;  // padding tokens
+               a.slot_mapping = i32_tensor(slots);
+               return run_case(a, act, Tolerance{});
+             }});
   return out;
 }
 

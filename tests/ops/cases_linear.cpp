@@ -1,5 +1,8 @@
 // Cases: linear in bf16, f32 and FP8 (W8A16, and W8A8 on inputs that are exactly e4m3 values
-// times a power-of-two input scale, where W8A8 and the host's W8A16 compute the same sums).
+// times a power-of-two input scale, where W8A8 and the host's W8A16 compute the same sums; and
+// W8A8 on inputs off the e4m3 grid, where the reference multiplies the activations the device's
+// quantizer makes, e4m3(x / input_scale) * input_scale, saturating at +-448: rounding and
+// saturation are both exercised).
 // FP8 covers each kernel's regimes: the FP8 GEMV (K % 16 == 0, W8A8 T <= 8, W8A16 T <= 16: one
 // or two N tiles, one or several load batches per warp, a partial last chunk, N not a multiple
 // of 16, strided x, weights over every code and over the subnormals), the small-M kernel's
@@ -13,7 +16,7 @@ namespace {
 
 using namespace strata::ops;
 
-enum class WKind { Act, F32Router, Fp8W8A16, Fp8W8A8 };
+enum class WKind { Act, F32Router, Fp8W8A16, Fp8W8A8, Fp8W8A8OffGrid };
 // How e4m3 weights are drawn: values spread over the range (fp8_weight), every code, or only
 // the subnormal and smallest normal codes (fp8_codes).
 enum class Codes { Spread, All, Small };
@@ -44,11 +47,48 @@ std::string kind_name(WKind k) {
       return "fp8 W8A16";
     case WKind::Fp8W8A8:
       return "fp8 W8A8";
+    case WKind::Fp8W8A8OffGrid:
+      return "fp8 W8A8 off-grid x";
   }
   return "";
 }
 
+// W8A8 on x ~ N(0, 1) stored in act (off the e4m3 grid). input_scale 2.5 / 448: every |x| above
+// 2.5 saturates to +-448 (about 1% of x). The host reference gets the activations the device
+// multiplies, e4m3_sat(x / s) * s in f32 (W8A16 on them is W8A8); the device gets x itself.
+Outcome run_linear_off_grid(const S& s, Rng& rng) {
+  LinearArgs a;
+  const float wstd = 1.f / std::sqrt(static_cast<float>(s.K));
+  const float in_scale = 2.5f / 448.f;
+  const Tensor x = normal_tensor(rng, Shape{s.T, s.K}, s.act, 1.f);
+  Tensor xq = Tensor::empty(Shape{s.T, s.K}, DType::F32);
+  int64_t saturated = 0;
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    const float v = load_as_f32(x.raw(), x.dtype(), static_cast<size_t>(i)) / in_scale;
+    saturated += std::fabs(v) > 448.f ? 1 : 0;
+    xq.data<float>()[i] = fp8e4m3_to_f32(fp8e4m3_from_f32_sat(v)) * in_scale;
+  }
+  if (saturated == 0) {
+    Outcome o;
+    o.status = Outcome::Failed;
+    o.detail = "no input saturates: the case misses its purpose";
+    return o;
+  }
+  a.x = xq;
+  a.w.weight = fp8_of(s, rng, wstd, &a.w.weight_scale);
+  a.w.input_scale = in_scale;
+  a.out = Tensor::empty(Shape{s.T, s.N}, s.out);
+  Tolerance tol;  // one f32 sum of K products of the same e4m3 values, one rounding to out
+  tol.reduction = s.K;
+  tol.fp8_mma = true;  // the cuBLASLt FP8 GEMM accumulates below f32
+  // The device quantizes the original activations itself.
+  const std::function<void(LinearArgs&, std::vector<std::shared_ptr<void>>&)> original_x =
+      [x](LinearArgs& dev, std::vector<std::shared_ptr<void>>&) { dev.x = x.to(Device::Cuda); };
+  return run_case(a, s.act, tol, original_x);
+}
+
 Outcome run_linear(const S& s, Rng& rng) {
+  if (s.kind == WKind::Fp8W8A8OffGrid) return run_linear_off_grid(s, rng);
   LinearArgs a;
   const float wstd = 1.f / std::sqrt(static_cast<float>(s.K));
   if (s.kind == WKind::Fp8W8A8) {
@@ -139,6 +179,17 @@ std::vector<OpCase> linear_cases() {
       {"fp8 aligned odd", 16, 37, 208, bf, WKind::Fp8W8A16, bf, false, true},
       {"fp8 aligned odd", 11, 1000, 1040, bf, WKind::Fp8W8A8, f32, false, true},
       {"fp8 all codes", 4, 64, 512, bf, WKind::Fp8W8A8, bf, false, true, Codes::All},
+      // W8A8 on activations off the e4m3 grid, saturating: GEMV, small-M, cuBLASLt, streamed.
+      {"nano3 in_proj", 1, Nano3::in_proj, Nano3::hidden, bf, WKind::Fp8W8A8OffGrid, bf, false,
+       true},
+      {"nano3 in_proj", 17, Nano3::in_proj, Nano3::hidden, bf, WKind::Fp8W8A8OffGrid, bf, false,
+       true},
+      {"nano3 out_proj", 16, Nano3::hidden, Nano3::d_inner, bf, WKind::Fp8W8A8OffGrid, bf, false,
+       true},
+      {"9b mlp down", 8, Nano9B::hidden, Nano9B::mlp, bf, WKind::Fp8W8A8OffGrid, bf, false, true},
+      {"fp8 stream ring", 1, 11002, 4624, bf, WKind::Fp8W8A8OffGrid, bf, false, true},
+      {"fp8 aligned odd", 11, 1000, 1040, bf, WKind::Fp8W8A8OffGrid, f32, false, true},
+      {"fp8 all codes", 4, 64, 512, bf, WKind::Fp8W8A8OffGrid, bf, false, true, Codes::All},
       {"fp8 all codes", 4, 64, 512, bf, WKind::Fp8W8A16, bf, false, true, Codes::All},
       {"fp8 small codes", 3, 64, 512, bf, WKind::Fp8W8A8, bf, false, true, Codes::Small},
       {"fp8 small codes", 3, 64, 512, bf, WKind::Fp8W8A16, bf, false, true, Codes::Small},

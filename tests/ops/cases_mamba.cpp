@@ -38,6 +38,8 @@ std::vector<OpCase> conv_cases() {
       {"nano3", Nano3::conv_dim, {5, 1, 17, 2}, {1, 0, 1, 1}},
       {"9b", Nano9B::conv_dim, {130, 3}, {1, 0}},
       {"odd", 131, {1, 0, 2, 17, 3}, {1, 1, 0, 1, 1}},
+      // Runs of 16 tokens crossing several short sequences (the bf16 run kernel).
+      {"9b runs", Nano9B::conv_dim, {1, 2, 3, 15, 16, 33, 1}, {1, 0, 1, 1, 0, 1, 1}},
   };
   std::vector<OpCase> out;
   for (const ConvS& s : shapes)

@@ -2,6 +2,7 @@
 // moe_experts (FP8 decode, decode and grouped kernels; bf16, f32, FP8 W8A16 and W8A8) including
 // the full Nano-3 expert shapes, T = 1..8 for the decode kernels and widths that are multiples
 // of 16 but not of the FP8 kernel's 64-value chunks.
+#include <algorithm>
 #include <cmath>
 #include <set>
 
@@ -100,6 +101,7 @@ struct ExpS {
   int64_t T, E, k, H, I;
   DType act;
   WK kind;
+  bool skewed = false;  // slot 0 of every token routes to expert 0 (one expert gets all tokens)
 };
 
 Outcome run_experts(const ExpS& s, Rng& rng) {
@@ -130,9 +132,15 @@ Outcome run_experts(const ExpS& s, Rng& rng) {
   a.up = up.get();
   a.down = down.get();
   std::vector<int32_t> ids;
-  for (int64_t t = 0; t < s.T; ++t)
-    for (int32_t e : distinct(rng, s.k, s.E))
-      ids.push_back(e);
+  for (int64_t t = 0; t < s.T; ++t) {
+    std::vector<int32_t> row = distinct(rng, s.k, s.E);
+    if (s.skewed) {  // expert 0 first, the other slots keep distinct experts
+      auto zero = std::find(row.begin(), row.end(), 0);
+      if (zero != row.end()) std::swap(*zero, row.front());
+      else row.front() = 0;
+    }
+    ids.insert(ids.end(), row.begin(), row.end());
+  }
   a.ids = i32_tensor(ids, Shape{s.T, s.k});
   a.weights = uniform_tensor(rng, Shape{s.T, s.k}, DType::F32, 0.1f, 1.f);
   a.out = Tensor::empty(Shape{s.T, s.H}, s.act);
@@ -190,12 +198,25 @@ std::vector<OpCase> experts_cases() {
       {"odd", 17, 5, 2, 131, 67, bf, WK::Fp8W8A16},
       {"f32", 3, 8, 2, 64, 48, f32, WK::Act},
       {"f32", 33, 8, 2, 64, 48, f32, WK::Act},
+      // Many-token shapes for the grouped kernels (tensor-core GEMMs: 64-pair tiles, 128
+      // features, k in 128-byte stages): an expert with more than one tile, experts with none,
+      // row counts that are not multiples of 16, feature and k tails.
+      {"nano3", 33, E, k, H, I, bf, WK::Act},
+      {"nano3", 33, E, k, H, I, bf, WK::Fp8W8A8},
+      {"2 tokens, 128 experts", 2, E, k, 256, 192, bf, WK::Fp8W8A8},
+      {"skewed", 255, 16, 4, 256, 192, bf, WK::Act, true},
+      {"skewed", 255, 16, 4, 256, 192, bf, WK::Fp8W8A8, true},
+      {"skewed tails", 97, 5, 2, 272, 208, bf, WK::Fp8W8A8, true},
+      {"skewed tails", 97, 5, 2, 272, 208, bf, WK::Act, true},
+      {"many tokens", 4097, 16, 2, 256, 192, bf, WK::Act},
+      {"many tokens", 4097, 16, 2, 256, 192, bf, WK::Fp8W8A8},
   };
   std::vector<OpCase> out;
   for (const ExpS& s : shapes)
     out.push_back({"moe_experts",
-                   fmt::format("{} T={} E={} top{} H={} I={} {} {}", s.name, s.T, s.E, s.k, s.H,
-                               s.I, dt(s.act), kind_name(s.kind)),
+                   fmt::format("{} T={} E={} top{} H={} I={} {} {}{}", s.name, s.T, s.E, s.k, s.H,
+                               s.I, dt(s.act), kind_name(s.kind),
+                               s.skewed ? " (expert 0 in every token)" : ""),
                    true, [s](Rng& rng) { return run_experts(s, rng); }});
   return out;
 }

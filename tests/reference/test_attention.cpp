@@ -197,14 +197,15 @@ TEST(HostAttention, BadMetadataFailsWithMessages) {
 }
 
 void run_kv_write_case(int64_t T, int64_t nkv, int64_t hd, int64_t bs, int64_t nb, DType act,
-                       DType cache, uint64_t seed) {
-  SCOPED_TRACE(fmt::format("T={} nkv={} hd={} bs={} act={} cache={}", T, nkv, hd, bs,
-                           dtype_name(act), dtype_name(cache)));
+                       DType cache, uint64_t seed, float k_scale = 1.f, float v_scale = 1.f) {
+  SCOPED_TRACE(fmt::format("T={} nkv={} hd={} bs={} act={} cache={} scales {} {}", T, nkv, hd, bs,
+                           dtype_name(act), dtype_name(cache), k_scale, v_scale));
   std::mt19937_64 rng(seed);
   WideRows kv = wide_rows(T, 2 * nkv * hd, 3, 3, act);  // k | v are column ranges of one qkv row
   fill_normal(kv.wide, rng, 3.0);
   const Tensor k = kv.wide.slice(1, 3, nkv * hd), v = kv.wide.slice(1, 3 + nkv * hd, nkv * hd);
-  if (cache == DType::F8E4M3) set(k, {0, 0}, 1000.0);  // above e4m3's 448: must saturate
+  // Above e4m3's 448 after the scale: must saturate.
+  if (cache == DType::F8E4M3) set(k, {0, 0}, 1000.0 * k_scale);
   Tensor kc = random_tensor({nb, bs, nkv, hd}, cache, rng),
          vc = random_tensor({nb, bs, nkv, hd}, cache, rng);
   const Tensor kc0 = clone(kc), vc0 = clone(vc);
@@ -221,6 +222,8 @@ void run_kv_write_case(int64_t T, int64_t nkv, int64_t hd, int64_t bs, int64_t n
   a.k_cache = kc;
   a.v_cache = vc;
   a.slot_mapping = i32_tensor(slots);
+  a.k_scale = k_scale;
+  a.v_scale = v_scale;
   OpContext ctx;
   ops::run(ctx, a);
 
@@ -241,9 +244,13 @@ void run_kv_write_case(int64_t T, int64_t nkv, int64_t hd, int64_t bs, int64_t n
             continue;
           }
           double want = get(which ? v : k, {t, g * hd + d});
-          if (cache == DType::F8E4M3) want = std::clamp(want, -448.0, 448.0);
-          // One rounding into the cache dtype (none when it equals the activation dtype).
-          cmp.check(got, want, cache == act ? 0.0 : unit_roundoff(cache) * std::fabs(want),
+          // e4m3 stores v / scale (scales are ignored for other cache dtypes).
+          if (cache == DType::F8E4M3)
+            want = std::clamp(want / (which ? v_scale : k_scale), -448.0, 448.0);
+          // One rounding into the cache dtype (none when it equals the activation dtype); e4m3
+          // subnormals (below 2^-6) are 2^-9 apart: at most 2^-10 absolute there.
+          const double sub = cache == DType::F8E4M3 ? std::ldexp(1.0, -10) : 0.0;
+          cmp.check(got, want, cache == act ? 0.0 : unit_roundoff(cache) * std::fabs(want) + sub,
                     fmt::format("cell {} token {} g {} d {}", cell, t, g, d));
         }
       }
@@ -254,10 +261,78 @@ void run_kv_write_case(int64_t T, int64_t nkv, int64_t hd, int64_t bs, int64_t n
   }
 }
 
+// An e4m3 cache with scales reads as f32(code) * scale: attention over it must give the same bits
+// as attention over an f32 cache holding those products (which the float64 test above covers).
+TEST(HostAttention, Fp8CacheReadsCodesTimesScales) {
+  const AttnCase c{4, 2, 8, 4, 24, DType::BF16, {{1, 1}, {5, 5}, {3, 11}, {1, 9}}, 0.35f};
+  std::mt19937_64 rng(340);
+  const AttnSetup s = make_setup(c, true, rng, 1340);
+  const float k_scale = 0.37f, v_scale = 2.5f;
+  AttnSetup f8 = s, deq = s;
+  f8.k_cache = Tensor::empty(s.k_cache.shape(), DType::F8E4M3);
+  f8.v_cache = Tensor::empty(s.v_cache.shape(), DType::F8E4M3);
+  deq.k_cache = Tensor::empty(s.k_cache.shape(), DType::F32);
+  deq.v_cache = Tensor::empty(s.v_cache.shape(), DType::F32);
+  int64_t cells = 0;
+  for (int64_t i = 0; i < s.k_cache.numel(); ++i) {  // contiguous caches: flat offsets
+    const size_t at = static_cast<size_t>(i);
+    for (int which = 0; which < 2; ++which) {
+      const float sc = which ? v_scale : k_scale;
+      const double v = load_as_f64(which ? s.v_cache.raw() : s.k_cache.raw(), s.k_cache.dtype(), at);
+      Tensor& code = which ? f8.v_cache : f8.k_cache;
+      // Poisoned (unused) cells become 0: the e4m3 cache holds no NaN.
+      store_from_f32(code.raw(), DType::F8E4M3, at, std::isfinite(v) ? static_cast<float>(v / sc) : 0.f);
+      store_from_f32((which ? deq.v_cache : deq.k_cache).raw(), DType::F32, at,
+                     static_cast<float>(load_as_f64(code.raw(), DType::F8E4M3, at)) * sc);
+    }
+    ++cells;
+  }
+  EXPECT_EQ(cells, s.k_cache.numel());
+  const int64_t T = s.cu.back();
+  Tensor q = random_tensor({T, c.n_heads * c.hd}, c.act, rng);
+  auto run = [&](const AttnSetup& st, float ks, float vs) {
+    ops::AttentionArgs a;
+    a.q = q;
+    a.k_cache = st.k_cache;
+    a.v_cache = st.v_cache;
+    a.block_tables = st.block_tables;
+    a.cu_seqlens_q = i32_tensor(st.cu);
+    std::vector<int32_t> ctx;
+    for (const auto& sq : c.seqs)
+      ctx.push_back(sq.ctx);
+    a.context_lens = i32_tensor(ctx);
+    a.n_heads = c.n_heads;
+    a.n_kv_heads = c.n_kv;
+    a.head_dim = c.hd;
+    a.max_q_len = 5;
+    a.scale = c.scale;
+    a.k_scale = ks;
+    a.v_scale = vs;
+    a.out = Tensor::empty({T, c.n_heads * c.hd}, c.act);
+    poison(a.out);
+    OpContext octx;
+    ops::run(octx, a);
+    return a.out;
+  };
+  const Tensor got = run(f8, k_scale, v_scale), want = run(deq, 1.f, 1.f);
+  const Tensor unscaled = run(f8, 1.f, 1.f);
+  Comparison same;
+  int64_t differ = 0;
+  for (int64_t t = 0; t < T; ++t)
+    for (int64_t col = 0; col < c.n_heads * c.hd; ++col) {
+      same.check(get(got, {t, col}), get(want, {t, col}), 0.0, fmt::format("t {} col {}", t, col));
+      differ += get(unscaled, {t, col}) != get(want, {t, col});
+    }
+  EXPECT_EQ(same.compared, T * c.n_heads * c.hd);
+  EXPECT_EQ(same.failed, 0);
+  EXPECT_GT(differ, T * c.n_heads * c.hd / 2);  // the scales matter
+}
+
 TEST(HostKvCacheWrite, WritesSlotsSkipsPaddingLeavesTheRest) {
   run_kv_write_case(7, 2, 8, 4, 5, DType::BF16, DType::BF16, 320);
   run_kv_write_case(10, 1, 5, 3, 6, DType::F32, DType::F32, 321);
   run_kv_write_case(6, 2, 4, 2, 4, DType::BF16, DType::F8E4M3, 322);
+  run_kv_write_case(9, 2, 8, 4, 5, DType::BF16, DType::F8E4M3, 323, 0.37f, 2.5f);
 }
 
 TEST(HostKvCacheWrite, BadSlotsFail) {

@@ -162,13 +162,21 @@ struct ScanCase {
   DType act, param;
   std::vector<int32_t> lens, slots, has_initial;
   bool in_place;
+  double tiny_dt = 0;  // > 0: every dt_bias = softplus^-1(tiny_dt), so dt spans ~tiny_dt e^+-3
 };
+
+// dt_bias whose softplus is `dt` (dt_raw ~ N(0, 1) then spreads dt over a few decades).
+void set_tiny_dt(SsmProblem& pr, double dt) {
+  for (int64_t h = 0; h < pr.Hm; ++h)
+    set(pr.dt_bias, {h}, std::log(std::expm1(dt)));
+}
 
 void run_scan_case(const ScanCase& c, uint64_t seed) {
   SCOPED_TRACE(fmt::format("Hm={} P={} G={} N={} Q={} act={} in_place={}", c.Hm, c.P, c.G, c.N, c.Q,
                            dtype_name(c.act), c.in_place));
   std::mt19937_64 rng(seed);
   SsmProblem pr = make_problem(c.Hm, c.P, c.G, c.N, c.S, c.act, c.param, rng);
+  if (c.tiny_dt > 0) set_tiny_dt(pr, c.tiny_dt);
   ScanCall call{{0}, c.slots, c.has_initial, c.Q};
   for (int32_t l : c.lens)
     call.cu.push_back(call.cu.back() + l);
@@ -243,6 +251,20 @@ TEST(HostSsmScan, ChunkedEqualsSequentialAroundChunkBoundaries) {
       {4, 2, 4, 3, 3, 5, bf16, f32, {23, 0}, {1, 2}, {1, 0}, true},
   };
   uint64_t seed = 200;
+  for (const auto& c : cases)
+    run_scan_case(c, seed++);
+}
+
+// Δ is not clamped (spec 3.2 step 4: vLLM applies no time_step_min / time_step_limit): dt down
+// to ~1e-5 and below must reach the recurrence unchanged. A floor at time_step_min = 1e-3 would
+// grow every state increment ~100x, far outside the f32 band.
+TEST(HostSsmScan, TinyDtIsNotFloored) {
+  const DType f32 = DType::F32, bf16 = DType::BF16;
+  const ScanCase cases[] = {
+      {4, 3, 2, 8, 4, 8, f32, f32, {9, 20}, {1, 3}, {1, 0}, false, 1e-5},
+      {4, 3, 1, 8, 4, 8, bf16, f32, {17}, {2}, {0}, false, 1e-5},
+  };
+  uint64_t seed = 260;
   for (const auto& c : cases)
     run_scan_case(c, seed++);
 }
@@ -338,83 +360,87 @@ TEST(HostSsmScan, TwoPiecesEqualOnePiece) {
 
 // Decode: ssm_update applied T times (a batch of 3 sequences, slots permuted) equals one
 // ssm_scan over the same T tokens from the same initial states.
+// Also with dt down to ~1e-5 (no floor, see TinyDtIsNotFloored).
 TEST(HostSsmUpdate, RepeatedStepsEqualScan) {
-  for (DType act : {DType::F32, DType::BF16}) {
-    SCOPED_TRACE(dtype_name(act));
-    std::mt19937_64 rng(230);
-    const int64_t T = 10, nseq = 3, Hm = 4, P = 2, G = 2, N = 5, Q = 4;
-    SsmProblem scan = make_problem(Hm, P, G, N, 4, act, act, rng);
-    SsmProblem upd = scan;
-    upd.states = clone(scan.states);
-    const Tensor states0 = clone(scan.states);
-    const std::vector<int32_t> slots = {3, 0, 2};
-    // Tokens of sequence b are rows b*T .. b*T+T-1 (packed for the scan).
-    SsmTokens tk = make_tokens(scan, nseq * T, rng);
-    Tensor out_scan = Tensor::empty({nseq * T, Hm * P}, act),
-           out_upd = Tensor::empty({nseq * T, Hm * P}, act);
-    poison(out_scan);
-    poison(out_upd);
-    run_scan(scan, tk, ScanCall{{0, T, 2 * T, 3 * T}, slots, {1, 1, 1}, Q}, out_scan);
-    for (int64_t t = 0; t < T; ++t) {
-      // Gather row t of every sequence into a decode batch, as the engine does.
-      auto gather = [&](const Tensor& src) {
-        Tensor g = Tensor::empty({nseq, src.dim(1)}, act);
+  for (const double tiny_dt : {0.0, 1e-5})
+    for (DType act : {DType::F32, DType::BF16}) {
+      SCOPED_TRACE(fmt::format("{} tiny_dt {}", dtype_name(act), tiny_dt));
+      std::mt19937_64 rng(230);
+      const int64_t T = 10, nseq = 3, Hm = 4, P = 2, G = 2, N = 5, Q = 4;
+      SsmProblem scan = make_problem(Hm, P, G, N, 4, act, act, rng);
+      if (tiny_dt > 0) set_tiny_dt(scan, tiny_dt);
+      SsmProblem upd = scan;
+      upd.states = clone(scan.states);
+      const Tensor states0 = clone(scan.states);
+      const std::vector<int32_t> slots = {3, 0, 2};
+      // Tokens of sequence b are rows b*T .. b*T+T-1 (packed for the scan).
+      SsmTokens tk = make_tokens(scan, nseq * T, rng);
+      Tensor out_scan = Tensor::empty({nseq * T, Hm * P}, act),
+             out_upd = Tensor::empty({nseq * T, Hm * P}, act);
+      poison(out_scan);
+      poison(out_upd);
+      run_scan(scan, tk, ScanCall{{0, T, 2 * T, 3 * T}, slots, {1, 1, 1}, Q}, out_scan);
+      for (int64_t t = 0; t < T; ++t) {
+        // Gather row t of every sequence into a decode batch, as the engine does.
+        auto gather = [&](const Tensor& src) {
+          Tensor g = Tensor::empty({nseq, src.dim(1)}, act);
+          for (int64_t b = 0; b < nseq; ++b)
+            for (int64_t j = 0; j < src.dim(1); ++j)
+              set(g, {b, j}, get(src, {b * T + t, j}));
+          return g;
+        };
+        ops::SsmUpdateArgs a;
+        a.x = gather(tk.x);
+        a.dt_raw = gather(tk.dt_raw);
+        a.B = gather(tk.B);
+        a.C = gather(tk.C);
+        a.A = upd.A;
+        a.D = upd.D;
+        a.dt_bias = upd.dt_bias;
+        a.ssm_states = upd.states;
+        a.slots = i32_tensor(slots);
+        a.heads = Hm;
+        a.head_dim = P;
+        a.groups = G;
+        a.state_size = N;
+        a.out = Tensor::empty({nseq, Hm * P}, act);
+        poison(a.out);
+        OpContext ctx;
+        ops::run(ctx, a);
         for (int64_t b = 0; b < nseq; ++b)
-          for (int64_t j = 0; j < src.dim(1); ++j)
-            set(g, {b, j}, get(src, {b * T + t, j}));
-        return g;
-      };
-      ops::SsmUpdateArgs a;
-      a.x = gather(tk.x);
-      a.dt_raw = gather(tk.dt_raw);
-      a.B = gather(tk.B);
-      a.C = gather(tk.C);
-      a.A = upd.A;
-      a.D = upd.D;
-      a.dt_bias = upd.dt_bias;
-      a.ssm_states = upd.states;
-      a.slots = i32_tensor(slots);
-      a.heads = Hm;
-      a.head_dim = P;
-      a.groups = G;
-      a.state_size = N;
-      a.out = Tensor::empty({nseq, Hm * P}, act);
-      poison(a.out);
-      OpContext ctx;
-      ops::run(ctx, a);
-      for (int64_t b = 0; b < nseq; ++b)
-        for (int64_t j = 0; j < Hm * P; ++j)
-          set(out_upd, {b * T + t, j}, get(a.out, {b, j}));
-    }
-    Comparison cmp;
-    for (int64_t b = 0; b < nseq; ++b) {
-      const int64_t slot = slots[static_cast<size_t>(b)];
-      const SeqRef r = ssm_reference(scan, tk, b * T, T, state_of(states0, slot));
-      for (int64_t t = 0; t < T; ++t)
-        for (int64_t j = 0; j < Hm * P; ++j) {
-          const size_t i = static_cast<size_t>(t * Hm * P + j);
-          const double h = static_cast<double>(j / P);
-          const double scan_band = ssm_band(r.ymag[i], r.y[i], r.cum_span[static_cast<size_t>(h)],
-                                            (T + Q - 1) / Q, Q, N, act);
-          const double upd_band =
-              ssm_band(r.ymag[i], r.y[i], r.cum_span[static_cast<size_t>(h)], T, 1, N, act);
-          cmp.check(get(out_upd, {b * T + t, j}), r.y[i], upd_band,
-                    fmt::format("update seq {} y[{}, {}]", b, t, j));
-          cmp.check(get(out_upd, {b * T + t, j}), get(out_scan, {b * T + t, j}),
-                    scan_band + upd_band, fmt::format("update vs scan seq {} y[{}, {}]", b, t, j));
-        }
-      const std::vector<double> Su = state_of(upd.states, slot), Ss = state_of(scan.states, slot);
-      for (size_t i = 0; i < Su.size(); ++i) {
-        const size_t h = i / static_cast<size_t>(P * N);
-        const double band = ssm_band(r.Smag[i], r.S[i], r.cum_span[h], T, Q, N, DType::F32);
-        cmp.check(Su[i], r.S[i], band, fmt::format("update seq {} state[{}]", b, i));
-        cmp.check(Su[i], Ss[i], 2 * band, fmt::format("update vs scan seq {} state[{}]", b, i));
+          for (int64_t j = 0; j < Hm * P; ++j)
+            set(out_upd, {b * T + t, j}, get(a.out, {b, j}));
       }
+      Comparison cmp;
+      for (int64_t b = 0; b < nseq; ++b) {
+        const int64_t slot = slots[static_cast<size_t>(b)];
+        const SeqRef r = ssm_reference(scan, tk, b * T, T, state_of(states0, slot));
+        for (int64_t t = 0; t < T; ++t)
+          for (int64_t j = 0; j < Hm * P; ++j) {
+            const size_t i = static_cast<size_t>(t * Hm * P + j);
+            const double h = static_cast<double>(j / P);
+            const double scan_band = ssm_band(r.ymag[i], r.y[i], r.cum_span[static_cast<size_t>(h)],
+                                              (T + Q - 1) / Q, Q, N, act);
+            const double upd_band =
+                ssm_band(r.ymag[i], r.y[i], r.cum_span[static_cast<size_t>(h)], T, 1, N, act);
+            cmp.check(get(out_upd, {b * T + t, j}), r.y[i], upd_band,
+                      fmt::format("update seq {} y[{}, {}]", b, t, j));
+            cmp.check(get(out_upd, {b * T + t, j}), get(out_scan, {b * T + t, j}),
+                      scan_band + upd_band,
+                      fmt::format("update vs scan seq {} y[{}, {}]", b, t, j));
+          }
+        const std::vector<double> Su = state_of(upd.states, slot), Ss = state_of(scan.states, slot);
+        for (size_t i = 0; i < Su.size(); ++i) {
+          const size_t h = i / static_cast<size_t>(P * N);
+          const double band = ssm_band(r.Smag[i], r.S[i], r.cum_span[h], T, Q, N, DType::F32);
+          cmp.check(Su[i], r.S[i], band, fmt::format("update seq {} state[{}]", b, i));
+          cmp.check(Su[i], Ss[i], 2 * band, fmt::format("update vs scan seq {} state[{}]", b, i));
+        }
+      }
+      EXPECT_EQ(cmp.compared, 2 * nseq * T * Hm * P + 2 * nseq * Hm * P * N);
+      EXPECT_EQ(cmp.failed, 0);
+      EXPECT_EQ(state_of(upd.states, 1), state_of(states0, 1)) << "slot 1 is idle";
     }
-    EXPECT_EQ(cmp.compared, 2 * nseq * T * Hm * P + 2 * nseq * Hm * P * N);
-    EXPECT_EQ(cmp.failed, 0);
-    EXPECT_EQ(state_of(upd.states, 1), state_of(states0, 1)) << "slot 1 is idle";
-  }
 }
 
 TEST(HostSsmScan, BadArgumentsAreRejected) {

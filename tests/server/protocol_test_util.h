@@ -14,7 +14,9 @@
 
 namespace strata::server::testing {
 
-inline std::string demo_dir() { return std::string(STRATA_SOURCE_DIR) + "/models/demo"; }
+inline std::string demo_dir() {
+  return std::string(STRATA_SOURCE_DIR) + "/models/demo";
+}
 inline std::string chat_fixture(const std::string& name) {
   return std::string(STRATA_SOURCE_DIR) + "/tests/fixtures/chat/templates/" + name;
 }

@@ -55,10 +55,15 @@ TEST(ReasoningParser, WholeText) {
 }
 
 TEST(ReasoningParser, StreamingEqualsWholeTextForEveryCut) {
-  const std::vector<std::string> texts = {
-      "Let me think.</think>The answer is 4.", "<think>Hmm, </thin and more</think>\n\nYes.",
-      "no end tag at all <", "</think>", "<think>", "<thi", "a</think>b</think>c", "",
-      "caf\xC3\xA9 </think> \xF0\x9F\x99\x82"};
+  const std::vector<std::string> texts = {"Let me think.</think>The answer is 4.",
+                                          "<think>Hmm, </thin and more</think>\n\nYes.",
+                                          "no end tag at all <",
+                                          "</think>",
+                                          "<think>",
+                                          "<thi",
+                                          "a</think>b</think>c",
+                                          "",
+                                          "caf\xC3\xA9 </think> \xF0\x9F\x99\x82"};
   std::mt19937 rng(11);
   size_t runs = 0;
   for (const std::string& t : texts) {
@@ -120,28 +125,39 @@ TEST(ToolParser, Qwen3CoderTypesValuesByTheSchema) {
       "days": {"type": "integer"}, "zip": {"type": "string"}, "opts": {"type": "object"}}}}}])");
   auto p = ToolParser::create("qwen3_coder", tools);
   const ToolParseResult r = p->parse(
-      "Checking.\n<tool_call>\n<function=get_weather>\n<parameter=city>\nSan Francisco\n</parameter>\n"
+      "Checking.\n<tool_call>\n<function=get_weather>\n<parameter=city>\nSan "
+      "Francisco\n</parameter>\n"
       "<parameter=days>\n3\n</parameter>\n<parameter=zip>\n94105\n</parameter>\n"
       "<parameter=opts>\n{\"units\": \"metric\"}\n</parameter>\n</function>\n</tool_call>");
   EXPECT_EQ(r.content, "Checking.\n");
   ASSERT_EQ(r.calls.size(), 1u);
   EXPECT_EQ(r.calls[0].name, "get_weather");
-  EXPECT_EQ(json::parse(r.calls[0].arguments),
-            json::parse(R"({"city": "San Francisco", "days": 3, "zip": "94105", "opts": {"units": "metric"}})"));
+  EXPECT_EQ(
+      json::parse(r.calls[0].arguments),
+      json::parse(
+          R"({"city": "San Francisco", "days": 3, "zip": "94105", "opts": {"units": "metric"}})"));
   // Without a schema, values that read as JSON are JSON.
   auto bare = ToolParser::create("qwen3_coder", json());
-  const ToolParseResult b = bare->parse("<tool_call>\n<function=f>\n<parameter=n>\n7\n</parameter>\n<parameter=s>\nhi\n</parameter>\n</function>\n</tool_call>");
+  const ToolParseResult b = bare->parse(
+      "<tool_call>\n<function=f>\n<parameter=n>\n7\n</parameter>\n<parameter=s>\nhi\n</"
+      "parameter>\n</function>\n</tool_call>");
   ASSERT_EQ(b.calls.size(), 1u);
   EXPECT_EQ(json::parse(b.calls[0].arguments), json::parse(R"({"n": 7, "s": "hi"})"));
 }
 
 TEST(ToolParser, StreamingEqualsWholeTextForEveryCut) {
   const std::vector<std::pair<std::string, std::string>> cases = {
-      {"nemotron_json", "Sure.<TOOLCALL>[{\"name\": \"a\", \"arguments\": {\"x\": 1}}]</TOOLCALL> after"},
-      {"nemotron_json", "<TOOLCALL>[{\"name\": \"a\", \"arguments\": {}}, {\"name\": \"b\", \"arguments\": {\"y\": [1, 2]}}]</TOOLCALL>"},
+      {"nemotron_json",
+       "Sure.<TOOLCALL>[{\"name\": \"a\", \"arguments\": {\"x\": 1}}]</TOOLCALL> after"},
+      {"nemotron_json",
+       "<TOOLCALL>[{\"name\": \"a\", \"arguments\": {}}, {\"name\": \"b\", \"arguments\": {\"y\": "
+       "[1, 2]}}]</TOOLCALL>"},
       {"nemotron_json", "text with <TOOL but no call"},
       {"nemotron_json", "<TOOLCALL>[broken</TOOLCALL>tail"},
-      {"qwen3_coder", "pre <tool_call>\n<function=f>\n<parameter=k>\nv\n</parameter>\n</function>\n</tool_call><tool_call>\n<function=g>\n</function>\n</tool_call>"},
+      {"qwen3_coder",
+       "pre "
+       "<tool_call>\n<function=f>\n<parameter=k>\nv\n</parameter>\n</function>\n</"
+       "tool_call><tool_call>\n<function=g>\n</function>\n</tool_call>"},
   };
   std::mt19937 rng(5);
   size_t runs = 0;
@@ -155,11 +171,13 @@ TEST(ToolParser, StreamingEqualsWholeTextForEveryCut) {
         ToolStreamDelta s = p->push(d);
         EXPECT_EQ(s.first_index, static_cast<int32_t>(calls.size()));
         content += s.content;
-        for (ToolCall& c : s.calls) calls.push_back(std::move(c));
+        for (ToolCall& c : s.calls)
+          calls.push_back(std::move(c));
       }
       ToolStreamDelta end = p->finish();
       content += end.content;
-      for (ToolCall& c : end.calls) calls.push_back(std::move(c));
+      for (ToolCall& c : end.calls)
+        calls.push_back(std::move(c));
       ASSERT_EQ(content, whole.content) << text;
       ASSERT_EQ(calls.size(), whole.calls.size()) << text;
       for (size_t i = 0; i < calls.size(); ++i) {
@@ -187,11 +205,13 @@ TEST(ToolParser, ReadsBackWhatTheNemotronTemplatesWrite) {
       "days": {"type": "integer"}, "tags": {"type": "array"}}}}}])");
   json messages = json::array();
   messages.push_back({{"role", "user"}, {"content", "Weather?"}});
-  messages.push_back({{"role", "assistant"},
-                      {"content", ""},
-                      {"tool_calls", json::array({{{"id", "c1"},
-                                                   {"type", "function"},
-                                                   {"function", {{"name", "get_weather"}, {"arguments", args.dump()}}}}})}});
+  messages.push_back(
+      {{"role", "assistant"},
+       {"content", ""},
+       {"tool_calls",
+        json::array({{{"id", "c1"},
+                      {"type", "function"},
+                      {"function", {{"name", "get_weather"}, {"arguments", args.dump()}}}}})}});
   messages.push_back({{"role", "user"}, {"content", "thanks"}});
   struct Subject {
     const char* file;

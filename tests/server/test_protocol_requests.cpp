@@ -27,12 +27,15 @@ struct BadCase {
 
 std::string repeat_words(int n) {
   std::string s;
-  for (int i = 0; i < n; ++i) s += " hello";
+  for (int i = 0; i < n; ++i)
+    s += " hello";
   return s;
 }
 
 // A prompt of exactly `n` token ids.
-json ids_prompt(size_t n) { return json(std::vector<int32_t>(n, 5)); }
+json ids_prompt(size_t n) {
+  return json(std::vector<int32_t>(n, 5));
+}
 
 TEST(ProtocolRequests, MalformedRequestsAre4xxWithTheParameterNamed) {
   DemoServer server(64);
@@ -41,9 +44,11 @@ TEST(ProtocolRequests, MalformedRequestsAre4xxWithTheParameterNamed) {
   std::string deep(100, '[');
   deep = R"({"prompt": )" + deep + std::string(100, ']') + "}";
   std::string many_stops = R"({"prompt": "hi", "stop": [)";
-  for (int i = 0; i < 300; ++i) many_stops += (i ? ",\"s" : "\"s") + std::to_string(i) + "\"";
+  for (int i = 0; i < 300; ++i)
+    many_stops += (i ? ",\"s" : "\"s") + std::to_string(i) + "\"";
   many_stops += "]}";
-  const char* tools = R"("tools": [{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}}])";
+  const char* tools =
+      R"("tools": [{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}}])";
   const std::string msgs = R"("messages": [{"role": "user", "content": "hi"}])";
 
   const std::vector<BadCase> cases = {
@@ -57,7 +62,7 @@ TEST(ProtocolRequests, MalformedRequestsAre4xxWithTheParameterNamed) {
       {false, "", 400, ""},
       {false, deep, 400, ""},
       {false, "{\"prompt\": \"a\xff\xfe\"}", 400, ""},  // invalid UTF-8
-      {false, R"({"prompt": "\ud800"})", 400, ""},       // lone surrogate
+      {false, R"({"prompt": "\ud800"})", 400, ""},      // lone surrogate
       // Sampling ranges and types.
       {false, R"({"prompt": "hi", "temperature": -1})", 400, "temperature"},
       {false, R"({"prompt": "hi", "temperature": "abc"})", 400, "temperature"},
@@ -86,7 +91,8 @@ TEST(ProtocolRequests, MalformedRequestsAre4xxWithTheParameterNamed) {
       {false, R"({"prompt": "hi", "max_tokens": 5, "min_tokens": 10})", 400, "min_tokens"},
       {false, R"({"prompt": "hi", "ignore_eos": "x"})", 400, "ignore_eos"},
       {false, R"({"prompt": "hi", "skip_special_tokens": 1})", 400, "skip_special_tokens"},
-      {false, R"({"prompt": "hi", "include_stop_str_in_output": "no"})", 400, "include_stop_str_in_output"},
+      {false, R"({"prompt": "hi", "include_stop_str_in_output": "no"})", 400,
+       "include_stop_str_in_output"},
       // Prompts.
       {false, R"({"max_tokens": 1})", 400, "prompt"},
       {false, R"({"prompt": ""})", 400, "prompt"},
@@ -118,14 +124,16 @@ TEST(ProtocolRequests, MalformedRequestsAre4xxWithTheParameterNamed) {
       {false, R"({"prompt": "hi", "logprobs": -1})", 400, "logprobs"},
       {false, R"({"prompt": "hi", "logprobs": "x"})", 400, "logprobs"},
       // Streaming and what strata refuses by name.
-      {false, R"({"prompt": "hi", "stream_options": {"include_usage": true}})", 400, "stream_options"},
+      {false, R"({"prompt": "hi", "stream_options": {"include_usage": true}})", 400,
+       "stream_options"},
       {false, R"({"prompt": "hi", "stream": "yes"})", 400, "stream"},
       {false, R"({"prompt": "hi", "echo": true})", 400, "echo"},
       {false, R"({"prompt": "hi", "suffix": "x"})", 400, "suffix"},
       {false, R"({"prompt": "hi", "best_of": 2})", 400, "best_of"},
       {false, R"({"prompt": "hi", "use_beam_search": true})", 400, "use_beam_search"},
       {false, R"({"prompt": "hi", "prompt_logprobs": 1})", 400, "prompt_logprobs"},
-      {false, R"({"prompt": "hi", "response_format": {"type": "json_object"}})", 400, "response_format"},
+      {false, R"({"prompt": "hi", "response_format": {"type": "json_object"}})", 400,
+       "response_format"},
       {false, R"({"prompt": "hi", "guided_json": {"type": "object"}})", 400, "guided_json"},
       {false, R"({"prompt": "hi", "priority": 1})", 400, "priority"},
       // Model.
@@ -139,23 +147,31 @@ TEST(ProtocolRequests, MalformedRequestsAre4xxWithTheParameterNamed) {
       {true, R"({"messages": [{"content": "x"}]})", 400, "messages"},
       {true, R"({"messages": [{"role": "wizard", "content": "x"}]})", 400, "messages"},
       {true, R"({"messages": [{"role": "user", "content": 5}]})", 400, "messages"},
-      {true, R"({"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "x"}}]}]})", 400, "messages"},
-      {true, "{" + msgs + R"(, "add_generation_prompt": true, "continue_final_message": true})", 400, "messages"},
+      {true,
+       R"({"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "x"}}]}]})",
+       400, "messages"},
+      {true, "{" + msgs + R"(, "add_generation_prompt": true, "continue_final_message": true})",
+       400, "messages"},
       {true, "{" + msgs + R"(, "chat_template_kwargs": "x"})", 400, "messages"},
       {true, "{" + msgs + R"(, "chat_template_kwargs": {"tools": []}})", 400, "messages"},
       {true, "{" + msgs + R"(, "chat_template": "{{ 1 }}"})", 400, "chat_template"},
       {true, "{" + msgs + R"(, "reasoning_effort": "extreme"})", 400, "reasoning_effort"},
-      {true, json({{"messages", {{{"role", "user"}, {"content", repeat_words(80)}}}}}).dump(), 400, "input_tokens"},
+      {true, json({{"messages", {{{"role", "user"}, {"content", repeat_words(80)}}}}}).dump(), 400,
+       "input_tokens"},
       // Chat: tools and tool_choice.
       {true, "{" + msgs + R"(, "tools": []})", 400, "tools"},
       {true, "{" + msgs + R"(, "tools": "x"})", 400, "tools"},
       {true, "{" + msgs + R"(, "tools": [{"type": "function"}]})", 400, "tools"},
       {true, "{" + msgs + R"(, "tools": [{"function": {"name": ""}}]})", 400, "tools"},
-      {true, "{" + msgs + R"(, "tools": [{"function": {"name": "f", "parameters": "x"}}]})", 400, "tools"},
+      {true, "{" + msgs + R"(, "tools": [{"function": {"name": "f", "parameters": "x"}}]})", 400,
+       "tools"},
       {true, "{" + msgs + R"(, "tool_choice": "auto"})", 400, "tool_choice"},
       {true, "{" + msgs + ", " + tools + "}", 400, "tool_choice"},  // auto by default, not enabled
       {true, "{" + msgs + ", " + tools + R"(, "tool_choice": "required"})", 400, "tool_choice"},
-      {true, "{" + msgs + ", " + tools + R"(, "tool_choice": {"type": "function", "function": {"name": "nope"}}})", 400, "tool_choice"},
+      {true,
+       "{" + msgs + ", " + tools +
+           R"(, "tool_choice": {"type": "function", "function": {"name": "nope"}}})",
+       400, "tool_choice"},
       {true, "{" + msgs + ", " + tools + R"(, "tool_choice": 5})", 400, "tool_choice"},
       // Chat: logprobs and token limits.
       {true, "{" + msgs + R"(, "top_logprobs": 5})", 400, "top_logprobs"},
@@ -212,7 +228,8 @@ TEST(ProtocolRequests, ErrorBodiesStayBoundedWhateverTheInputSize) {
 TEST(ProtocolRequests, CompletionDefaultsAndPromptForms) {
   DemoServer server;
   {
-    const ParseResult r = parse_completion_request(R"({"prompt": "Hello world", "unknown_field": [1, {"x": 2}]})", server.ctx);
+    const ParseResult r = parse_completion_request(
+        R"({"prompt": "Hello world", "unknown_field": [1, {"x": 2}]})", server.ctx);
     const ParsedRequest p = ok(r);
     ASSERT_EQ(p.requests.size(), 1u);
     const engine::EngineRequest& q = p.requests[0];
@@ -246,7 +263,8 @@ TEST(ProtocolRequests, CompletionDefaultsAndPromptForms) {
   {
     const ParsedRequest p = ok(parse_completion_request(R"({"prompt": [5, 6, 7]})", server.ctx));
     EXPECT_EQ(p.requests[0].prompt, (std::vector<int32_t>{5, 6, 7}));
-    const ParsedRequest b = ok(parse_completion_request(R"({"prompt": [[5], [6, 7]]})", server.ctx));
+    const ParsedRequest b =
+        ok(parse_completion_request(R"({"prompt": [[5], [6, 7]]})", server.ctx));
     ASSERT_EQ(b.requests.size(), 2u);
     EXPECT_EQ(b.requests[1].prompt, (std::vector<int32_t>{6, 7}));
     const ParsedRequest t = ok(parse_completion_request(
@@ -255,9 +273,11 @@ TEST(ProtocolRequests, CompletionDefaultsAndPromptForms) {
   }
   {  // The context boundary: 63 prompt tokens + 1 fits, + 2 does not.
     const json p63 = ids_prompt(63);
-    const ParsedRequest p = ok(parse_completion_request(json({{"prompt", p63}, {"max_tokens", 1}}).dump(), server.ctx));
+    const ParsedRequest p =
+        ok(parse_completion_request(json({{"prompt", p63}, {"max_tokens", 1}}).dump(), server.ctx));
     EXPECT_EQ(p.requests[0].params.max_tokens, 1);
-    const ParseResult bad = parse_completion_request(json({{"prompt", p63}, {"max_tokens", 2}}).dump(), server.ctx);
+    const ParseResult bad =
+        parse_completion_request(json({{"prompt", p63}, {"max_tokens", 2}}).dump(), server.ctx);
     ASSERT_TRUE(std::holds_alternative<ApiError>(bad));
     EXPECT_EQ(std::get<ApiError>(bad).param, "max_tokens");
   }
@@ -338,8 +358,9 @@ TEST(ProtocolRequests, ChatRendersTheTemplateAndEncodesWithoutSpecialTokens) {
       R"({"messages": [{"role": "user", "content": "x"}, {"role": "assistant", "content": "Once upon"}],
           "add_generation_prompt": false, "continue_final_message": true})",
       server.ctx));
-  EXPECT_EQ(c.requests[0].prompt,
-            server.tok.encode("<|im_start|>user\nx<|im_end|>\n<|im_start|>assistant\nOnce upon", false));
+  EXPECT_EQ(
+      c.requests[0].prompt,
+      server.tok.encode("<|im_start|>user\nx<|im_end|>\n<|im_start|>assistant\nOnce upon", false));
 }
 
 std::string read_file(const std::string& path) {
@@ -357,10 +378,14 @@ TEST(ProtocolRequests, NemotronTemplatesDecideThinkingAndTools) {
   server.ctx.reasoning_parser = "nano_v3";
   server.ctx.chat = &nano3;
   EXPECT_TRUE(ok(parse_chat_request("{" + user + "}", server.ctx)).plan.thinking_enabled);
-  EXPECT_FALSE(ok(parse_chat_request("{" + user + R"(, "chat_template_kwargs": {"enable_thinking": false}})", server.ctx))
+  EXPECT_FALSE(
+      ok(parse_chat_request("{" + user + R"(, "chat_template_kwargs": {"enable_thinking": false}})",
+                            server.ctx))
+          .plan.thinking_enabled);
+  EXPECT_FALSE(ok(parse_chat_request("{" + user + R"(, "reasoning_effort": "none"})", server.ctx))
                    .plan.thinking_enabled);
-  EXPECT_FALSE(ok(parse_chat_request("{" + user + R"(, "reasoning_effort": "none"})", server.ctx)).plan.thinking_enabled);
-  EXPECT_TRUE(ok(parse_chat_request("{" + user + R"(, "reasoning_effort": "high"})", server.ctx)).plan.thinking_enabled);
+  EXPECT_TRUE(ok(parse_chat_request("{" + user + R"(, "reasoning_effort": "high"})", server.ctx))
+                  .plan.thinking_enabled);
   // The rendered prompt itself: thinking off ends the prompt with "<think></think>".
   const ParsedRequest off = ok(parse_chat_request(
       "{" + user + R"(, "chat_template_kwargs": {"enable_thinking": false}})", server.ctx));
@@ -369,28 +394,33 @@ TEST(ProtocolRequests, NemotronTemplatesDecideThinkingAndTools) {
   EXPECT_EQ(off.plan.reasoning_parser, "nano_v3");
   // Nano v2: "/no_think" in the system message turns thinking off (read off the prompt).
   server.ctx.chat = &nano2;
-  EXPECT_FALSE(ok(parse_chat_request(
-                      R"({"messages": [{"role": "system", "content": "/no_think"}, {"role": "user", "content": "hi"}]})",
-                      server.ctx))
-                   .plan.thinking_enabled);
+  EXPECT_FALSE(
+      ok(parse_chat_request(
+             R"({"messages": [{"role": "system", "content": "/no_think"}, {"role": "user", "content": "hi"}]})",
+             server.ctx))
+          .plan.thinking_enabled);
   EXPECT_TRUE(ok(parse_chat_request("{" + user + "}", server.ctx)).plan.thinking_enabled);
   // Tools with auto tool choice enabled: the template lists them and the plan parses calls.
   server.ctx.enable_auto_tool_choice = true;
   server.ctx.tool_call_parser = "nemotron_json";
   const ParsedRequest t = ok(parse_chat_request(
-      "{" + user + R"(, "tools": [{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}}]})",
+      "{" + user +
+          R"(, "tools": [{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}}]})",
       server.ctx));
   EXPECT_EQ(t.plan.tool_choice, ToolChoice::Auto);
   EXPECT_EQ(t.plan.tool_call_parser, "nemotron_json");
-  EXPECT_NE(server.tok.decode(t.requests[0].prompt).find("<AVAILABLE_TOOLS>[{\"name\": \"get_weather\""),
-            std::string::npos);
+  EXPECT_NE(
+      server.tok.decode(t.requests[0].prompt).find("<AVAILABLE_TOOLS>[{\"name\": \"get_weather\""),
+      std::string::npos);
   // tool_choice none keeps the plan free of tool parsing.
   const ParsedRequest n = ok(parse_chat_request(
-      "{" + user + R"(, "tool_choice": "none", "tools": [{"type": "function", "function": {"name": "f"}}]})",
+      "{" + user +
+          R"(, "tool_choice": "none", "tools": [{"type": "function", "function": {"name": "f"}}]})",
       server.ctx));
   EXPECT_EQ(n.plan.tool_choice, ToolChoice::None);
   // include_reasoning false drops the reasoning fields.
-  const ParsedRequest r = ok(parse_chat_request("{" + user + R"(, "include_reasoning": false})", server.ctx));
+  const ParsedRequest r =
+      ok(parse_chat_request("{" + user + R"(, "include_reasoning": false})", server.ctx));
   EXPECT_FALSE(r.plan.emit_reasoning);
   EXPECT_FALSE(r.plan.emit_reasoning_content);
 }
@@ -415,11 +445,32 @@ TEST(ProtocolRequests, RandomFieldValuesNeverEscapeOrGive5xx) {
       "tool_choice": "auto", "logprobs": true, "top_logprobs": 2, "max_completion_tokens": 5,
       "chat_template_kwargs": {"enable_thinking": false}, "reasoning_effort": "low",
       "add_generation_prompt": true, "include_reasoning": true})");
-  const std::vector<json> values = {
-      nullptr, true, false, 0, -1, 1, 2, 7, -7, 1e300, -1e300, 0.5, 1e19, -9223372036854775807LL,
-      18446744073709551615ULL, "", "x", "\u0000", json::array(), json::array({1, 2}),
-      json::array({"a", 1}), json::array({json::array({1})}), json::object(),
-      json({{"a", 1}}), json({{"type", "text"}}), json({{"role", "user"}})};
+  const std::vector<json> values = {nullptr,
+                                    true,
+                                    false,
+                                    0,
+                                    -1,
+                                    1,
+                                    2,
+                                    7,
+                                    -7,
+                                    1e300,
+                                    -1e300,
+                                    0.5,
+                                    1e19,
+                                    -9223372036854775807LL,
+                                    18446744073709551615ULL,
+                                    "",
+                                    "x",
+                                    "\u0000",
+                                    json::array(),
+                                    json::array({1, 2}),
+                                    json::array({"a", 1}),
+                                    json::array({json::array({1})}),
+                                    json::object(),
+                                    json({{"a", 1}}),
+                                    json({{"type", "text"}}),
+                                    json({{"role", "user"}})};
   std::mt19937 rng(3);
   size_t accepted = 0, refused = 0;
   for (int trial = 0; trial < 3000; ++trial) {
@@ -441,7 +492,9 @@ TEST(ProtocolRequests, RandomFieldValuesNeverEscapeOrGive5xx) {
                                 : parse_completion_request(text, server.ctx))
         << text;
     if (const auto* err = std::get_if<ApiError>(&r)) {
-      EXPECT_TRUE(err->status == 400 || err->status == 404) << err->status << " " << err->message << "\n" << text;
+      EXPECT_TRUE(err->status == 400 || err->status == 404)
+          << err->status << " " << err->message << "\n"
+          << text;
       ++refused;
     } else {
       ++accepted;
@@ -473,7 +526,8 @@ TEST(ProtocolRequests, ServingContextCheck) {
 TEST(ProtocolRequests, WithoutATokenizerOnlyTokenIdsAreServed) {
   DemoServer server;
   server.ctx.tokenizer = nullptr;
-  const ParsedRequest p = ok(parse_completion_request(R"({"prompt": [5, 6], "max_tokens": 2})", server.ctx));
+  const ParsedRequest p =
+      ok(parse_completion_request(R"({"prompt": [5, 6], "max_tokens": 2})", server.ctx));
   EXPECT_FALSE(p.plan.detokenize);
   EXPECT_FALSE(p.requests[0].params.detokenize);
   for (const char* body : {R"({"prompt": "text"})", R"({"prompt": [5], "stop": "x"})"}) {
@@ -481,7 +535,8 @@ TEST(ProtocolRequests, WithoutATokenizerOnlyTokenIdsAreServed) {
     ASSERT_TRUE(std::holds_alternative<ApiError>(r)) << body;
     EXPECT_EQ(std::get<ApiError>(r).status, 400);
   }
-  const ParseResult c = parse_chat_request(R"({"messages": [{"role": "user", "content": "x"}]})", server.ctx);
+  const ParseResult c =
+      parse_chat_request(R"({"messages": [{"role": "user", "content": "x"}]})", server.ctx);
   ASSERT_TRUE(std::holds_alternative<ApiError>(c));
 }
 

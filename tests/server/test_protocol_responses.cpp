@@ -34,7 +34,8 @@ SimResult simulate(const DemoServer& server, const ParsedRequest& parsed, Respon
                    const Script& script, const std::vector<int32_t>& eos,
                    const LogprobFn& logprob = nullptr) {
   engine::OutputProcessor op(&server.tok, eos);
-  for (const engine::EngineRequest& r : parsed.requests) op.add(r);
+  for (const engine::EngineRequest& r : parsed.requests)
+    op.add(r);
   SimResult res;
   // A prefill step first: outputs with no tokens produce nothing.
   for (const engine::EngineRequest& r : parsed.requests) {
@@ -116,7 +117,8 @@ TEST(ProtocolResponses, CompletionBodyAndStreamAgree) {
   const std::vector<int32_t> b = server.tok.encode(" a cookie is big too", false);
   const std::string body = R"({"prompt": "Hello", "n": 2, "max_tokens": 5, "stop": ["big"]})";
   // Completion 0 reaches max_tokens before "big"; completion 1 meets "big".
-  ASSERT_EQ(server.tok.decode(std::vector<int32_t>(a.begin(), a.begin() + 5)).find("big"), std::string::npos);
+  ASSERT_EQ(server.tok.decode(std::vector<int32_t>(a.begin(), a.begin() + 5)).find("big"),
+            std::string::npos);
   const Script script = {{a, b}};
   std::map<int, std::string> streamed;
   json usage;
@@ -142,7 +144,9 @@ TEST(ProtocolResponses, CompletionBodyAndStreamAgree) {
     EXPECT_EQ(c1["stop_reason"], "big");
     // The ids up to the one that completed "big".
     size_t used = 0;
-    while (server.tok.decode(std::vector<int32_t>(b.begin(), b.begin() + used)).find("big") == std::string::npos) ++used;
+    while (server.tok.decode(std::vector<int32_t>(b.begin(), b.begin() + used)).find("big") ==
+           std::string::npos)
+      ++used;
     const int64_t prompt_len = static_cast<int64_t>(server.tok.encode("Hello", true).size());
     EXPECT_EQ(j["usage"]["prompt_tokens"], prompt_len);
     EXPECT_EQ(j["usage"]["completion_tokens"], 5 + static_cast<int64_t>(used));
@@ -152,8 +156,10 @@ TEST(ProtocolResponses, CompletionBodyAndStreamAgree) {
     usage = j["usage"];
   }
   {
-    const ParsedRequest p = parse(server, R"({"prompt": "Hello", "n": 2, "max_tokens": 5, "stop": ["big"],
-                                             "stream": true, "stream_options": {"include_usage": true}})", false);
+    const ParsedRequest p =
+        parse(server, R"({"prompt": "Hello", "n": 2, "max_tokens": 5, "stop": ["big"],
+                                             "stream": true, "stream_options": {"include_usage": true}})",
+              false);
     ResponseBuilder builder(p.plan, server.ctx);
     const SimResult r = simulate(server, p, builder, script, {2});
     const std::vector<json> chunks = payloads(r.events);
@@ -185,7 +191,8 @@ TEST(ProtocolResponses, ChatStreamStartsWithTheRoleAndCarriesReasoningAndToolCal
   server.ctx.enable_auto_tool_choice = true;
   server.ctx.tool_call_parser = "nemotron_json";
   const std::string output =
-      "Need the weather.</think><TOOLCALL>[{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}]</TOOLCALL>";
+      "Need the weather.</think><TOOLCALL>[{\"name\": \"get_weather\", \"arguments\": {\"city\": "
+      "\"Paris\"}}]</TOOLCALL>";
   std::vector<int32_t> ids = server.tok.encode(output, false);
   ids.push_back(11);  // <|im_end|>
   const std::string req = R"({"messages": [{"role": "user", "content": "Weather in Paris?"}],
@@ -206,7 +213,8 @@ TEST(ProtocolResponses, ChatStreamStartsWithTheRoleAndCarriesReasoningAndToolCal
     const json& call = msg["tool_calls"][0];
     EXPECT_EQ(call["type"], "function");
     EXPECT_EQ(call["function"]["name"], "get_weather");
-    EXPECT_EQ(json::parse(call["function"]["arguments"].get<std::string>()), json({{"city", "Paris"}}));
+    EXPECT_EQ(json::parse(call["function"]["arguments"].get<std::string>()),
+              json({{"city", "Paris"}}));
     EXPECT_EQ(call["id"].get<std::string>().rfind("chatcmpl-tool-", 0), 0u);
     EXPECT_EQ(j["choices"][0]["finish_reason"], "tool_calls");
     EXPECT_TRUE(j["choices"][0]["stop_reason"].is_null());  // EOS
@@ -234,7 +242,8 @@ TEST(ProtocolResponses, ChatStreamStartsWithTheRoleAndCarriesReasoningAndToolCal
       }
       if (d.contains("content")) content += d["content"].get<std::string>();
       if (d.contains("tool_calls"))
-        for (const json& c : d["tool_calls"]) calls.push_back(c);
+        for (const json& c : d["tool_calls"])
+          calls.push_back(c);
       if (!ch["finish_reason"].is_null()) {
         EXPECT_TRUE(finish.is_null()) << "two finishes";
         finish = ch["finish_reason"];
@@ -247,7 +256,8 @@ TEST(ProtocolResponses, ChatStreamStartsWithTheRoleAndCarriesReasoningAndToolCal
     EXPECT_EQ(calls[0]["index"], 0);
     EXPECT_EQ(calls[0]["type"], "function");
     EXPECT_EQ(calls[0]["function"]["name"], "get_weather");
-    EXPECT_EQ(json::parse(calls[0]["function"]["arguments"].get<std::string>()), json({{"city", "Paris"}}));
+    EXPECT_EQ(json::parse(calls[0]["function"]["arguments"].get<std::string>()),
+              json({{"city", "Paris"}}));
     EXPECT_EQ(finish, "tool_calls");
   }
 }
@@ -255,8 +265,10 @@ TEST(ProtocolResponses, ChatStreamStartsWithTheRoleAndCarriesReasoningAndToolCal
 TEST(ProtocolResponses, ChatPlainContentStreamsAsDeltas) {
   DemoServer server(512);
   const std::vector<int32_t> ids = server.tok.encode("I'm a doctor, not a good man.", false);
-  const ParsedRequest p = parse(server, R"({"messages": [{"role": "user", "content": "Tell me a fortune."}],
-      "stream": true, "max_tokens": 100, "stream_options": {"include_usage": true, "continuous_usage_stats": true}})", true);
+  const ParsedRequest p =
+      parse(server, R"({"messages": [{"role": "user", "content": "Tell me a fortune."}],
+      "stream": true, "max_tokens": 100, "stream_options": {"include_usage": true, "continuous_usage_stats": true}})",
+            true);
   ResponseBuilder builder(p.plan, server.ctx);
   std::vector<int32_t> with_eos = ids;
   with_eos.push_back(11);
@@ -290,7 +302,8 @@ TEST(ProtocolResponses, LogprobShapesPerEndpoint) {
     return t;
   };
   {
-    const ParsedRequest p = parse(server, R"({"prompt": "x", "max_tokens": 16, "logprobs": 2})", false);
+    const ParsedRequest p =
+        parse(server, R"({"prompt": "x", "max_tokens": 16, "logprobs": 2})", false);
     ResponseBuilder builder(p.plan, server.ctx);
     simulate(server, p, builder, {{ids}}, {}, lp);
     const json l = builder.body()["choices"][0]["logprobs"];
@@ -306,13 +319,15 @@ TEST(ProtocolResponses, LogprobShapesPerEndpoint) {
       // The chosen token plus the top 2: {id+1, id} (id appears once).
       const json& top = l["top_logprobs"][i];
       EXPECT_EQ(top.size(), 2u);
-      EXPECT_DOUBLE_EQ(top[server.tok.decode(std::vector<int32_t>{ids[i] + 1})].get<double>(), -0.25);
+      EXPECT_DOUBLE_EQ(top[server.tok.decode(std::vector<int32_t>{ids[i] + 1})].get<double>(),
+                       -0.25);
       EXPECT_TRUE(top.contains(tok));
     }
   }
   {
     const ParsedRequest ids_only = parse(server, R"({"prompt": "x", "max_tokens": 16, "logprobs": 0,
-                                                    "return_tokens_as_token_ids": true})", false);
+                                                    "return_tokens_as_token_ids": true})",
+                                         false);
     ResponseBuilder as_ids(ids_only.plan, server.ctx);
     simulate(server, ids_only, as_ids, {{ids}}, {}, lp);
     const json li = as_ids.body()["choices"][0]["logprobs"];
@@ -320,8 +335,10 @@ TEST(ProtocolResponses, LogprobShapesPerEndpoint) {
     EXPECT_EQ(li["top_logprobs"][0].size(), 1u);  // logprobs 0: the chosen token only
   }
   {
-    const ParsedRequest p = parse(server, R"({"messages": [{"role": "user", "content": "x"}], "max_tokens": 16,
-                                             "logprobs": true, "top_logprobs": 3})", true);
+    const ParsedRequest p =
+        parse(server, R"({"messages": [{"role": "user", "content": "x"}], "max_tokens": 16,
+                                             "logprobs": true, "top_logprobs": 3})",
+              true);
     ResponseBuilder builder(p.plan, server.ctx);
     simulate(server, p, builder, {{ids}}, {}, lp);
     const json l = builder.body()["choices"][0]["logprobs"];
@@ -331,7 +348,8 @@ TEST(ProtocolResponses, LogprobShapesPerEndpoint) {
       const std::string tok = server.tok.decode(std::vector<int32_t>{ids[i]});
       EXPECT_EQ(e["token"], tok);
       ASSERT_EQ(e["bytes"].size(), tok.size());
-      for (size_t k = 0; k < tok.size(); ++k) EXPECT_EQ(e["bytes"][k], static_cast<unsigned char>(tok[k]));
+      for (size_t k = 0; k < tok.size(); ++k)
+        EXPECT_EQ(e["bytes"][k], static_cast<unsigned char>(tok[k]));
       ASSERT_EQ(e["top_logprobs"].size(), 3u);
       EXPECT_DOUBLE_EQ(e["top_logprobs"][0]["logprob"].get<double>(), -0.25);
       EXPECT_EQ(e["top_logprobs"][2]["token"], server.tok.decode(std::vector<int32_t>{ids[i] + 2}));
@@ -343,8 +361,10 @@ TEST(ProtocolResponses, StopReasonTokenIdsAbortErrorsAndBatches) {
   DemoServer server(256);
   const std::vector<int32_t> ids = server.tok.encode(" one two three four", false);
   {  // A stop id: stop_reason is the integer; return_token_ids adds the ids.
-    const ParsedRequest p = parse(server, json({{"prompt", {5, 6}}, {"stop_token_ids", {ids[2]}},
-                                                {"return_token_ids", true}}).dump(), false);
+    const ParsedRequest p = parse(
+        server,
+        json({{"prompt", {5, 6}}, {"stop_token_ids", {ids[2]}}, {"return_token_ids", true}}).dump(),
+        false);
     ResponseBuilder builder(p.plan, server.ctx);
     simulate(server, p, builder, {{ids}}, {});
     const json c = builder.body()["choices"][0];
@@ -354,7 +374,8 @@ TEST(ProtocolResponses, StopReasonTokenIdsAbortErrorsAndBatches) {
     EXPECT_EQ(c["prompt_token_ids"], json({5, 6}));
   }
   {  // The engine ran out of script: aborted completions say "abort"; batches index p * n + k.
-    const ParsedRequest p = parse(server, R"({"prompt": [[5], [6]], "n": 2, "max_tokens": 50})", false);
+    const ParsedRequest p =
+        parse(server, R"({"prompt": [[5], [6]], "n": 2, "max_tokens": 50})", false);
     ResponseBuilder builder(p.plan, server.ctx);
     simulate(server, p, builder, {{ids, {ids[0]}}, {{ids[1]}, ids}}, {});
     const json j = builder.body();
@@ -398,26 +419,33 @@ TEST(ProtocolMisc, TokenizeDetokenizeModels) {
     }
     return std::get<json>(r);
   };
-  const json t = get(handle_tokenize(R"({"prompt": "Hello world", "return_token_strs": true})", server.ctx));
+  const json t =
+      get(handle_tokenize(R"({"prompt": "Hello world", "return_token_strs": true})", server.ctx));
   const std::vector<int32_t> ids = server.tok.encode("Hello world", true);
   EXPECT_EQ(t["tokens"], json(ids));
   EXPECT_EQ(t["count"], ids.size());
   EXPECT_EQ(t["max_model_len"], 256);
   ASSERT_EQ(t["token_strs"].size(), ids.size());
   EXPECT_EQ(t["token_strs"][0], "<s>");
-  const json nt = get(handle_tokenize(R"({"model": "demo", "prompt": "Hello world", "add_special_tokens": false})", server.ctx));
+  const json nt = get(handle_tokenize(
+      R"({"model": "demo", "prompt": "Hello world", "add_special_tokens": false})", server.ctx));
   EXPECT_EQ(nt["tokens"], json(server.tok.encode("Hello world", false)));
   EXPECT_TRUE(nt["token_strs"].is_null());
-  const json chat = get(handle_tokenize(R"({"messages": [{"role": "user", "content": "hi"}]})", server.ctx));
-  EXPECT_EQ(chat["tokens"], json(server.tok.encode("<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n", false)));
+  const json chat =
+      get(handle_tokenize(R"({"messages": [{"role": "user", "content": "hi"}]})", server.ctx));
+  EXPECT_EQ(chat["tokens"], json(server.tok.encode(
+                                "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n", false)));
   const json d = get(handle_detokenize(json({{"tokens", ids}}).dump(), server.ctx));
   EXPECT_EQ(d["prompt"], "<s>Hello world");
-  for (const char* bad : {R"({"tokens": [-1]})", R"({"tokens": [99999]})", R"({"tokens": "x"})", "[]"}) {
+  for (const char* bad :
+       {R"({"tokens": [-1]})", R"({"tokens": [99999]})", R"({"tokens": "x"})", "[]"}) {
     const JsonResult r = handle_detokenize(bad, server.ctx);
     ASSERT_TRUE(std::holds_alternative<ApiError>(r)) << bad;
     EXPECT_EQ(std::get<ApiError>(r).status, 400);
   }
-  EXPECT_EQ(std::get<ApiError>(handle_tokenize(R"({"prompt": "x", "model": "zzz"})", server.ctx)).status, 404);
+  EXPECT_EQ(
+      std::get<ApiError>(handle_tokenize(R"({"prompt": "x", "model": "zzz"})", server.ctx)).status,
+      404);
   EXPECT_EQ(std::get<ApiError>(handle_tokenize(R"({"messages": []})", server.ctx)).status, 400);
   const json m = models_body(server.ctx, 123);
   EXPECT_EQ(m["object"], "list");

@@ -15,7 +15,9 @@ namespace {
 
 using json = nlohmann::ordered_json;
 
-std::string demo_dir() { return std::string(STRATA_SOURCE_DIR) + "/models/demo"; }
+std::string demo_dir() {
+  return std::string(STRATA_SOURCE_DIR) + "/models/demo";
+}
 
 TEST(ChatRequest, FieldsFromJson) {
   const json body = json::parse(R"({"messages": [{"role": "user", "content": "x"}],
@@ -62,8 +64,8 @@ TEST(ChatRequest, MessagesAsTheTemplateSeesThem) {
 
 TEST(ChatRequest, KwargsPrecedenceAndThinking) {
   const auto b = ChatPromptBuilder::from_source(
-      "{{ enable_thinking }}|{{ budget }}|{{ documents | length if documents else 0 }}", "<s>", "</s>",
-      json({{"budget", 1}, {"enable_thinking", true}}));
+      "{{ enable_thinking }}|{{ budget }}|{{ documents | length if documents else 0 }}", "<s>",
+      "</s>", json({{"budget", 1}, {"enable_thinking", true}}));
   ChatPromptRequest r;
   r.messages = json::array({{{"role", "user"}, {"content", "x"}}});
   EXPECT_EQ(b.render(r), "True|1|0");
@@ -75,7 +77,8 @@ TEST(ChatRequest, KwargsPrecedenceAndThinking) {
   EXPECT_EQ(b.render(r), "True|2|1");
   EXPECT_TRUE(b.thinking_enabled(r));
   // ...but without a default it decides.
-  const auto plain = ChatPromptBuilder::from_source("{{ enable_thinking }}", std::nullopt, std::nullopt);
+  const auto plain =
+      ChatPromptBuilder::from_source("{{ enable_thinking }}", std::nullopt, std::nullopt);
   EXPECT_EQ(plain.render(r), "False");
   EXPECT_FALSE(plain.thinking_enabled(r));
   r.reasoning_effort = "medium";
@@ -89,10 +92,11 @@ TEST(ChatRequest, KwargsPrecedenceAndThinking) {
 
 TEST(ChatRequest, ContinueFinalMessageCutsAfterItsContent) {
   const auto b = ChatPromptBuilder::from_source(
-      "{% for m in messages %}<{{ m.role }}>{{ m.content }}</{{ m.role }}>\n{% endfor %}", std::nullopt,
-      std::nullopt);
+      "{% for m in messages %}<{{ m.role }}>{{ m.content }}</{{ m.role }}>\n{% endfor %}",
+      std::nullopt, std::nullopt);
   ChatPromptRequest r;
-  r.messages = json::parse(R"([{"role": "user", "content": "hi"}, {"role": "assistant", "content": " Once upon "}])");
+  r.messages = json::parse(
+      R"([{"role": "user", "content": "hi"}, {"role": "assistant", "content": " Once upon "}])");
   r.add_generation_prompt = false;
   r.continue_final_message = true;
   // As transformers: found stripped, and cut after the stripped text (the message has leading

@@ -55,9 +55,11 @@ TEST(TokenizerCli, TokenizePrintsOneJsonArray) {
   // ... and not with --no-add-special-tokens.
   r = run_strata("tokenize --no-add-special-tokens --model '" + kDir + "nemotron_mini'", "the cat");
   EXPECT_EQ(r.out, "[271,46,113,111,130]\n");
-  // Invalid UTF-8 on stdin is replaced, not rejected: FF -> U+FFFD = EF BF BD.
-  r = run_strata("tokenize --model '" + kDir + "gpt2_mini'", "\xFF");
-  EXPECT_EQ(r.out, "[239,191,189]\n");
+  // stdin that is not text is refused with the offset (issue 12: it used to become U+FFFD).
+  r = run_strata("tokenize --model '" + kDir + "gpt2_mini'", "ok\xFF");
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_EQ(r.out, "");
+  EXPECT_NE(r.err.find("not valid UTF-8 (byte 2 of 3)"), std::string::npos) << r.err;
 }
 
 TEST(TokenizerCli, TokenizeJsonl) {

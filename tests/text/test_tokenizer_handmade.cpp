@@ -304,9 +304,10 @@ TEST(TokenizerHandmade, LoadErrorsNameTheFileAndField) {
       message_of(R"({"model": {"type": "BPE", "vocab": {"a": 0, "b": 1}, "merges": ["a b"]}})")
           .find("merged token \"ab\""),
       std::string::npos);
-  EXPECT_NE(message_of(R"({"normalizer": {"type": "NFKC"}, "model": {"vocab": {}, "merges": []}})")
-                .find("normalizer type 'NFKC' is not supported"),
-            std::string::npos);
+  EXPECT_NE(
+      message_of(R"({"normalizer": {"type": "Precompiled"}, "model": {"vocab": {}, "merges": []}})")
+          .find("normalizer type 'Precompiled' is not supported"),
+      std::string::npos);
   EXPECT_NE(
       message_of(
           R"({"pre_tokenizer": {"type": "Split", "pattern": {"Regex": "("}, "behavior": "Isolated"},

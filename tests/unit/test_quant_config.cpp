@@ -203,7 +203,7 @@ TEST(QuantConfig, UnsupportedAndMalformed) {
       {hf("[1]"), {"quantization is a JSON array, not an object"}},
       {"{\"producer\": {}}", {f, "has no \"quantization\" object"}},
       {"[]", {f, "is a JSON array, not an object"}},
-      {"{\"quantization\": ", {f, "invalid JSON"}},
+      {"{\"quantization\": ", {f, "not valid JSON"}},
       {hf(R"({"quant_algo": "FP8", "quant_algo": "NVFP4"})"), {f, "duplicate key \"quant_algo\""}},
   };
   size_t rejected = 0;

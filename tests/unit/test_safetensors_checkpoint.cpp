@@ -162,7 +162,7 @@ TEST(Checkpoint, MalformedIndexes) {
   write_safetensors(dir.file("a.safetensors"), {{"x", random_f32({2}, 1)}});
   const std::string index = dir.file("model.safetensors.index.json");
   const std::vector<std::pair<std::string, std::vector<std::string>>> cases = {
-      {"{\"weight_map\": ", {index, "invalid JSON"}},
+      {"{\"weight_map\": ", {index, "not valid JSON"}},
       {"[]", {index, "is a JSON array, not an object"}},
       {"{\"metadata\": {}}", {index, "has no \"weight_map\""}},
       {"{\"weight_map\": [\"a.safetensors\"]}", {index, "\"weight_map\" is a JSON array"}},

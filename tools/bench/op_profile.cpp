@@ -22,8 +22,9 @@ std::string weight_tag(const ops::LinearWeight& w) {
                      w.in_features());
 }
 
-// The row an op call is counted under.
-std::string op_key(const char* op, const void* args) {
+}  // namespace
+
+std::string op_profile_key(const char* op, const void* args) {
   const std::string name = op;
   if (name == ops::LinearArgs::kName) {
     const auto& a = *static_cast<const ops::LinearArgs*>(args);
@@ -35,8 +36,6 @@ std::string op_key(const char* op, const void* args) {
   }
   return name;
 }
-
-}  // namespace
 
 OpProfile profile_decode_ops(model::NemotronHModel& m, int64_t prompt_len, int64_t warmup,
                              int64_t steps) {
@@ -71,7 +70,7 @@ OpProfile profile_decode_ops(model::NemotronHModel& m, int64_t prompt_len, int64
       // The step's one h2d copy synchronizes the stream before the first op: spin from here.
       if (keys.empty()) cuda::spin(kSpinMicroseconds);
       timeline.mark();
-      keys.push_back(op_key(op, args));
+      keys.push_back(op_profile_key(op, args));
     };
     Tensor logits = s.forward({id}, engine::LogitRows::LastPerSequence);
     timeline.mark();  // end of the last op

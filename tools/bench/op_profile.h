@@ -25,6 +25,10 @@ struct OpProfile {
   std::vector<OpProfileRow> rows;  // most expensive first
 };
 
+// The row an op call is counted under: its name; linears and experts with their weight dtype
+// and shape (and the linear's M).
+std::string op_profile_key(const char* op, const void* args);
+
 // Prefills `prompt_len` tokens, runs `warmup` decode steps, then profiles `steps` steps.
 // CUDA only.
 OpProfile profile_decode_ops(model::NemotronHModel& m, int64_t prompt_len, int64_t warmup,

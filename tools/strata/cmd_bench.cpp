@@ -4,15 +4,19 @@
 // of the read-bandwidth ceiling; --json writes the numbers too.
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cstdio>
-#include <fstream>
 #include <memory>
 
+#include "bench/batch_decode_bench.h"
 #include "bench/decode_bench.h"
 #include "bench/op_profile.h"
+#include "cmd_bench_prefill.h"
 #include "command.h"
 #include "core/check.h"
 #include "engine/device.h"
+#include "flag_checks.h"
+#include "io/atomic_file.h"
 #include "model_source_flags.h"
 #include "ops/cuda/cuda_backend.h"
 
@@ -25,7 +29,55 @@ struct BenchFlags {
   bench::BenchOptions opt;
   bool no_graph = false;
   int64_t profile_steps = 0;  // > 0: also profile this many eager steps op by op
+  std::vector<int64_t> batches;  // non-empty: the batched decode benchmark instead
 };
+
+void run_batch_bench(BenchFlags& f) {
+  const Device device = engine::parse_device(f.device);
+  OpContext probe;
+  engine::prepare_device(device, probe);
+  auto m = load_from_flags(f.src, device, /*sampling=*/false, "bench");
+  bench::BatchDecodeOptions o;
+  o.batches = f.batches;
+  o.prompt_len = f.opt.prompt_len;
+  o.warmup = f.opt.warmup;
+  o.repeats = f.opt.repeats;
+  o.steps = std::min<int64_t>(f.opt.steps, 16);
+  o.ceiling_bytes_per_s = f.opt.ceiling_bytes_per_s;
+  const std::vector<bench::BatchDecodeRow> rows = bench::run_batch_decode_bench(*m, device, o);
+  const std::string gpu = device == Device::Cuda ? cuda::device_description() : "host";
+  const std::string what = m->load_report().source + " " + f.src.dtype;
+  std::printf(
+      "batched decode bench: %s on %s%s%s; prompt %lld, %lld eager steps x %lld repeats (no "
+      "sampling)\n",
+      what.c_str(), gpu.c_str(), f.label.empty() ? "" : ", ", f.label.c_str(),
+      static_cast<long long>(o.prompt_len), static_cast<long long>(o.steps),
+      static_cast<long long>(o.repeats));
+  std::printf(
+      "| batch | ms/step | tokens/s | bytes (GB) | bytes at %.2f TB/s (ms) | FLOPs at peak (ms) | "
+      "of roofline |\n|---|---|---|---|---|---|---|\n",
+      o.ceiling_bytes_per_s / 1e12);
+  for (const auto& r : rows)
+    std::printf("| %lld | %.3f | %.1f | %.3f | %.3f | %.3f | %.1f%% |\n",
+                static_cast<long long>(r.batch), r.ms_per_step, r.tokens_per_s, r.bytes / 1e9,
+                r.bytes_ms, r.flops_ms, 100 * r.fraction);
+  if (f.json_out.empty()) return;
+  nlohmann::json j;
+  j["bench"] = "batch_decode";
+  j["model"] = what;
+  j["gpu"] = gpu;
+  j["label"] = f.label;
+  for (const auto& r : rows)
+    j["rows"].push_back({{"batch", r.batch},
+                         {"ms_per_step", r.ms_per_step},
+                         {"tokens_per_s", r.tokens_per_s},
+                         {"bytes", r.bytes},
+                         {"bytes_ms", r.bytes_ms},
+                         {"flops_ms", r.flops_ms},
+                         {"fraction_of_roofline", r.fraction},
+                         {"repeat_ms_per_step", r.repeat_ms}});
+  std::ofstream(f.json_out) << j.dump(2) << "\n";
+}
 
 void print_op_profile(model::NemotronHModel& m, Device device, const BenchFlags& f) {
   if (device != Device::Cuda)
@@ -92,7 +144,7 @@ void run_bench(BenchFlags& f) {
                            {"repeat_ms_per_token", row.repeat_ms},
                            {"note", row.note}});
     if (both) j["graph_tokens_equal_eager"] = r.tokens_eager == r.tokens_graph;
-    std::ofstream(f.json_out) << j.dump(2) << "\n";
+    io::write_file_atomic(f.json_out, j.dump(2) + "\n");
   }
   if (both && r.tokens_eager != r.tokens_graph)
     fail("bench: the graph replay produced other tokens than the eager steps");
@@ -105,22 +157,38 @@ void setup_bench(CLI::App& app) {
   add_model_source_flags(sub, f->src);
   sub->add_option("--device", f->device, "cuda or cpu")->capture_default_str();
   sub->add_option("--prompt-len", f->opt.prompt_len, "Prompt tokens prefilled first")
+      ->check(int_range(1, kMaxFlagTokens))
       ->capture_default_str();
-  sub->add_option("--steps", f->opt.steps, "Decode steps per timed repeat")->capture_default_str();
+  sub->add_option("--steps", f->opt.steps, "Decode steps per timed repeat")
+      ->check(int_range(1, kMaxFlagTokens))
+      ->capture_default_str();
   sub->add_option("--repeats", f->opt.repeats, "Timed repeats (the median is reported)")
+      ->check(int_range(1, 1000))
       ->capture_default_str();
-  sub->add_option("--warmup", f->opt.warmup, "Untimed decode steps first")->capture_default_str();
+  sub->add_option("--warmup", f->opt.warmup, "Untimed decode steps first")
+      ->check(int_range(0, kMaxFlagTokens))
+      ->capture_default_str();
   sub->add_flag("--no-graph", f->no_graph, "Only the eager decode step");
   sub->add_option("--profile-ops", f->profile_steps,
-                  "Then time this many eager decode steps op by op (CUDA events per op)");
+                  "Then time this many eager decode steps op by op (CUDA events per op)")
+      ->check(int_range(0, 100000));
   sub->add_option("--json", f->json_out, "Also write the numbers as JSON to this file");
   sub->add_option("--label", f->label, "Free text printed with the results (commit, notes)");
+  sub->add_option("--batch", f->batches,
+                  "Batched decode instead: step time and roofline fraction per batch size "
+                  "(comma separated; at most 16 steps per repeat)")
+      ->delimiter(',');
+  setup_bench_prefill(sub);
   // `strata bench latency|throughput|prefill|serve ...`; plain `strata bench` is the decode bench.
   for (auto& setup : bench_setups())
     setup(*sub);
   sub->require_subcommand(0, 1);
   sub->callback([f, sub] {
-    if (sub->get_subcommands().empty()) run_bench(*f);
+    if (!sub->get_subcommands().empty()) return;
+    if (!f->batches.empty())
+      run_batch_bench(*f);
+    else
+      run_bench(*f);
   });
 }
 

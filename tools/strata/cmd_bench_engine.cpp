@@ -4,6 +4,7 @@
 // lengths, figures) that docs/BENCHMARKS.md is built from.
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 
@@ -12,7 +13,7 @@
 #include "core/check.h"
 #include "engine/device.h"
 #include "engine_flags.h"
-#include "io/json_file.h"
+#include "io/atomic_file.h"
 #include "model_source_flags.h"
 #include "ops/cuda/cuda_backend.h"
 
@@ -25,6 +26,7 @@ struct EngineBenchFlags {
   std::string json_out, label;
   bench::LatencyOptions latency;
   bench::ThroughputOptions throughput;
+  std::vector<int64_t> concurrency;  // throughput: one run per level
 };
 
 struct Loaded {
@@ -70,7 +72,7 @@ void print_stats(const char* name, const bench::Stats& s) {
 }
 
 void write_row(const EngineBenchFlags& f, const nlohmann::json& row) {
-  if (!f.json_out.empty()) io::write_json_file(f.json_out, row);
+  if (!f.json_out.empty()) io::write_file_atomic(f.json_out, row.dump(2) + "\n");
 }
 
 void run_latency(const EngineBenchFlags& f) {
@@ -100,41 +102,50 @@ void run_latency(const EngineBenchFlags& f) {
 
 void run_throughput(const EngineBenchFlags& f) {
   Loaded l = load(f, "throughput");
-  const bench::ThroughputResult r =
-      bench::run_throughput(*l.engine, l.model->config().vocab_size, f.throughput);
-  std::printf(
-      "bench throughput: %s, %lld prompts, input %lld, output %lld, concurrency %lld (%s)\n",
-      l.row["model"].get<std::string>().c_str(), static_cast<long long>(f.throughput.num_prompts),
-      static_cast<long long>(f.throughput.input_len),
-      static_cast<long long>(f.throughput.output_len),
-      static_cast<long long>(f.throughput.max_concurrency), l.row["gpu"].get<std::string>().c_str());
-  std::printf(
-      "%.2f s: %.2f requests/s, %.1f output tokens/s, %.1f total tokens/s (%lld prompt + %lld "
-      "output tokens, %lld preemptions)\n",
-      r.seconds, r.requests_per_s, r.output_tokens_per_s, r.total_tokens_per_s,
-      static_cast<long long>(r.prompt_tokens), static_cast<long long>(r.output_tokens),
-      static_cast<long long>(r.preemptions));
-  std::printf("| | mean | median | p90 | p99 | max |\n|---|---|---|---|---|---|\n");
-  print_stats("TTFT (ms)", r.ttft_ms);
-  print_stats("TPOT (ms)", r.tpot_ms);
-  print_stats("E2E (s)", r.e2e_s);
-  nlohmann::json row = l.row;
-  row["num_prompts"] = f.throughput.num_prompts;
-  row["input_len"] = f.throughput.input_len;
-  row["output_len"] = f.throughput.output_len;
-  row["random_range_ratio"] = f.throughput.range_ratio;
-  row["max_concurrency"] = f.throughput.max_concurrency;
-  row["seconds"] = r.seconds;
-  row["requests_per_s"] = r.requests_per_s;
-  row["output_tokens_per_s"] = r.output_tokens_per_s;
-  row["total_tokens_per_s"] = r.total_tokens_per_s;
-  row["prompt_tokens"] = r.prompt_tokens;
-  row["output_tokens"] = r.output_tokens;
-  row["preemptions"] = r.preemptions;
-  row["ttft_ms"] = stats_json(r.ttft_ms);
-  row["tpot_ms"] = stats_json(r.tpot_ms);
-  row["e2e_s"] = stats_json(r.e2e_s);
-  write_row(f, row);
+  // One engine, one run per concurrency (the model loads once); each run is a JSON row.
+  const std::vector<int64_t> levels =
+      f.concurrency.empty() ? std::vector<int64_t>{f.throughput.max_concurrency} : f.concurrency;
+  nlohmann::json rows = nlohmann::json::array();
+  for (int64_t c : levels) {
+    bench::ThroughputOptions o = f.throughput;
+    o.max_concurrency = c;
+    if (f.throughput.num_prompts == 0) o.num_prompts = std::max<int64_t>(c, 1);
+    const bench::ThroughputResult r = bench::run_throughput(*l.engine, l.model->config().vocab_size, o);
+    std::printf(
+        "bench throughput: %s, %lld prompts, input %lld, output %lld, concurrency %lld (%s)\n",
+        l.row["model"].get<std::string>().c_str(), static_cast<long long>(o.num_prompts),
+        static_cast<long long>(o.input_len), static_cast<long long>(o.output_len),
+        static_cast<long long>(c), l.row["gpu"].get<std::string>().c_str());
+    std::printf(
+        "%.2f s: %.2f requests/s, %.1f output tokens/s, %.1f total tokens/s (%lld prompt + %lld "
+        "output tokens, %lld preemptions)\n",
+        r.seconds, r.requests_per_s, r.output_tokens_per_s, r.total_tokens_per_s,
+        static_cast<long long>(r.prompt_tokens), static_cast<long long>(r.output_tokens),
+        static_cast<long long>(r.preemptions));
+    std::printf("| | mean | median | p90 | p99 | max |\n|---|---|---|---|---|---|\n");
+    print_stats("TTFT (ms)", r.ttft_ms);
+    print_stats("TPOT (ms)", r.tpot_ms);
+    print_stats("E2E (s)", r.e2e_s);
+    std::fflush(stdout);
+    nlohmann::json row = l.row;
+    row["num_prompts"] = o.num_prompts;
+    row["input_len"] = o.input_len;
+    row["output_len"] = o.output_len;
+    row["random_range_ratio"] = o.range_ratio;
+    row["max_concurrency"] = c;
+    row["seconds"] = r.seconds;
+    row["requests_per_s"] = r.requests_per_s;
+    row["output_tokens_per_s"] = r.output_tokens_per_s;
+    row["total_tokens_per_s"] = r.total_tokens_per_s;
+    row["prompt_tokens"] = r.prompt_tokens;
+    row["output_tokens"] = r.output_tokens;
+    row["preemptions"] = r.preemptions;
+    row["ttft_ms"] = stats_json(r.ttft_ms);
+    row["tpot_ms"] = stats_json(r.tpot_ms);
+    row["e2e_s"] = stats_json(r.e2e_s);
+    rows.push_back(row);
+    write_row(f, levels.size() == 1 ? rows[0] : rows);  // after each level: a cut run keeps its rows
+  }
 }
 
 void add_common(CLI::App* sub, EngineBenchFlags& f) {
@@ -167,12 +178,14 @@ void setup_engine_benches(CLI::App& bench) {
   lat->callback([f] { run_latency(*f); });
 
   auto g = std::make_shared<EngineBenchFlags>();
+  g->throughput.num_prompts = 0;  // default: as many requests as each run's concurrency
   CLI::App* tp = bench.add_subcommand(
       "throughput", "Offline throughput of many requests (vllm bench throughput)");
   add_common(tp, *g);
-  tp->add_option("--num-prompts", g->throughput.num_prompts, "Requests")
+  tp->add_option("--num-prompts", g->throughput.num_prompts,
+                 "Requests per run; 0 = as many as the run's concurrency")
       ->capture_default_str()
-      ->check(CLI::Range(int64_t{1}, int64_t{10000000}));
+      ->check(CLI::Range(int64_t{0}, int64_t{10000000}));
   tp->add_option("--input-len", g->throughput.input_len, "Prompt tokens per request")
       ->capture_default_str()
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 24));
@@ -183,9 +196,10 @@ void setup_engine_benches(CLI::App& bench) {
                  "Lengths drawn uniformly in [len*(1-r), len*(1+r)]; 0 = fixed")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 0.999));
-  tp->add_option("--max-concurrency", g->throughput.max_concurrency,
-                 "Requests in flight at most; 0 = all at once")
-      ->capture_default_str()
+  tp->add_option("--max-concurrency", g->concurrency,
+                 "Requests in flight at most; several (1,8,64) run one after another on the same "
+                 "engine; 0 = all at once")
+      ->delimiter(',')
       ->check(CLI::Range(int64_t{0}, int64_t{10000000}));
   tp->add_option("--seed", g->throughput.seed, "Seed of the random prompts and lengths")
       ->capture_default_str();

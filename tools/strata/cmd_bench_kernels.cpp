@@ -7,15 +7,16 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <fstream>
 #include <functional>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <tuple>
 #include <vector>
 
 #include "command.h"
 #include "core/check.h"
+#include "io/atomic_file.h"
 #include "ops/cuda/cuda_backend.h"
 #include "ops/cuda/ssm.h"
 #include "ops/ops.h"
@@ -450,7 +451,7 @@ std::vector<ScanRow> run_scan_rows(const std::string& only) {
   return rows;
 }
 
-void write_scan_rows(std::ofstream& f, const std::vector<ScanRow>& rows) {
+void write_scan_rows(std::ostringstream& f, const std::vector<ScanRow>& rows) {
   if (rows.empty()) return;
   f << "\n| kernel | shape | time (us) | tokens/s | GFLOP | TFLOP/s | min MB | of 4.57 TB/s "
        "|\n|---|---|---|---|---|---|---|---|\n";
@@ -546,8 +547,7 @@ void run_bench(const std::string& out_path, const std::string& only) {
   }
   const std::vector<ScanRow> scan_rows = run_scan_rows(only);
   if (!out_path.empty()) {
-    std::ofstream f(out_path);
-    if (!f) fail("bench-kernels: cannot write {}", out_path);
+    std::ostringstream f;
     f << fmt::format("GPU: {}\n\n", cuda::device_description());
     f << "| kernel | shape | bytes (MB) | time (us) | GB/s | of 4.57 TB/s "
          "|\n|---|---|---|---|---|---|\n";
@@ -556,6 +556,7 @@ void run_bench(const std::string& out_path, const std::string& only) {
                        r.bytes / 1e6, r.us, r.bytes / r.us / 1e3,
                        100.0 * r.bytes / r.us / 1e3 / kCeilingGBs);
     write_scan_rows(f, scan_rows);
+    io::write_file_atomic(out_path, f.str());
   }
 }
 

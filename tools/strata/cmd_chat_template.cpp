@@ -7,15 +7,16 @@
 // parsed into objects (--keep-argument-strings turns that off), text content parts are joined,
 // and a top-level "documents" reaches the template too.
 #include <cstdio>
-#include <iostream>
-#include <iterator>
 #include <memory>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
+#include "chat_request.h"
 #include "command.h"
 #include "core/check.h"
+#include "io/atomic_file.h"
+#include "io/bounded_file.h"
 #include "text/chat_request.h"
 
 namespace {
@@ -27,25 +28,28 @@ struct ChatTemplateArgs {
 };
 
 void run(const ChatTemplateArgs& args) {
-  nlohmann::ordered_json request;
-  try {
-    request = nlohmann::ordered_json::parse(
-        std::string(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>()));
-  } catch (const nlohmann::json::exception& e) {
-    strata::fail("stdin: the request is not valid JSON: {}", e.what());
-  }
-  if (!request.is_object()) strata::fail("stdin: the request must be a JSON object");
+  // Read and parsed strictly (bounded nesting, duplicate keys refused, UTF-8 checked) by the
+  // parser the request fuzzer runs, then rendered through text/chat_request.h.
+  const strata::cli::ChatRequest r = strata::cli::parse_chat_request(
+      strata::io::read_stdin_text("the chat request", strata::io::kStdinMaxBytes),
+      args.keep_argument_strings);
   strata::text::ChatPromptRequest chat;
-  try {
-    chat = strata::text::chat_prompt_request_from_json(request);
-  } catch (const strata::Error& e) {
-    strata::fail("stdin: {}", e.what());
+  chat.messages = r.messages;
+  chat.tools = r.tools;
+  if (r.kwargs.is_object()) {
+    chat.template_kwargs = r.kwargs;
+    if (r.kwargs.contains("documents")) {
+      chat.documents = r.kwargs["documents"];
+      chat.template_kwargs.erase("documents");
+    }
   }
+  chat.add_generation_prompt = r.add_generation_prompt;
   chat.parse_tool_call_arguments = !args.keep_argument_strings;
-  const auto builder = strata::text::ChatPromptBuilder::from_model_dir(args.model, args.template_file);
+  const auto builder =
+      strata::text::ChatPromptBuilder::from_model_dir(args.model, args.template_file);
   const std::string prompt = builder.render(chat);
   std::fwrite(prompt.data(), 1, prompt.size(), stdout);
-  std::fflush(stdout);
+  strata::io::check_stdout();
 }
 
 void setup(CLI::App& app) {

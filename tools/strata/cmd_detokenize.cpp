@@ -2,16 +2,17 @@
 // added, so the output round-trips). Without --ids a JSON array of ids is read from stdin.
 #include <nlohmann/json.hpp>
 
-#include <charconv>
 #include <cstdio>
 #include <iostream>
-#include <iterator>
 #include <string>
 #include <vector>
 
 #include "command.h"
 #include "core/check.h"
+#include "io/atomic_file.h"
+#include "io/bounded_file.h"
 #include "text/tokenizer.h"
+#include "text/tokenizer_ids.h"
 
 namespace {
 
@@ -21,45 +22,13 @@ struct DetokenizeOptions {
   bool skip_special_tokens = false;  // HF decode's default
 };
 
-std::vector<int32_t> parse_id_list(const std::string& s) {
-  std::vector<int32_t> ids;
-  size_t pos = 0;
-  while (pos <= s.size()) {
-    const size_t comma = std::min(s.find(',', pos), s.size());
-    const std::string item = s.substr(pos, comma - pos);
-    int32_t v = 0;
-    const auto [end, ec] = std::from_chars(item.data(), item.data() + item.size(), v);
-    if (item.empty() || ec != std::errc() || end != item.data() + item.size() || v < 0)
-      strata::fail("--ids: \"{}\" is not a non-negative token id (expected e.g. --ids 1,2,3)",
-                   item);
-    ids.push_back(v);
-    pos = comma + 1;
-  }
-  return ids;
-}
-
-std::vector<int32_t> read_ids_from_stdin() {
-  const std::string text((std::istreambuf_iterator<char>(std::cin)),
-                         std::istreambuf_iterator<char>());
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error& e) {
-    strata::fail("stdin: expected a JSON array of ids: {}", e.what());
-  }
-  if (!j.is_array()) strata::fail("stdin: expected a JSON array of ids, found {}", j.type_name());
-  std::vector<int32_t> ids;
-  for (size_t i = 0; i < j.size(); ++i) {
-    if (!j[i].is_number_integer() || j[i].get<int64_t>() < 0 || j[i].get<int64_t>() > INT32_MAX)
-      strata::fail("stdin: element {} is not a token id: {}", i, j[i].dump());
-    ids.push_back(static_cast<int32_t>(j[i].get<int64_t>()));
-  }
-  return ids;
-}
-
 void run_detokenize(const DetokenizeOptions& o) {
   const auto tok = strata::text::Tokenizer::from_dir(o.model);
-  const std::vector<int32_t> ids = o.ids.empty() ? read_ids_from_stdin() : parse_id_list(o.ids);
+  const std::vector<int32_t> ids =
+      o.ids.empty()
+          ? strata::text::parse_id_json(
+                strata::io::read_stdin_text("the id list", strata::io::kStdinMaxBytes), "stdin")
+          : strata::text::parse_id_csv(o.ids, "--ids");
   for (int32_t id : ids) {
     // HF skips unknown ids silently; on the command line that is more likely a mistake.
     if (!tok.token_string(id))
@@ -68,6 +37,7 @@ void run_detokenize(const DetokenizeOptions& o) {
   }
   const std::string text = tok.decode(ids, o.skip_special_tokens);
   std::fwrite(text.data(), 1, text.size(), stdout);
+  strata::io::check_stdout();
 }
 
 void setup(CLI::App& app) {

@@ -18,6 +18,8 @@
 #include "engine/sampling_json.h"
 #include "engine_flags.h"
 #include "io/json_strict.h"
+#include "flag_checks.h"
+#include "io/atomic_file.h"
 #include "model/nemotron_h/load.h"
 #include "model_source_flags.h"
 #include "text/chat_request.h"
@@ -120,10 +122,7 @@ std::vector<engine::EngineRequest> read_prompts_file(const GenerateFlags& f,
   return reqs;
 }
 
-void print_checked(const std::string& s) {
-  if (std::fwrite(s.data(), 1, s.size(), stdout) != s.size() || std::fflush(stdout) != 0)
-    fail("writing to standard output failed");
-}
+void print_checked(const std::string& s) { io::write_stdout(s); }
 
 void run_generate(GenerateFlags& f) {
   if (f.output != "text" && f.output != "json")
@@ -251,14 +250,20 @@ void setup_generate(CLI::App& app) {
   sub->add_option("--prompt", f->prompt_flag, "Prompt text");
   sub->add_option("--prompt-ids", f->prompt_ids, "Prompt as comma-separated token ids, e.g. 1,2,3");
   sub->add_option("--max-tokens", f->max_tokens, "Tokens to generate at most")
+      ->check(int_range(1, kMaxFlagTokens))
       ->capture_default_str();
   sub->add_option("--temperature", f->temperature, "Sampling temperature; 0 = greedy")
+      ->check(float_range(0, 100))
       ->capture_default_str();
   sub->add_option("--top-k", f->top_k, "Keep the k most likely tokens; 0 = off")
+      ->check(int_range(0, INT32_MAX))
       ->capture_default_str();
   sub->add_option("--top-p", f->top_p, "Keep the smallest set with this probability mass; 1 = off")
+      ->check(float_range(0, 1, /*lo_open=*/true))
       ->capture_default_str();
-  sub->add_option("--seed", f->seed, "Random seed for sampling")->capture_default_str();
+  sub->add_option("--seed", f->seed, "Random seed for sampling")
+      ->check(int_range(0, INT64_MAX))
+      ->capture_default_str();
   sub->add_flag("--chat", f->chat,
                 "Send the prompt as a user message through the model's chat template");
   sub->add_option("--system", f->system, "System message for --chat");
@@ -276,6 +281,7 @@ void setup_generate(CLI::App& app) {
       ->capture_default_str();
   sub->add_option("--prefill-chunk", f->prefill_chunk,
                   "Prefill in chunks of this many tokens (sets --max-num-batched-tokens); 0 = all")
+      ->check(int_range(0, kMaxFlagTokens))
       ->capture_default_str();
   sub->add_flag("--stats", f->stats, "Print timings to stderr");
   sub->callback([f] { run_generate(*f); });

@@ -1,6 +1,8 @@
 // `strata logits`: one prefill of the given token ids; writes the f32 logits of every
 // position as a NumPy .npy file [tokens, vocab].
+#include <cmath>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "command.h"
@@ -8,6 +10,7 @@
 #include "engine/device.h"
 #include "engine/executor.h"
 #include "engine/generator.h"
+#include "flag_checks.h"
 #include "io/npy.h"
 #include "model/nemotron_h/load.h"
 #include "model_source_flags.h"
@@ -21,6 +24,21 @@ struct LogitsFlags {
   int64_t prefill_chunk = 0;
 };
 
+struct NonFinite {
+  int64_t row, col;
+  float value;
+};
+
+// all: [T, V] f32 on the host.
+std::optional<NonFinite> first_non_finite_row(const Tensor& all) {
+  const float* p = all.data<float>();
+  const int64_t T = all.shape()[0], V = all.shape()[1];
+  for (int64_t t = 0; t < T; ++t)
+    for (int64_t v = 0; v < V; ++v)
+      if (!std::isfinite(p[t * V + v])) return NonFinite{t, v, p[t * V + v]};
+  return std::nullopt;
+}
+
 void run_logits(const LogitsFlags& f) {
   const std::vector<int32_t> ids = engine::parse_token_id_list(f.prompt_ids, "--prompt-ids");
   const Device device = engine::parse_device(f.device);
@@ -30,6 +48,10 @@ void run_logits(const LogitsFlags& f) {
   auto model = load_from_flags(f.src, device, /*sampling=*/false, "logits");
   const model::ModelConfig& c = model->config();
   engine::validate_token_ids(ids, c.vocab_size, "--prompt-ids");
+  // The same context check as generate: the prompt must fit the model's positions.
+  if (c.max_position_embeddings > 0 && static_cast<int64_t>(ids.size()) > c.max_position_embeddings)
+    fail("--prompt-ids: {} tokens exceed the model's context length ({}, max_position_embeddings)",
+         ids.size(), c.max_position_embeddings);
 
   const int64_t T = static_cast<int64_t>(ids.size());
   engine::ExecutorConfig ec;
@@ -54,6 +76,12 @@ void run_logits(const LogitsFlags& f) {
     }
     all.slice(0, done, len).copy_from(logits);
   }
+  // NaN or inf is never written as a result: name the first position that has one.
+  if (const auto bad = first_non_finite_row(all))
+    fail(
+        "logits: position {} (token id {}) has a non-finite logit ({} at vocab index {}); nothing "
+        "was written to {}",
+        bad->row, ids[static_cast<size_t>(bad->row)], bad->value, bad->col, f.out);
   io::write_npy(f.out, all);
 }
 
@@ -68,6 +96,7 @@ void setup_logits(CLI::App& app) {
   sub->add_option("--device", f->device, "cpu or cuda")->capture_default_str();
   sub->add_option("--prefill-chunk", f->prefill_chunk,
                   "Prefill in chunks of this many tokens; 0 = all at once")
+      ->check(int_range(0, kMaxFlagTokens))
       ->capture_default_str();
   sub->callback([f] { run_logits(*f); });
 }

@@ -9,6 +9,7 @@
 
 #include "command.h"
 #include "core/check.h"
+#include "flag_checks.h"
 #include "model/nemotron_h/synthetic_checkpoint.h"
 #include "model_source_flags.h"
 
@@ -44,7 +45,9 @@ void setup_make_checkpoint(CLI::App& app) {
   sub->add_option("--dtype", f->dtype,
                   "bf16, f32 or fp8 (ModelOpt FP8, the official selective layout)")
       ->capture_default_str();
-  sub->add_option("--seed", f->seed, "Seed of the random weights")->capture_default_str();
+  sub->add_option("--seed", f->seed, "Seed of the random weights")
+      ->check(int_range(0, INT64_MAX))
+      ->capture_default_str();
   sub->add_option("--max-shard-size", f->max_shard, "Largest shard, e.g. 5GB, 500MB")
       ->capture_default_str();
   sub->add_flag("--force", f->force, "Write into a non-empty directory");

@@ -7,6 +7,7 @@
 
 #include "command.h"
 #include "core/check.h"
+#include "flag_checks.h"
 #include "model/nemotron_h/quantize_fp8.h"
 #include "model_source_flags.h"
 
@@ -40,8 +41,10 @@ void setup_quantize(CLI::App& app) {
       app.add_subcommand("quantize", "Write an FP8 (ModelOpt) checkpoint from a BF16 one");
   sub->add_option("--format", f->format, "fp8")->required();
   sub->add_option("--calib-sequences", f->opt.calib_sequences, "Calibration sequences")
+      ->check(int_range(1, 4096))
       ->capture_default_str();
   sub->add_option("--calib-length", f->opt.calib_length, "Tokens per calibration sequence")
+      ->check(int_range(1, kMaxFlagTokens))
       ->capture_default_str();
   sub->add_option("--max-shard-size", f->max_shard, "Largest shard, e.g. 5GB")
       ->capture_default_str();

@@ -5,11 +5,13 @@
 
 #include <cstdio>
 #include <iostream>
-#include <iterator>
 #include <string>
 
 #include "command.h"
 #include "core/check.h"
+#include "io/atomic_file.h"
+#include "io/bounded_file.h"
+#include "io/json_strict.h"
 #include "text/tokenizer.h"
 
 namespace {
@@ -26,25 +28,25 @@ std::string ids_json(const std::vector<int32_t>& ids) {
 
 void run_tokenize(const TokenizeOptions& o) {
   const auto tok = strata::text::Tokenizer::from_dir(o.model);
+  const std::string input = strata::io::read_stdin_text("the text", strata::io::kStdinMaxBytes);
   if (!o.jsonl) {
     // The whole of stdin, byte for byte (a trailing newline is part of the text, as in HF).
-    const std::string text((std::istreambuf_iterator<char>(std::cin)),
-                           std::istreambuf_iterator<char>());
-    std::printf("%s\n", ids_json(tok.encode(text, o.add_special_tokens)).c_str());
+    std::printf("%s\n", ids_json(tok.encode(input, o.add_special_tokens)).c_str());
+    strata::io::check_stdout();
     return;
   }
-  std::string line;
-  for (size_t n = 1; std::getline(std::cin, line); ++n) {
-    nlohmann::json j;
-    try {
-      j = nlohmann::json::parse(line);
-    } catch (const nlohmann::json::parse_error& e) {
-      strata::fail("stdin line {}: not valid JSON: {}", n, e.what());
-    }
+  size_t pos = 0;
+  for (size_t n = 1; pos < input.size(); ++n) {
+    const size_t eol = std::min(input.find('\n', pos), input.size());
+    const std::string_view line = std::string_view(input).substr(pos, eol - pos);
+    pos = eol + 1;
+    const nlohmann::json j = strata::io::parse_json_strict(line, fmt::format("stdin line {}", n),
+                                                           strata::io::kRequestJsonMaxDepth);
     if (!j.is_string())
       strata::fail("stdin line {}: expected a JSON string, found {}", n, j.type_name());
     std::printf("%s\n", ids_json(tok.encode(j.get<std::string>(), o.add_special_tokens)).c_str());
   }
+  strata::io::check_stdout();
 }
 
 void setup(CLI::App& app) {

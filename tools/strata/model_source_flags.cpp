@@ -7,6 +7,8 @@
 
 #include "core/check.h"
 #include "core/log.h"
+#include "flag_checks.h"
+#include "io/bounded_file.h"
 #include "io/json_strict.h"
 #include "ops/ops.h"
 
@@ -30,7 +32,8 @@ model::ModelConfig config_from_preset_or_file(const std::string& preset,
   if (preset.empty() == config_path.empty())
     fail("{}: give exactly one of --preset NAME and --config config.json", cmd);
   if (!preset.empty()) return model::ModelConfig::preset(preset);
-  return model::ModelConfig::from_json_text(io::read_text_file(config_path), config_path);
+  return model::ModelConfig::from_json_text(
+      io::read_text_file(config_path, "model config", io::kConfigMaxBytes), config_path);
 }
 
 model::SyntheticOptions synthetic_options(const std::string& dtype, uint64_t seed,
@@ -61,6 +64,7 @@ void add_model_source_flags(CLI::App* sub, ModelSourceFlags& f) {
   sub->add_option("--dtype", f.dtype, "dummy: bf16, f32 or fp8 (the official selective FP8 layout)")
       ->capture_default_str();
   sub->add_option("--dummy-seed", f.dummy_seed, "dummy: seed of the random weights")
+      ->check(int_range(0, INT64_MAX))
       ->capture_default_str();
   sub->add_option("--force-host-ops", f.force_host_ops,
                   "Device runs: run these ops (comma-separated names) on host kernels through a "

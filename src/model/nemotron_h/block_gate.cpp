@@ -1,6 +1,9 @@
 #include "model/nemotron_h/block_gate.h"
 
+#include <algorithm>
 #include <cmath>
+#include <memory>
+#include <optional>
 
 #include "core/check.h"
 #include "engine/executor.h"
@@ -8,6 +11,14 @@
 
 namespace strata::model {
 namespace {
+
+// The band of a narrow-activation block is this many times its measured rounding (see
+// block_gate.h).
+constexpr double kRoundingFactor = 2.0;
+// The scale band: this many times the noise a scale component of unbiased errors can show.
+constexpr double kScaleFactor = 4.0;
+// Prompt tokens the f32-activation host run measures the rounding on.
+constexpr int64_t kMeasureTokens = 32;
 
 int64_t storage_points(LayerKind k) {
   switch (k) {
@@ -78,15 +89,25 @@ void emulate_w8a8(const char* op, const void* args) {
   }
 }
 
+// A host f32 copy of a host tensor of any float dtype.
+Tensor to_f32(const Tensor& x) {
+  Tensor out = Tensor::empty(x.shape(), DType::F32, Device::Host);
+  const Tensor c = x.contiguous();
+  for (int64_t i = 0; i < c.numel(); ++i)
+    out.data<float>()[i] = load_as_f32(c.raw(), c.dtype(), static_cast<size_t>(i));
+  return out;
+}
+
 Tensor to_host(const Tensor& t) {
   return t.device() == Device::Host ? t : t.to(Device::Host);
 }
 
-// ||a - b|| / ||b|| and max |a - b| over two host tensors of the same shape (any float dtype).
+// ||a - b|| / ||b||, max |a - b| and the scale component <a - b, b> / <b, b> over two host
+// tensors of the same shape (any float dtype).
 void compare(const Tensor& dev_out, const Tensor& host_out, BlockGateRow* row) {
   const Tensor a = to_host(dev_out), b = host_out.contiguous();
   STRATA_CHECK(a.shape() == b.shape());
-  double num = 0, den = 0, mx = 0;
+  double num = 0, den = 0, dot = 0, mx = 0;
   const int64_t n = a.numel();
   for (int64_t i = 0; i < n; ++i) {
     const double x = load_as_f32(a.raw(), a.dtype(), static_cast<size_t>(i));
@@ -94,29 +115,36 @@ void compare(const Tensor& dev_out, const Tensor& host_out, BlockGateRow* row) {
     if (!std::isfinite(x) || !std::isfinite(y)) {
       row->rel_l2 = INFINITY;
       row->max_abs = INFINITY;
+      row->scale = INFINITY;
       row->elements = n;
       return;
     }
     num += (x - y) * (x - y);
     den += y * y;
+    dot += (x - y) * y;
     mx = std::max(mx, std::abs(x - y));
   }
   row->rel_l2 = std::sqrt(num / std::max(den, 1e-300));
+  row->scale = dot / std::max(den, 1e-300);
   row->max_abs = mx;
   row->elements = n;
 }
 
-// One side of the gate: the context its ops run on, and an executor that holds its caches,
-// its one sequence and builds its steps.
+// One side of the gate: the context its ops run on, and an executor that holds its caches
+// (activations and conv states in `act`), its one sequence and builds its steps.
 struct Side {
-  Side(NemotronHModel& m, OpContext* ctx_, int64_t tokens)
-      : ctx(ctx_), ex(m, config(m, ctx_->device, tokens)), seq(ex, tokens), cache(ex.cache()) {}
-  static engine::ExecutorConfig config(const NemotronHModel& m, Device device, int64_t tokens) {
+  Side(NemotronHModel& m, OpContext* ctx_, int64_t tokens, DType act)
+      : ctx(ctx_),
+        ex(m, config(m, ctx_->device, tokens, act)),
+        seq(ex, tokens),
+        cache(ex.cache()) {}
+  static engine::ExecutorConfig config(const NemotronHModel& m, Device device, int64_t tokens,
+                                       DType act) {
     engine::ExecutorConfig ec;
     ec.device = device;
     ec.max_num_seqs = 1;
     ec.max_model_len = tokens;
-    ec.cache_plan = cache::plan_cache_for_tokens(m.config(), 1, tokens, 16, m.act_dtype());
+    ec.cache_plan = cache::plan_cache_for_tokens(m.config(), 1, tokens, 16, act);
     ec.cuda_graphs = false;
     return ec;
   }
@@ -152,10 +180,16 @@ void run_block(OpContext& ctx, const ModelConfig& c, const LayerWeights& L, int6
 
 }  // namespace
 
-double block_band(LayerKind kind, DType act, int64_t fp8_linears) {
-  const double per_store = act == DType::F32 ? std::ldexp(1.0, -20) : std::ldexp(1.0, -7);
-  return static_cast<double>(storage_points(kind)) * per_store +
-         static_cast<double>(fp8_linears) * std::ldexp(1.0, -4);
+double block_band(LayerKind kind, DType act, int64_t fp8_linears, double measured_rounding) {
+  const double fp8 = static_cast<double>(fp8_linears) * std::ldexp(1.0, -4);
+  if (act == DType::F32)
+    return static_cast<double>(storage_points(kind)) * std::ldexp(1.0, -20) + fp8;
+  return std::max(kRoundingFactor * measured_rounding, std::ldexp(1.0, -9)) + fp8;
+}
+
+double scale_band(double band, double measured_scale, int64_t elements) {
+  return measured_scale + kScaleFactor * 0.5 * band / std::sqrt(static_cast<double>(elements)) +
+         std::ldexp(1.0, -24);
 }
 
 std::vector<BlockGateRow> run_block_gate(NemotronHModel& m, OpContext& dctx,
@@ -176,9 +210,21 @@ std::vector<BlockGateRow> run_block_gate(NemotronHModel& m, OpContext& dctx,
   }
   const int32_t next_token = prompt[0];
 
-  OpContext hctx;
-  hctx.observer = emulate_w8a8;
-  Side dev(m, &dctx, T + 1), host(m, &hctx, T + 1);
+  OpContext hctx, hctx32;
+  hctx.observer = hctx32.observer = emulate_w8a8;
+  Side dev(m, &dctx, T + 1, act), host(m, &hctx, T + 1, act);
+  // The measured perturbation (bf16 and other narrow activations): the host reference again with
+  // f32 activations on the same input and weights, over the prompt's first kMeasureTokens tokens
+  // (the outputs of a causal block's first rows depend on those rows only), once per layer in the
+  // prefill; the decode row uses its layer's measurement. This keeps the extra host work to a
+  // fraction of the reference's.
+  const int64_t T32 = std::min(T, kMeasureTokens);
+  std::unique_ptr<Side> host32;
+  if (act != DType::F32) {
+    host32 = std::make_unique<Side>(m, &hctx32, T32, DType::F32);
+  }
+  std::vector<double> layer_rounding(static_cast<size_t>(c.num_layers()), 0.0),
+      layer_rounding_scale(static_cast<size_t>(c.num_layers()), 0.0);
 
   std::vector<BlockGateRow> rows;
   // Host copies of device-made layers, made once and used by both phases.
@@ -190,6 +236,9 @@ std::vector<BlockGateRow> run_block_gate(NemotronHModel& m, OpContext& dctx,
     const int64_t n = static_cast<int64_t>(tokens.size());
     const engine::StepInput dstep = dev.step(tokens);  // prefill at 0, then decode at T
     const engine::StepInput hstep = host.step(tokens);
+    std::optional<engine::StepInput> h32step;
+    if (host32 && !decode)
+      h32step = host32->step(std::vector<int32_t>(prompt.begin(), prompt.begin() + T32));
 
     // The device's residual stream drives every block's input.
     Tensor h = Tensor::empty(Shape{n, H}, act, dctx.device);
@@ -228,11 +277,23 @@ std::vector<BlockGateRow> run_block_gate(NemotronHModel& m, OpContext& dctx,
       run_block(hctx, c, HL, k, ha, hstep, host.cache, hout);
 
       BlockGateRow row;
+      if (h32step) {
+        const Tensor ha32 = to_f32(ha.slice(0, 0, T32));
+        Tensor hout32 = Tensor::empty(Shape{T32, H}, DType::F32, Device::Host);
+        run_block(hctx32, c, HL, k, ha32, *h32step, host32->cache, hout32);
+        BlockGateRow r32;
+        compare(hout.slice(0, 0, T32), hout32, &r32);
+        layer_rounding[li] = r32.rel_l2;
+        layer_rounding_scale[li] = std::abs(r32.scale);
+      }
+      row.rounding = layer_rounding[li];
+      row.rounding_scale = layer_rounding_scale[li];
       row.layer = l;
       row.kind = DL.kind;
       row.phase = decode ? "decode" : "prefill";
       row.fp8_linears = unemulated_fp8(DL);
-      row.band = block_band(DL.kind, act, row.fp8_linears);
+      row.band = block_band(DL.kind, act, row.fp8_linears, row.rounding);
+      row.scale_band = scale_band(row.band, row.rounding_scale, n * H);
       compare(dout, hout, &row);
       rows.push_back(row);
       mixed = dout;

@@ -5,12 +5,12 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
 #include <initializer_list>
-#include <sstream>
 
 #include "core/check.h"
 #include "core/log.h"
+#include "io/bounded_file.h"
+#include "io/json_strict.h"
 #include "model/nemotron_h/config.h"
 
 namespace strata::model {
@@ -74,9 +74,21 @@ class Fields {
     return v->get<std::string>();
   }
 
+  // Every integer is bounded so that the sizes derived from it (d_inner, conv_dim, parameter
+  // counts) cannot overflow 64 bits: widths, head and expert counts at 2^24 (released models use
+  // at most 2^17), vocabulary, context length and token ids at 2^31 - 1 (ids are 32-bit).
   int64_t as_int(const json& v, std::string_view name) const {
-    if (v.is_number_integer()) return v.get<int64_t>();
-    fail("{}: field {} must be an integer, got {}", src_, name, v.dump());
+    if (!v.is_number_integer())
+      fail("{}: field {} must be an integer, got {}", src_, name, v.dump());
+    const bool wide = name == "vocab_size" || name == "max_position_embeddings" ||
+                      name.ends_with("token_id") || name == "num_hidden_layers";
+    const int64_t limit = wide ? int64_t{INT32_MAX} : int64_t{1} << 24;
+    if (v.is_number_unsigned() && v.get<uint64_t>() > static_cast<uint64_t>(limit))
+      fail("{}: field {} = {} is above the limit {}", src_, name, v.dump(), limit);
+    const int64_t x = v.get<int64_t>();
+    if (x > limit || x < -limit)
+      fail("{}: field {} = {} is outside [-{}, {}]", src_, name, x, limit, limit);
+    return x;
   }
 
   std::string_view source() const { return src_; }
@@ -160,17 +172,12 @@ void reject_if(bool cond, std::string_view src, std::string_view what) {
 }
 
 std::string read_text_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail("{}: cannot open file", path);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) fail("{}: read error", path);
-  return ss.str();
+  return io::read_text_file(path, "model config", io::kConfigMaxBytes);
 }
 
+// Strict like every JSON strata reads: nesting bounded, a duplicate key refused.
 json parse_json_text(std::string_view text, std::string_view source) {
-  json j = json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) fail("{}: not valid JSON", source);
+  json j = io::parse_json_strict(text, source, io::kFileJsonMaxDepth);
   if (!j.is_object()) fail("{}: expected a JSON object at the top level", source);
   return j;
 }

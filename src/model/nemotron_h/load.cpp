@@ -4,6 +4,7 @@
 
 #include "core/log.h"
 #include "io/quant_config.h"
+#include "model/nemotron_h/admission.h"
 #include "model/nemotron_h/checkpoint_source.h"
 #include "model/nemotron_h/dummy_weights.h"
 #include "model/nemotron_h/quant_check.h"
@@ -29,6 +30,7 @@ std::unique_ptr<NemotronHModel> load_model(const LoadOptions& o) {
     report.source = o.dir;
     config = ModelConfig::load_dir(o.dir);
     const io::QuantConfig quant = io::load_quant_config(o.dir);
+    admit_weights(config, o);  // refuse what cannot fit before mapping or uploading anything
     const CheckpointSource source = CheckpointSource::open(o.dir);
     report.phase("open", seconds_since(t0));
     t0 = std::chrono::steady_clock::now();
@@ -42,6 +44,7 @@ std::unique_ptr<NemotronHModel> load_model(const LoadOptions& o) {
   } else {
     report.source = "dummy " + o.dummy_config.source;
     config = o.dummy_config;
+    admit_weights(config, o);  // refuse what cannot fit before generating anything
     weights = load_dummy_weights(config, o.dummy, o.device,
                                  o.device == Device::Cuda ? cuda::stream() : nullptr, &report);
     if (o.device == Device::Cuda)

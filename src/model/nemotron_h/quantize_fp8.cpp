@@ -12,12 +12,14 @@
 #include "core/check.h"
 #include "core/log.h"
 #include "core/thread_pool.h"
+#include "io/bounded_file.h"
 #include "io/checkpoint.h"
 #include "io/checkpoint_writer.h"
 #include "io/json_strict.h"
 #include "io/modelopt_export.h"
 #include "io/quant_config.h"
 #include "model/nemotron_h/checkpoint_source.h"
+#include "model/nemotron_h/admission.h"
 #include "model/nemotron_h/fp8_calibration.h"
 #include "model/nemotron_h/fp8_layout.h"
 
@@ -87,6 +89,11 @@ QuantizeSummary quantize_fp8(const std::string& in_dir, const std::string& out_d
   if (existing.quantized())
     fail("quantize: {} is already quantized ({} in {})", in_dir, io::quant_algo_name(existing.algo),
          existing.source);
+  {  // Admission: the input is mapped and calibrated on the host (caches admit themselves).
+    LoadOptions host;
+    host.dir = in_dir;
+    admit_weights(config, host);
+  }
   const CheckpointSource source = CheckpointSource::open(in_dir);
   for (const std::string& n : source.names()) {
     const DType d = source.checkpoint().info(n).dtype;
@@ -186,8 +193,10 @@ QuantizeSummary quantize_fp8(const std::string& in_dir, const std::string& out_d
   io::ModeloptExport e;
   e.exclude_modules = fp8_excluded_modules(config);
   e.producer_name = "strata quantize";
-  nlohmann::ordered_json cfg = nlohmann::ordered_json::parse(
-      io::read_text_file((fs::path(in_dir) / "config.json").string()));
+  nlohmann::ordered_json cfg =
+      io::parse_ordered_json_strict(io::read_text_file((fs::path(in_dir) / "config.json").string(),
+                                                       "model config", io::kConfigMaxBytes),
+                                    "config.json", io::kFileJsonMaxDepth);
   cfg["quantization_config"] =
       nlohmann::ordered_json::parse(io::quantization_config_json(e).dump());
   io::write_text_file((fs::path(out_dir) / "hf_quant_config.json").string(),

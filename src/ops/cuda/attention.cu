@@ -10,10 +10,13 @@
 // the scores) and masked at the output. K/V rows are read with one DPL-wide vector load per
 // lane when head_dim is a multiple of DPL (lanes past head_dim idle), element by element
 // otherwise.
+// An e4m3 cache (FP8 KV) is read as f32(code) * k_scale (v_scale) into shared memory; the rest
+// of the kernel does not see the cache dtype.
 // Decode (one query per sequence) splits the context over blocks (split-K) and a second kernel
 // merges the partial (max, sum, output) triples. The bf16 decode of the real models has its own
 // faster kernel (attention_decode.cu).
 #include <cfloat>
+#include <type_traits>
 
 #include "ops/cuda/attention.h"
 #include "ops/cuda/common.cuh"
@@ -32,6 +35,22 @@ template <class T, int DPL>
 struct alignas(DPL * sizeof(T)) Slice {
   T v[DPL];
 };
+
+// A cache value as f32: e4m3 codes (uint8_t) through the hardware conversion, else to_f32.
+template <class TC>
+__device__ __forceinline__ float cache_f32(TC v) {
+  if constexpr (std::is_same_v<TC, uint8_t>)
+    return fp8_to_f32(v);
+  else
+    return to_f32(v);
+}
+template <class TC>
+__device__ __forceinline__ TC cache_zero() {
+  if constexpr (std::is_same_v<TC, uint8_t>)
+    return 0;
+  else
+    return from_f32<TC>(0.f);
+}
 
 int64_t queries_per_block(const AttentionLaunch& p) {
   const int64_t group = p.n_heads / p.n_kv_heads;
@@ -52,8 +71,9 @@ size_t smem_bytes(const AttentionLaunch& p) {
 }
 
 // vec_loads: head_dim % DPL == 0 and both caches aligned to DPL elements (checked by the
-// launcher), so a lane's DPL dims of a K/V row are one aligned vector.
-template <class T, int DPL>
+// launcher), so a lane's DPL dims of a K/V row are one aligned vector. T: q and out; TC: the
+// caches (T, or uint8_t for e4m3).
+template <class T, class TC, int DPL>
 __global__ void __launch_bounds__(kWarps * 32)
     attention_kernel(AttentionLaunch p, int64_t bq, int64_t split_len, bool vec_loads,
                      int* errors) {
@@ -105,8 +125,8 @@ __global__ void __launch_bounds__(kWarps * 32)
       acc[i][d] = 0.f;
   }
 
-  const T* kc = static_cast<const T*>(p.k_cache);
-  const T* vc = static_cast<const T*>(p.v_cache);
+  const TC* kc = static_cast<const TC*>(p.k_cache);
+  const TC* vc = static_cast<const TC*>(p.v_cache);
   const int32_t* table = static_cast<const int32_t*>(p.block_tables.p) + b * p.block_tables.ld;
 
   // K/V tiles: warp w fetches keys w, w + 8, w + 16, w + 24 of a tile, each lane a DPL-wide
@@ -114,7 +134,7 @@ __global__ void __launch_bounds__(kWarps * 32)
   // current tile is scored, so memory latency overlaps the arithmetic. Dims past hd are zero.
   constexpr int kKeysPerWarp = kKeyTile / kWarps;
   const int64_t d0 = static_cast<int64_t>(lane) * DPL;  // this lane's first dim
-  Slice<T, DPL> kr[kKeysPerWarp], vr[kKeysPerWarp];
+  Slice<TC, DPL> kr[kKeysPerWarp], vr[kKeysPerWarp];
   auto fetch = [&](int64_t tile0) {
 #pragma unroll
     for (int i = 0; i < kKeysPerWarp; ++i) {
@@ -134,20 +154,20 @@ __global__ void __launch_bounds__(kWarps * 32)
                 hd +
             d0;
         if (vec_loads) {
-          kr[i] = *reinterpret_cast<const Slice<T, DPL>*>(kc + off);
-          vr[i] = *reinterpret_cast<const Slice<T, DPL>*>(vc + off);
+          kr[i] = *reinterpret_cast<const Slice<TC, DPL>*>(kc + off);
+          vr[i] = *reinterpret_cast<const Slice<TC, DPL>*>(vc + off);
         } else {
 #pragma unroll
           for (int d = 0; d < DPL; ++d) {
             const bool in = d0 + d < hd;
-            kr[i].v[d] = in ? kc[off + d] : from_f32<T>(0.f);
-            vr[i].v[d] = in ? vc[off + d] : from_f32<T>(0.f);
+            kr[i].v[d] = in ? kc[off + d] : cache_zero<TC>();
+            vr[i].v[d] = in ? vc[off + d] : cache_zero<TC>();
           }
         }
       } else {
 #pragma unroll
         for (int d = 0; d < DPL; ++d)
-          kr[i].v[d] = vr[i].v[d] = from_f32<T>(0.f);
+          kr[i].v[d] = vr[i].v[d] = cache_zero<TC>();
       }
     }
   };
@@ -159,8 +179,8 @@ __global__ void __launch_bounds__(kWarps * 32)
       const int j = warp + i * kWarps;
 #pragma unroll
       for (int d = 0; d < DPL; ++d) {
-        ks[j * (HD + 1) + lane * DPL + d] = to_f32(kr[i].v[d]);
-        vs[j * HD + lane * DPL + d] = to_f32(vr[i].v[d]);
+        ks[j * (HD + 1) + lane * DPL + d] = cache_f32(kr[i].v[d]) * p.k_scale;
+        vs[j * HD + lane * DPL + d] = cache_f32(vr[i].v[d]) * p.v_scale;
       }
     }
     __syncthreads();
@@ -319,19 +339,26 @@ void launch_attention(const AttentionLaunch& p, int* index_errors, void* stream)
   const int dpl = dims_per_lane(p.head_dim);
   with_act(p.q.dt, [&](auto tag) {
     using T = decltype(tag);
-    const size_t vec_bytes = static_cast<size_t>(dpl) * sizeof(T);
-    const bool vec_loads = p.head_dim % dpl == 0 &&
-                           reinterpret_cast<uintptr_t>(p.k_cache) % vec_bytes == 0 &&
-                           reinterpret_cast<uintptr_t>(p.v_cache) % vec_bytes == 0;
-    auto kernel = dpl == 1   ? attention_kernel<T, 1>
-                  : dpl == 2 ? attention_kernel<T, 2>
-                  : dpl == 4 ? attention_kernel<T, 4>
-                             : attention_kernel<T, 8>;
-    if (smem > 48 * 1024)
-      STRATA_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                             static_cast<int>(smem)));
-    kernel<<<grid, kWarps * 32, smem, s>>>(p, bq, split_len, vec_loads, index_errors);
-    STRATA_CUDA_LAUNCH_CHECK();
+    auto run = [&](auto cache_tag) {
+      using TC = decltype(cache_tag);
+      const size_t vec_bytes = static_cast<size_t>(dpl) * sizeof(TC);
+      const bool vec_loads = p.head_dim % dpl == 0 &&
+                             reinterpret_cast<uintptr_t>(p.k_cache) % vec_bytes == 0 &&
+                             reinterpret_cast<uintptr_t>(p.v_cache) % vec_bytes == 0;
+      auto kernel = dpl == 1   ? attention_kernel<T, TC, 1>
+                    : dpl == 2 ? attention_kernel<T, TC, 2>
+                    : dpl == 4 ? attention_kernel<T, TC, 4>
+                               : attention_kernel<T, TC, 8>;
+      if (smem > 48 * 1024)
+        STRATA_CUDA_CHECK(cudaFuncSetAttribute(
+            kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
+      kernel<<<grid, kWarps * 32, smem, s>>>(p, bq, split_len, vec_loads, index_errors);
+      STRATA_CUDA_LAUNCH_CHECK();
+    };
+    if (p.fp8_cache)
+      run(uint8_t{});
+    else
+      run(T{});
     if (p.n_splits > 1) {
       const auto threads = static_cast<unsigned>((p.head_dim + 31) / 32 * 32);
       attention_combine_kernel<T>

@@ -1,6 +1,7 @@
 // Launchers of causal GQA attention over the paged KV cache: the general kernel family (prefill
-// and decode, f32 and bf16, any head_dim 1..256; attention.cu) and the bf16 decode kernel of the
-// real models' shapes (tensor cores, fused split combine; attention_decode.cu).
+// and decode, f32 and bf16, any head_dim 1..256; attention.cu), flash attention on the tensor
+// cores for prefill and mixed steps (attention_flash.cu) and the bf16 decode kernel of the real
+// models' shapes (tensor cores, fused split combine; attention_decode.cu).
 #pragma once
 
 #include "ops/cuda/device_views.h"
@@ -11,8 +12,10 @@ constexpr int64_t kAttentionMaxHeadDim = 256;
 
 struct AttentionLaunch {
   Mat q;                          // [T, n_heads * hd] act
-  const void* k_cache = nullptr;  // [num_blocks, block_size, n_kv, hd] act
+  const void* k_cache = nullptr;  // [num_blocks, block_size, n_kv, hd] act (or e4m3: fp8_cache)
   const void* v_cache = nullptr;
+  bool fp8_cache = false;              // e4m3 caches, read as code * k_scale / v_scale
+  float k_scale = 1.f, v_scale = 1.f;  // (general kernel family only)
   int64_t num_blocks = 0, block_size = 0;
   Mat block_tables;                // [B, max_blocks] i32
   Vec cu_seqlens_q, context_lens;  // i32 [B+1], [B]
@@ -32,6 +35,12 @@ bool attention_head_dim_supported(int64_t head_dim);  // 1..kAttentionMaxHeadDim
 int64_t attention_decode_splits(const AttentionLaunch& p, int sms);
 int64_t attention_partials_floats(const AttentionLaunch& p);
 void launch_attention(const AttentionLaunch& p, int* index_errors, void* stream);
+
+// ---- flash attention for prefill and mixed steps (attention_flash.cu) ----
+// bf16 q/out, bf16 or e4m3 caches, head_dim 64 or 128, GQA group of at most 64 query heads; q
+// and out rows 4-byte aligned, caches 16-byte aligned. Tensor cores; no split of the context.
+bool attention_flash_shape_supported(int64_t head_dim, int64_t group);
+void launch_attention_flash(const AttentionLaunch& p, int* index_errors, void* stream);
 
 // ---- bf16 decode kernel (attention_decode.cu) ----
 // One query per sequence, bf16 q/K/V/out, head_dim 64 or 128, GQA group of at most 16 query

@@ -1,7 +1,10 @@
 // Registration of attention on the CUDA backend: "cuda.decode" (bf16 decode at the real models'
 // shapes: tensor cores, fused split combine) is registered first, so ops::run prefers it;
-// "cuda" (the general family: prefill and decode, f32 and bf16, head_dim 1..256) takes the rest.
+// "cuda.flash" (prefill and mixed steps, bf16 or e4m3 caches, head_dim 64/128, tensor cores);
+// "cuda" (the general family: prefill and decode, f32 and bf16, head_dim 1..256, act or e4m3
+// caches) takes the rest.
 #ifdef STRATA_HAVE_CUDA
+#include <cmath>
 #include <cstdint>
 #include <cstdlib>
 
@@ -20,9 +23,16 @@ bool attention_supports(const AttentionArgs& a, std::string* why) {
   c.on_device(a.q, "q").on_device(a.k_cache, "k_cache").on_device(a.v_cache, "v_cache");
   c.on_device(a.block_tables, "block_tables").on_device(a.cu_seqlens_q, "cu_seqlens_q");
   c.on_device(a.context_lens, "context_lens").on_device(a.out, "out");
-  c.act(a.q, "q")
-      .same_dtype(a.q, a.k_cache, "q", "k_cache")
-      .same_dtype(a.q, a.v_cache, "q", "v_cache");
+  c.act(a.q, "q");
+  if (a.k_cache.dtype() == DType::F8E4M3) {  // FP8 KV: code * k_scale
+    c.dtype(a.v_cache, DType::F8E4M3, "v_cache (k_cache is e4m3)");
+    c.require(std::isfinite(a.k_scale) && a.k_scale > 0.f && std::isfinite(a.v_scale) &&
+                  a.v_scale > 0.f,
+              fmt::format("k_scale {} and v_scale {} must be finite and > 0", a.k_scale,
+                          a.v_scale));
+  } else {
+    c.same_dtype(a.q, a.k_cache, "q", "k_cache").same_dtype(a.q, a.v_cache, "q", "v_cache");
+  }
   c.same_dtype(a.q, a.out, "q", "out").dtype(a.block_tables, DType::I32, "block_tables");
   c.dtype(a.cu_seqlens_q, DType::I32, "cu_seqlens_q")
       .dtype(a.context_lens, DType::I32, "context_lens");
@@ -66,6 +76,9 @@ AttentionLaunch launch_of(const AttentionArgs& a) {
   p.head_dim = a.head_dim;
   p.max_q_len = a.max_q_len;
   p.scale = a.scale;
+  p.fp8_cache = a.k_cache.dtype() == DType::F8E4M3;
+  p.k_scale = p.fp8_cache ? a.k_scale : 1.f;
+  p.v_scale = p.fp8_cache ? a.v_scale : 1.f;
   p.out = mat_of(a.out);
   return p;
 }
@@ -107,6 +120,9 @@ bool decode_supports(const AttentionArgs& a, std::string* why) {
   const int64_t group = a.n_heads / a.n_kv_heads;
   c.require(a.max_q_len == 1, fmt::format("max_q_len {}: decode only", a.max_q_len));
   c.require(a.q.dtype() == DType::BF16, fmt::format("q {}: bf16 only", a.q.str()));
+  c.require(a.k_cache.dtype() == DType::BF16,
+            fmt::format("k_cache {}: bf16 caches only (e4m3 goes to the general kernel)",
+                        a.k_cache.str()));
   c.require(attention_decode_shape_supported(a.head_dim, group),
             fmt::format("head_dim {} / GQA group {}: kernels for head_dim 64, 128 and groups "
                         "up to {}",
@@ -150,10 +166,40 @@ void decode_run(const AttentionArgs& a, OpContext& ctx) {
   launch_attention_decode(p, plan, index_error_counter(), stream_of(ctx));
 }
 
+// ---- cuda.flash ----
+
+bool flash_supports(const AttentionArgs& a, std::string* why) {
+  if (!attention_supports(a, why)) return false;
+  ArgCheck c(why);
+  c.require(a.max_q_len > 1,
+            fmt::format("max_q_len {}: prefill and mixed steps (decode has its own kernels)",
+                        a.max_q_len));
+  c.require(a.q.dtype() == DType::BF16, fmt::format("q {}: bf16 only", a.q.str()));
+  c.require(attention_flash_shape_supported(a.head_dim, a.n_heads / a.n_kv_heads),
+            fmt::format("head_dim {} / GQA group {}: head_dim 64 or 128, groups up to 64",
+                        a.head_dim, a.n_heads / a.n_kv_heads));
+  if (!c) return false;
+  const Mat q = mat_of(a.q), out = mat_of(a.out);
+  c.require(reinterpret_cast<uintptr_t>(a.q.raw()) % 4 == 0 && q.ld % 2 == 0 &&
+                reinterpret_cast<uintptr_t>(a.out.raw()) % 4 == 0 && out.ld % 2 == 0,
+            "q and out rows must be 4-byte aligned");
+  c.require(aligned16(a.k_cache.raw()) && aligned16(a.v_cache.raw()),
+            "k_cache / v_cache must start 16-byte aligned");
+  c.require(!kernel_disabled(AttentionArgs::kName, "cuda.flash"),
+            "disabled by STRATA_CUDA_DISABLE_KERNELS");
+  return c;
+}
+
+void flash_run(const AttentionArgs& a, OpContext& ctx) {
+  launch_attention_flash(launch_of(a), index_error_counter(), stream_of(ctx));
+}
+
 }  // namespace
 
-// Registration order = preference: the decode kernel first.
+// Registration order = preference: the decode kernel first, then flash attention for prefill
+// and mixed steps, then the general family.
 STRATA_REGISTER_KERNEL(AttentionArgs, "cuda.decode", Device::Cuda, decode_supports, decode_run);
+STRATA_REGISTER_KERNEL(AttentionArgs, "cuda.flash", Device::Cuda, flash_supports, flash_run);
 STRATA_REGISTER_KERNEL(AttentionArgs, "cuda", Device::Cuda, attention_supports, attention_run);
 
 }  // namespace strata::cuda

@@ -1,6 +1,10 @@
-// Causal depthwise conv1d + SiLU. One thread per (token, channel): channels are contiguous in
-// x, the state and the output, so a warp reads one coalesced row segment per window tap.
+// Causal depthwise conv1d + SiLU. Channels are contiguous in x, the state and the output, so a
+// warp reads one coalesced row segment per window tap. Prefill: bf16 with width 4 (every
+// Nemotron-H) runs two channels per thread over runs of 16 tokens with the window in registers;
+// other dtypes and widths one thread per (token, channel).
 // out = act(silu(bias + sum_k w[c, k] * window[k])) in f32, window oldest first.
+#include <type_traits>
+
 #include "ops/cuda/common.cuh"
 #include "ops/cuda/conv1d.h"
 
@@ -51,6 +55,84 @@ __global__ void conv1d_prefill_kernel(const T* x, int64_t ldx, const T* w, const
     acc += to_f32(w[c * K + k]) * v;
   }
   out[t * ldo + c] = from_f32<T>(siluf_(acc));
+}
+
+// Prefill, bf16, width KC, two channels per thread (bf16x2) over a run of kRun consecutive
+// tokens: each x row is read once and the window slides in registers (the one-thread-per-token
+// kernel above reads every x value K times with 2-byte loads). A run may cross sequence
+// boundaries: the window restarts from the next sequence's state (or zeros) there.
+constexpr int kRun = 16;
+
+template <int KC>
+__global__ void __launch_bounds__(kThreads)
+    conv1d_prefill_runs_kernel(const bf16* x, int64_t ldx, const bf16* w, const bf16* bias,
+                               const bf16* states, int64_t num_slots, const int32_t* cu,
+                               const int32_t* slots, const int32_t* has_init, int nseq,
+                               int64_t tokens, bf16* out, int64_t ldo, int64_t C, int* errors) {
+  const int64_t c = 2 * (static_cast<int64_t>(blockIdx.y) * blockDim.x + threadIdx.x);
+  const int64_t t0 = static_cast<int64_t>(blockIdx.x) * kRun;
+  if (c >= C || t0 >= tokens) return;
+  const int64_t t1 = min(tokens, t0 + kRun);
+  float w0[KC], w1[KC];
+#pragma unroll
+  for (int k = 0; k < KC; ++k) {
+    w0[k] = to_f32(w[c * KC + k]);
+    w1[k] = to_f32(w[(c + 1) * KC + k]);
+  }
+  const float b0 = to_f32(bias[c]), b1 = to_f32(bias[c + 1]);
+  auto pair_at = [](const bf16* p) { return __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(p)); };
+
+  int b = find_sequence(cu, nseq, t0);
+  int64_t start = 0, end = 0;
+  float win0[KC - 1], win1[KC - 1];  // the K-1 values before the current token, oldest first
+  // Window of sequence b for its local position `local`: earlier tokens of the sequence, then
+  // the state's rows (has_initial), else zeros.
+  auto enter = [&](int64_t local) {
+    start = cu[b];
+    end = cu[b + 1];
+    const int32_t slot = slots[b];
+    bool from_state = has_init[b] != 0;
+    if (from_state && (slot < 0 || slot >= num_slots)) {
+      if (c == 0 && local == 0) atomicAdd(errors, 1);
+      from_state = false;
+    }
+#pragma unroll
+    for (int j = 0; j < KC - 1; ++j) {
+      const int64_t pos = local - (KC - 1) + j;
+      float2 v = make_float2(0.f, 0.f);
+      if (pos >= 0)
+        v = pair_at(x + (start + pos) * ldx + c);
+      else if (from_state)
+        v = pair_at(states + (static_cast<int64_t>(slot) * (KC - 1) + (KC - 1) + pos) * C + c);
+      win0[j] = v.x;
+      win1[j] = v.y;
+    }
+  };
+  enter(t0 - cu[b]);
+  for (int64_t t = t0; t < t1; ++t) {
+    while (t >= end && b + 1 < nseq) {  // the next (non-empty) sequence starts here
+      ++b;
+      enter(t - cu[b]);
+    }
+    const float2 xv = pair_at(x + t * ldx + c);
+    float a0 = b0, a1 = b1;
+#pragma unroll
+    for (int k = 0; k < KC - 1; ++k) {
+      a0 += w0[k] * win0[k];
+      a1 += w1[k] * win1[k];
+    }
+    a0 += w0[KC - 1] * xv.x;
+    a1 += w1[KC - 1] * xv.y;
+    *reinterpret_cast<__nv_bfloat162*>(out + t * ldo + c) =
+        __floats2bfloat162_rn(siluf_(a0), siluf_(a1));
+#pragma unroll
+    for (int k = 0; k + 1 < KC - 1; ++k) {
+      win0[k] = win0[k + 1];
+      win1[k] = win1[k + 1];
+    }
+    win0[KC - 2] = xv.x;
+    win1[KC - 2] = xv.y;
+  }
 }
 
 // After the prefill kernel (stream order): the last K-1 raw window rows become the new state.
@@ -120,6 +202,10 @@ __global__ void conv1d_update_kernel(const T* x, int64_t ldx, const T* w, const 
   st[(K - 2) * C] = xin;
 }
 
+bool aligned4(const void* p) {
+  return reinterpret_cast<uintptr_t>(p) % 4 == 0;
+}
+
 }  // namespace
 
 void launch_conv1d_prefill(const Conv1dLaunch& p, int* index_errors, void* stream) {
@@ -132,7 +218,17 @@ void launch_conv1d_prefill(const Conv1dLaunch& p, int* index_errors, void* strea
   const auto* hi = static_cast<const int32_t*>(p.has_initial.p);
   with_act(p.x.dt, [&](auto tag) {
     using Tt = decltype(tag);
-    if (T > 0) {
+    const bool runs = std::is_same_v<Tt, bf16> && K == 4 && C % 2 == 0 && p.x.ld % 2 == 0 &&
+                      p.out.ld % 2 == 0 && aligned4(p.x.p) && aligned4(p.out.p) &&
+                      aligned4(p.states) && aligned4(p.weight) && aligned4(p.bias);
+    if (T > 0 && runs) {
+      dim3 grid(static_cast<unsigned>((T + kRun - 1) / kRun), grid_1d(C / 2, kThreads));
+      conv1d_prefill_runs_kernel<4><<<grid, kThreads, 0, s>>>(
+          static_cast<const bf16*>(p.x.p), p.x.ld, static_cast<const bf16*>(p.weight),
+          static_cast<const bf16*>(p.bias), static_cast<const bf16*>(p.states), p.num_slots, cu,
+          slots, hi, nseq, T, static_cast<bf16*>(p.out.p), p.out.ld, C, index_errors);
+      STRATA_CUDA_LAUNCH_CHECK();
+    } else if (T > 0) {
       dim3 grid(static_cast<unsigned>(T), grid_1d(C, kThreads));
       conv1d_prefill_kernel<Tt><<<grid, kThreads, 0, s>>>(
           static_cast<const Tt*>(p.x.p), p.x.ld, static_cast<const Tt*>(p.weight),

@@ -166,6 +166,14 @@ void Arena::copy(void* dst, Device dst_dev, const void* src, Device src_dev, siz
   }
 }
 
+void Arena::copy_h2d_async(void* dst, const void* src, size_t bytes) {
+  if (bytes == 0) return;
+  STRATA_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice,
+                                    static_cast<cudaStream_t>(stream_)));
+  h2d_++;
+  h2d_b_ += static_cast<int64_t>(bytes);
+}
+
 ArenaStats Arena::stats() const {
   std::lock_guard<std::mutex> lock(mu_);
   ArenaStats st;

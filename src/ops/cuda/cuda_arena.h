@@ -43,6 +43,10 @@ class Arena final : public DeviceAllocator {
   std::shared_ptr<Storage> allocate(size_t bytes) override;
   void copy(void* dst, Device dst_dev, const void* src, Device src_dev, size_t bytes) override;
 
+  // Host -> device without waiting: `src` must be pinned and stay untouched until the stream
+  // reaches the copy (the executor's step-input staging). Counted like copy().
+  void copy_h2d_async(void* dst, const void* src, size_t bytes);
+
   ArenaStats stats() const;
   CopyCounters copies() const;
   // Returns slabs with no live block to the driver (called before failing an allocation).

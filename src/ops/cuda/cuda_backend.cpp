@@ -120,6 +120,18 @@ int multiprocessor_count() {
   return ready().prop.multiProcessorCount;
 }
 
+void* alloc_pinned(size_t bytes) {
+  void* p = nullptr;
+  STRATA_CUDA_CHECK(cudaMallocHost(&p, bytes));
+  return p;
+}
+void free_pinned(void* p) {
+  if (p) cudaFreeHost(p);
+}
+void copy_h2d_async(void* dst, const void* pinned_src, size_t bytes) {
+  ready().arena->copy_h2d_async(dst, pinned_src, bytes);
+}
+
 void memory_info(size_t* free_bytes, size_t* total_bytes) {
   Backend& b = ready();
   STRATA_CUDA_CHECK(cudaStreamSynchronize(b.stream));
@@ -258,6 +270,13 @@ int multiprocessor_count() {
   no_cuda();
 }
 void memory_info(size_t*, size_t*) {
+  no_cuda();
+}
+void* alloc_pinned(size_t) {
+  no_cuda();
+}
+void free_pinned(void*) {}
+void copy_h2d_async(void*, const void*, size_t) {
   no_cuda();
 }
 double time_ms(const std::function<void()>&, int, int) {

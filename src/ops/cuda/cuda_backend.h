@@ -44,6 +44,12 @@ int64_t take_index_errors();
 // "NVIDIA H200 (sm_90, 132 SMs, 139.8 GiB)" of the initialized device.
 std::string device_description();
 int multiprocessor_count();
+// Pinned host memory (cudaMallocHost) for staging copies the host must not wait for; and an
+// asynchronous host -> device copy on stream() from it (counted with the arena's copies).
+void* alloc_pinned(size_t bytes);
+void free_pinned(void* p);
+void copy_h2d_async(void* dst, const void* pinned_src, size_t bytes);
+
 // Free and total bytes of the device, after returning the arena's unused slabs to it.
 void memory_info(size_t* free_bytes, size_t* total_bytes);
 

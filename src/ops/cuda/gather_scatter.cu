@@ -46,6 +46,24 @@ __global__ void kv_write_kernel(const U* k, int64_t ldk, const U* v, int64_t ldv
   vc[slot * units + i] = v[t * ldv + i];
 }
 
+// grid (T, ceil(W / 128)): one element per thread, quantized into an e4m3 cache.
+template <class TA>
+__global__ void kv_write_fp8_kernel(KvWriteLaunch p, int* errors) {
+  const int64_t t = blockIdx.x, W = p.k.cols;
+  const int64_t i = static_cast<int64_t>(blockIdx.y) * blockDim.x + threadIdx.x;
+  const int32_t slot = static_cast<const int32_t*>(p.slot_mapping.p)[t];
+  if (slot < 0) return;  // padding token
+  if (slot / p.block_size >= p.num_blocks) {
+    if (i == 0) atomicAdd(errors, 1);
+    return;
+  }
+  if (i >= W) return;
+  const float k = to_f32(static_cast<const TA*>(p.k.p)[t * p.k.ld + i]);
+  const float v = to_f32(static_cast<const TA*>(p.v.p)[t * p.v.ld + i]);
+  static_cast<uint8_t*>(p.k_cache)[slot * W + i] = f32_to_fp8_sat(k / p.k_scale);
+  static_cast<uint8_t*>(p.v_cache)[slot * W + i] = f32_to_fp8_sat(v / p.v_scale);
+}
+
 }  // namespace
 
 void launch_embedding(const Mat& table, const Vec& ids, const Mat& out, int* index_errors,
@@ -81,6 +99,15 @@ void launch_kv_cache_write(const KvWriteLaunch& p, int* index_errors, void* stre
   if (T == 0 || W == 0) return;
   const size_t es = dtype_size(p.k.dt);
   auto s = static_cast<cudaStream_t>(stream);
+  if (p.fp8) {
+    with_act(p.k.dt, [&](auto tag) {
+      using TA = decltype(tag);
+      kv_write_fp8_kernel<TA>
+          <<<dim3(static_cast<unsigned>(T), grid_1d(W, 128)), 128, 0, s>>>(p, index_errors);
+      STRATA_CUDA_LAUNCH_CHECK();
+    });
+    return;
+  }
   const bool vec = (W * es) % 16 == 0 && (p.k.ld * es) % 16 == 0 && (p.v.ld * es) % 16 == 0 &&
                    aligned16(p.k.p) && aligned16(p.v.p) && aligned16(p.k_cache) &&
                    aligned16(p.v_cache);

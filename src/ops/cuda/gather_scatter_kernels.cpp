@@ -1,5 +1,7 @@
 // Registrations of embedding and kv_cache_write on the CUDA backend.
 #ifdef STRATA_HAVE_CUDA
+#include <cmath>
+
 #include "ops/cuda/cuda_backend.h"
 #include "ops/cuda/gather_scatter.h"
 #include "ops/cuda/kernel_support.h"
@@ -35,8 +37,16 @@ bool kv_write_supports(const KvCacheWriteArgs& a, std::string* why) {
       .on_device(a.k_cache, "k_cache")
       .on_device(a.v_cache, "v_cache");
   c.on_device(a.slot_mapping, "slot_mapping").dtype(a.slot_mapping, DType::I32, "slot_mapping");
-  c.act(a.k, "k").same_dtype(a.k, a.v, "k", "v").same_dtype(a.k, a.k_cache, "k", "k_cache");
-  c.same_dtype(a.k, a.v_cache, "k", "v_cache");
+  c.act(a.k, "k").same_dtype(a.k, a.v, "k", "v");
+  if (a.k_cache.dtype() == DType::F8E4M3) {  // fp8 cache: e4m3(k / k_scale)
+    c.dtype(a.v_cache, DType::F8E4M3, "v_cache (k_cache is e4m3)");
+    c.require(std::isfinite(a.k_scale) && a.k_scale > 0.f && std::isfinite(a.v_scale) &&
+                  a.v_scale > 0.f,
+              fmt::format("k_scale {} and v_scale {} must be finite and > 0", a.k_scale,
+                          a.v_scale));
+  } else {
+    c.same_dtype(a.k, a.k_cache, "k", "k_cache").same_dtype(a.k, a.v_cache, "k", "v_cache");
+  }
   c.require(
       a.k_cache.rank() == 4,
       fmt::format("k_cache {} must be [num_blocks, block_size, n_kv, head_dim]", a.k_cache.str()));
@@ -58,6 +68,9 @@ void kv_write_run(const KvCacheWriteArgs& a, OpContext& ctx) {
   p.num_blocks = a.k_cache.dim(0);
   p.block_size = a.k_cache.dim(1);
   p.slot_mapping = vec_of(a.slot_mapping);
+  p.fp8 = a.k_cache.dtype() == DType::F8E4M3;
+  p.k_scale = a.k_scale;
+  p.v_scale = a.v_scale;
   launch_kv_cache_write(p, index_error_counter(), stream_of(ctx));
 }
 

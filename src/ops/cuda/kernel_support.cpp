@@ -1,5 +1,9 @@
 #include "ops/cuda/kernel_support.h"
 
+#include <cstdlib>
+#include <set>
+#include <sstream>
+
 #include "ops/cuda/cuda_backend.h"
 
 namespace strata::cuda {
@@ -85,6 +89,18 @@ Vec vec_of(const Tensor& t) {
 
 void* stream_of(const OpContext& ctx) {
   return ctx.stream ? ctx.stream : stream();
+}
+
+bool kernel_disabled(const char* op, const char* kernel) {
+  static const std::set<std::string> off = [] {
+    std::set<std::string> v;
+    const char* e = std::getenv("STRATA_CUDA_DISABLE_KERNELS");
+    std::stringstream ss(e ? e : "");
+    for (std::string item; std::getline(ss, item, ',');)
+      if (!item.empty()) v.insert(item);
+    return v;
+  }();
+  return !off.empty() && off.count(std::string(op) + ":" + kernel) > 0;
 }
 
 }  // namespace strata::cuda

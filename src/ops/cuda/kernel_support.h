@@ -43,4 +43,9 @@ Vec vec_of(const Tensor& t);  // contiguous; an undefined tensor gives an empty 
 // The stream kernels of this context run on.
 void* stream_of(const OpContext& ctx);
 
+// A/B benchmarking knob: STRATA_CUDA_DISABLE_KERNELS="op:kernel,..." (e.g.
+// "moe_experts:cuda.grouped_mma,attention:cuda.flash"), read once. The kernels that consult it
+// refuse with that reason, so ops::run takes the next one.
+bool kernel_disabled(const char* op, const char* kernel);
+
 }  // namespace strata::cuda

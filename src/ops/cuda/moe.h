@@ -2,6 +2,8 @@
 // weights) and the routed experts as one grouped computation on the device.
 #pragma once
 
+#include <string>
+
 #include "ops/cuda/device_views.h"
 
 namespace strata::cuda {
@@ -32,6 +34,7 @@ struct MoeExpertsLaunch {
   DType wt = DType::BF16;                                 // every expert's weight dtype
   bool w8a8 = false;  // e4m3 weights with input scales: activations quantized per expert
   bool vec_up = false, vec_down = false;  // every weight row 16-byte aligned (chunked loads)
+  bool mma = false;  // grouped path: GEMMs on the tensor cores (moe_mma_unsupported == "")
   ExpertTables tables;
   Mat ids, weights;  // [T, k] i32, f32
   Mat out;           // [T, H] act
@@ -44,7 +47,12 @@ int64_t moe_max_tiles(int64_t pairs, int64_t experts);
 size_t moe_scratch_bytes(const MoeExpertsLaunch& p, bool grouped);
 // T <= 8: per (token, expert) matrix-vector products, combine fused into the down projection.
 void launch_moe_gemv(const MoeExpertsLaunch& p, int* index_errors, void* stream);
-// Any T: pairs bucketed by expert on the device, tiled GEMMs per expert, weighted combine.
+// Why the grouped GEMMs cannot run on the tensor cores for these arguments ("" when they can):
+// bf16 activations with bf16 or e4m3 W8A8 experts, H and I multiples of 16, 16-byte aligned
+// rows of x and of every expert's weights.
+std::string moe_mma_unsupported(const MoeExpertsLaunch& p);
+// Any T: pairs bucketed by expert on the device, tiled GEMMs per expert (tensor cores when
+// p.mma), weighted combine.
 void launch_moe_grouped(const MoeExpertsLaunch& p, int* index_errors, void* stream);
 
 // T <= 8 with e4m3 experts (moe_fp8_decode.cu): the FP8 GEMV core per (pair, 16-row tile) for

@@ -6,29 +6,27 @@
 // Decode path (few tokens): block matrix-vector products (gemv.cuh) per (token, expert) pair
 // for both projections, then the combine pass. Grouped path (any T): pairs bucketed by expert on
 // the device (count, scan, scatter), then tiled GEMMs that each read one expert's weight tile once
-// for up to 64 of its tokens, and a combine pass.
+// for up to 64 of its tokens (on the tensor cores: moe_grouped_mma.cu, or on CUDA cores in f32
+// for the other dtypes and shapes), and a combine pass.
 #include <type_traits>
 
 #include "ops/cuda/gemv.cuh"
 #include "ops/cuda/moe.h"
+#include "ops/cuda/moe_common.cuh"
 
 namespace strata::cuda {
 
 namespace {
 
-constexpr int kTile = 64;  // grouped GEMM tile (pairs x features)
-constexpr int kTileK = 16;
+using moe::down_scale;
+using moe::expert_of;
+using moe::kTile;
+using moe::Scratch;
+using moe::store_hidden;
+using moe::up_scale;
+using moe::valid_expert;
 
-struct Scratch {
-  uint8_t* xq = nullptr;       // [pairs, H] e4m3 (W8A8)
-  void* h = nullptr;           // [pairs, I] act, or e4m3 bytes in W8A8
-  void* d = nullptr;           // [pairs, H] act (grouped)
-  int32_t* counts = nullptr;   // [E]
-  int32_t* offsets = nullptr;  // [E]
-  int32_t* cursor = nullptr;   // [E]
-  int32_t* sorted = nullptr;   // [pairs]
-  int32_t* tiles = nullptr;    // [max_tiles, 2]: expert, first sorted row (-1: unused)
-};
+constexpr int kTileK = 16;
 
 size_t align256(size_t v) {
   return (v + 255) / 256 * 256;
@@ -57,33 +55,6 @@ Scratch carve(const MoeExpertsLaunch& p, bool grouped, size_t* total) {
   }
   *total = off;
   return s;
-}
-
-__device__ __forceinline__ int expert_of(const MoeExpertsLaunch& p, int64_t pair) {
-  const int64_t t = pair / p.top_k, j = pair % p.top_k;
-  return static_cast<const int32_t*>(p.ids.p)[t * p.ids.ld + j];
-}
-__device__ __forceinline__ bool valid_expert(const MoeExpertsLaunch& p, int e) {
-  return e >= 0 && e < p.experts;
-}
-
-// The up projection's epilogue: h = act(relu(act(u))^2), stored as act or quantized for W8A8.
-template <class TA>
-__device__ __forceinline__ void store_hidden(const MoeExpertsLaunch& p, const Scratch& s, int e,
-                                             int64_t pair, int64_t i, float u) {
-  const float ua = fmaxf(round_to<TA>(u), 0.f);
-  const float h = round_to<TA>(ua * ua);
-  if (p.w8a8)
-    static_cast<uint8_t*>(s.h)[pair * p.inter + i] = f32_to_fp8_sat(h / p.tables.down_in[e]);
-  else
-    static_cast<TA*>(s.h)[pair * p.inter + i] = from_f32<TA>(h);
-}
-
-__device__ __forceinline__ float up_scale(const MoeExpertsLaunch& p, int e) {
-  return p.w8a8 ? p.tables.up_scale[e] * p.tables.up_in[e] : p.tables.up_scale[e];
-}
-__device__ __forceinline__ float down_scale(const MoeExpertsLaunch& p, int e) {
-  return p.w8a8 ? p.tables.down_scale[e] * p.tables.down_in[e] : p.tables.down_scale[e];
 }
 
 // W8A8: xq[pair] = sat_e4m3(x[t] / up_in[e]). grid (pairs, ceil(H / 256)).
@@ -364,12 +335,17 @@ void launch_moe_grouped(const MoeExpertsLaunch& p, int* index_errors, void* stre
           <<<dim3(static_cast<unsigned>(pairs), grid_1d(p.hidden, 256)), 256, 0, st>>>(p, s);
       STRATA_CUDA_LAUNCH_CHECK();
     }
-    grouped_gemm_kernel<TA, TW, Q, true>
-        <<<dim3(static_cast<unsigned>(max_tiles), grid_1d(p.inter, kTile)), 256, 0, st>>>(p, s);
-    STRATA_CUDA_LAUNCH_CHECK();
-    grouped_gemm_kernel<TA, TW, Q, false>
-        <<<dim3(static_cast<unsigned>(max_tiles), grid_1d(p.hidden, kTile)), 256, 0, st>>>(p, s);
-    STRATA_CUDA_LAUNCH_CHECK();
+    if (p.mma) {
+      moe::launch_grouped_mma(p, s, max_tiles, st);
+    } else {
+      grouped_gemm_kernel<TA, TW, Q, true>
+          <<<dim3(static_cast<unsigned>(max_tiles), grid_1d(p.inter, kTile)), 256, 0, st>>>(p, s);
+      STRATA_CUDA_LAUNCH_CHECK();
+      grouped_gemm_kernel<TA, TW, Q, false>
+          <<<dim3(static_cast<unsigned>(max_tiles), grid_1d(p.hidden, kTile)), 256, 0, st>>>(p,
+                                                                                              s);
+      STRATA_CUDA_LAUNCH_CHECK();
+    }
     combine_kernel<TA>
         <<<dim3(static_cast<unsigned>(T), grid_1d(p.hidden, 256)), 256, 0, st>>>(p, s);
     STRATA_CUDA_LAUNCH_CHECK();

@@ -1,6 +1,7 @@
-// Registrations of moe_route and moe_experts on the CUDA backend. moe_experts has three kernels,
+// Registrations of moe_route and moe_experts on the CUDA backend. moe_experts has four kernels,
 // registered here in order: the FP8 decode kernel (e4m3 experts, T <= 8), the decode kernel
-// for T <= 8, then the grouped kernel for any T.
+// for T <= 8, the grouped kernel with its GEMMs on the tensor cores (bf16 or W8A8, any T), then
+// the grouped kernel with f32 GEMMs on CUDA cores (every dtype and shape).
 #ifdef STRATA_HAVE_CUDA
 #include <algorithm>
 #include <cstring>
@@ -171,7 +172,8 @@ bool rows_vectorizable(const std::vector<ops::LinearWeight>& ws, int64_t K, size
   return true;
 }
 
-MoeExpertsLaunch launch_of(const MoeExpertsArgs& a) {
+// The launch's dtypes, shapes and alignment flags (no device tables: cheap, for supports()).
+MoeExpertsLaunch launch_shape_of(const MoeExpertsArgs& a) {
   MoeExpertsLaunch p;
   p.x = mat_of(a.x);
   p.experts = static_cast<int64_t>(a.up->size());
@@ -187,6 +189,11 @@ MoeExpertsLaunch launch_of(const MoeExpertsArgs& a) {
              : rows_vectorizable(*a.up, p.hidden, act, a.x.dim(0) > 1 ? a.x.stride(0) : p.hidden) &&
                    reinterpret_cast<uintptr_t>(a.x.raw()) % 16 == 0;
   p.vec_down = rows_vectorizable(*a.down, p.inter, p.w8a8 ? 1 : act, p.inter);
+  return p;
+}
+
+MoeExpertsLaunch launch_of(const MoeExpertsArgs& a) {
+  MoeExpertsLaunch p = launch_shape_of(a);
   p.tables = tables_for(a);
   p.ids = mat_of(a.ids);
   p.weights = mat_of(a.weights);
@@ -194,8 +201,9 @@ MoeExpertsLaunch launch_of(const MoeExpertsArgs& a) {
   return p;
 }
 
-void experts_run(const MoeExpertsArgs& a, OpContext& ctx, bool grouped) {
+void experts_run(const MoeExpertsArgs& a, OpContext& ctx, bool grouped, bool mma = false) {
   MoeExpertsLaunch p = launch_of(a);
+  p.mma = mma;
   Tensor scratch = Tensor::empty(Shape{static_cast<int64_t>(moe_scratch_bytes(p, grouped))},
                                  DType::U8, Device::Cuda);
   p.scratch = scratch.raw();
@@ -250,6 +258,19 @@ void gemv_run(const MoeExpertsArgs& a, OpContext& ctx) {
   experts_run(a, ctx, false);
 }
 
+bool grouped_mma_supports(const MoeExpertsArgs& a, std::string* why) {
+  if (!experts_common(a, why)) return false;
+  ArgCheck c(why);
+  const std::string reason = moe_mma_unsupported(launch_shape_of(a));
+  c.require(reason.empty(), reason);
+  c.require(!kernel_disabled(MoeExpertsArgs::kName, "cuda.grouped_mma"),
+            "disabled by STRATA_CUDA_DISABLE_KERNELS");
+  return c;
+}
+void grouped_mma_run(const MoeExpertsArgs& a, OpContext& ctx) {
+  experts_run(a, ctx, true, true);
+}
+
 bool grouped_supports(const MoeExpertsArgs& a, std::string* why) {
   return experts_common(a, why);
 }
@@ -263,6 +284,8 @@ STRATA_REGISTER_KERNEL(MoeRouteArgs, "cuda", Device::Cuda, route_supports, route
 STRATA_REGISTER_KERNEL(MoeExpertsArgs, "cuda.fp8_decode", Device::Cuda, fp8_decode_supports,
                        fp8_decode_run);
 STRATA_REGISTER_KERNEL(MoeExpertsArgs, "cuda.decode", Device::Cuda, gemv_supports, gemv_run);
+STRATA_REGISTER_KERNEL(MoeExpertsArgs, "cuda.grouped_mma", Device::Cuda, grouped_mma_supports,
+                       grouped_mma_run);
 STRATA_REGISTER_KERNEL(MoeExpertsArgs, "cuda.grouped", Device::Cuda, grouped_supports, grouped_run);
 
 }  // namespace strata::cuda

@@ -2,7 +2,9 @@
 //
 // kv_cache_write: token t's K/V rows go to block slot_mapping[t] / block_size, offset
 // slot_mapping[t] % block_size; negative slots are padding and skipped. A cache in f8e4m3
-// stores e4m3(k) saturated to +-448 (vLLM's fp8 cache with k_scale = v_scale = 1).
+// stores e4m3(k / k_scale) (and v / v_scale) saturated to +-448, vLLM's scaled fp8 cache; the
+// scales are ignored for caches of other dtypes. Attention reads an e4m3 value as
+// f32(code) * k_scale (v_scale).
 //
 // attention: query i of sequence b (context position p = context_len - q_len + i), head h,
 // kv head h / (n_heads / n_kv_heads):
@@ -38,19 +40,34 @@ bool caches_supported(ArgCheck& c, const Tensor& k_cache, const Tensor& v_cache)
          c.that(bs >= 1, "block_size must be >= 1");
 }
 
-// Stores n values into a cache row; f8e4m3 saturates as vLLM's scaled fp8 conversion does.
-void store_cache_row(void* dst, DType dtype, int64_t n, const float* src) {
+bool scales_ok(ArgCheck& c, float k_scale, float v_scale) {
+  return c.that(std::isfinite(k_scale) && k_scale > 0.f && std::isfinite(v_scale) && v_scale > 0.f,
+                "k_scale and v_scale must be finite and > 0");
+}
+
+// Stores n values into a cache row; f8e4m3 stores e4m3(v / scale), saturated as vLLM's scaled
+// fp8 conversion does.
+void store_cache_row(void* dst, DType dtype, int64_t n, const float* src, float scale) {
   if (dtype != DType::F8E4M3) return store_f32(dst, dtype, n, src);
   auto* d = static_cast<uint8_t*>(dst);
   for (int64_t i = 0; i < n; ++i)
-    d[i] = fp8e4m3_from_f32_sat(src[i]);
+    d[i] = fp8e4m3_from_f32_sat(src[i] / scale);
+}
+
+// Loads n values of a cache row as f32 (e4m3 codes times their scale).
+void load_cache_row(const void* src, DType dtype, int64_t n, float scale, float* dst) {
+  load_f32(src, dtype, n, dst);
+  if (dtype != DType::F8E4M3) return;
+  for (int64_t i = 0; i < n; ++i)
+    dst[i] *= scale;
 }
 
 bool kv_cache_write_supports(const KvCacheWriteArgs& a, std::string* why) {
   ArgCheck c("kv_cache_write", why);
   if (!(c.host(a.k, "k") && c.host(a.v, "v") && c.host(a.slot_mapping, "slot_mapping")))
     return false;
-  if (!caches_supported(c, a.k_cache, a.v_cache)) return false;
+  if (!caches_supported(c, a.k_cache, a.v_cache) || !scales_ok(c, a.k_scale, a.v_scale))
+    return false;
   if (!c.that(a.k.rank() == 2, "k must be 2-D [T, n_kv*hd]")) return false;
   const int64_t T = a.k.dim(0), width = a.k_cache.dim(2) * a.k_cache.dim(3);
   return c.float_act(a.k, "k") && c.rows(a.k, "k", T, width) && c.float_act(a.v, "v") &&
@@ -78,10 +95,10 @@ void kv_cache_write_run(const KvCacheWriteArgs& a, OpContext&) {
       if (s < 0) continue;
       k.load(t, row.data());
       store_cache_row(element_ptr(a.k_cache, {s / bs, s % bs, 0, 0}), a.k_cache.dtype(), k.cols,
-                      row.data());
+                      row.data(), a.k_scale);
       v.load(t, row.data());
       store_cache_row(element_ptr(a.v_cache, {s / bs, s % bs, 0, 0}), a.v_cache.dtype(), v.cols,
-                      row.data());
+                      row.data(), a.v_scale);
     }
   });
 }
@@ -91,7 +108,8 @@ bool attention_supports(const AttentionArgs& a, std::string* why) {
   if (!(c.host(a.q, "q") && c.host(a.out, "out") && c.host(a.block_tables, "block_tables") &&
         c.host(a.cu_seqlens_q, "cu_seqlens_q") && c.host(a.context_lens, "context_lens")))
     return false;
-  if (!caches_supported(c, a.k_cache, a.v_cache)) return false;
+  if (!caches_supported(c, a.k_cache, a.v_cache) || !scales_ok(c, a.k_scale, a.v_scale))
+    return false;
   if (a.n_heads < 1 || a.n_kv_heads < 1 || a.head_dim < 1 || a.n_heads % a.n_kv_heads != 0)
     return c.fail("n_heads {} must be a multiple of n_kv_heads {} (both >= 1), head_dim {} >= 1",
                   a.n_heads, a.n_kv_heads, a.head_dim);
@@ -162,8 +180,8 @@ void attention_run(const AttentionArgs& a, OpContext&) {
       scores.resize(static_cast<size_t>(pos + 1));
       float m = -INFINITY;
       for (int64_t j = 0; j <= pos; ++j) {
-        load_f32(element_ptr(a.k_cache, {table[j / bs], j % bs, kvh, 0}), a.k_cache.dtype(), hd,
-                 kv.data());
+        load_cache_row(element_ptr(a.k_cache, {table[j / bs], j % bs, kvh, 0}), a.k_cache.dtype(),
+                       hd, a.k_scale, kv.data());
         scores[static_cast<size_t>(j)] = a.scale * dot_f32(qv.data(), kv.data(), hd);
         m = std::max(m, scores[static_cast<size_t>(j)]);
       }
@@ -172,8 +190,8 @@ void attention_run(const AttentionArgs& a, OpContext&) {
       for (int64_t j = 0; j <= pos; ++j) {
         const float e = std::exp(scores[static_cast<size_t>(j)] - m);
         denom += e;
-        load_f32(element_ptr(a.v_cache, {table[j / bs], j % bs, kvh, 0}), a.v_cache.dtype(), hd,
-                 kv.data());
+        load_cache_row(element_ptr(a.v_cache, {table[j / bs], j % bs, kvh, 0}), a.v_cache.dtype(),
+                       hd, a.v_scale, kv.data());
         for (int64_t d = 0; d < hd; ++d)
           acc[d] += e * kv[d];
       }

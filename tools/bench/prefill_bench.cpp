@@ -1,0 +1,138 @@
+#include "prefill_bench.h"
+
+#include <algorithm>
+#include <chrono>
+#include <map>
+
+#include "cache/cache_plan.h"
+#include "core/check.h"
+#include "engine/device.h"
+#include "engine/executor.h"
+#include "ops/cuda/cuda_backend.h"
+
+namespace strata::bench {
+
+namespace {
+
+// Long enough for the host to enqueue a whole step before its first kernel runs.
+constexpr double kSpinMicroseconds = 50000;
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
+
+// The caches and sequences of B prompts of L tokens in one executor, reused by every step of one
+// length (each step prefills from scratch: num_computed 0 overwrites the states and KV rows).
+class PrefillRig {
+ public:
+  PrefillRig(model::NemotronHModel& m, Device device, int64_t batch, int64_t len)
+      : ex_(m, config(m, device, batch, len)) {
+    for (int64_t b = 0; b < batch; ++b) {
+      seqs_.push_back(std::make_unique<engine::ExecutorSequence>(ex_, len + 1));
+      std::vector<int32_t> tokens;
+      for (int64_t i = 0; i < len; ++i)  // distinct prompts per sequence
+        tokens.push_back(
+            static_cast<int32_t>((1000 + 7919 * i + 104729 * b) % m.config().vocab_size));
+      chunks_.push_back(seqs_.back()->chunk(std::move(tokens)));
+    }
+  }
+  static engine::ExecutorConfig config(model::NemotronHModel& m, Device device, int64_t batch,
+                                       int64_t len) {
+    engine::ExecutorConfig ec;
+    ec.device = device;
+    ec.max_num_seqs = batch;
+    ec.max_model_len = len + 1;
+    ec.block_size = kBlockSize;
+    ec.cache_plan =
+        cache::plan_cache_for_tokens(m.config(), batch, len + 1, kBlockSize, m.act_dtype());
+    ec.cuda_graphs = false;
+    return ec;
+  }
+
+  engine::StepInput build() { return ex_.prepare(chunks_); }
+  Tensor forward(const engine::StepInput& step) {
+    return ex_.forward(step, engine::LogitRows::LastPerSequence);
+  }
+  OpContext& ctx() { return ex_.context(); }
+
+ private:
+  static constexpr int64_t kBlockSize = 16;
+  engine::Executor ex_;
+  std::vector<std::unique_ptr<engine::ExecutorSequence>> seqs_;
+  std::vector<engine::SequenceChunk> chunks_;
+};
+
+// Milliseconds of one step: the packed input built and uploaded, the forward, to completion.
+double time_step_ms(PrefillRig& rig, Device device) {
+  auto step = [&] {
+    const engine::StepInput in = rig.build();
+    (void)rig.forward(in);
+  };
+  if (device == Device::Cuda) return cuda::time_ms(step, 0, 1);
+  const auto t0 = std::chrono::steady_clock::now();
+  step();
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// Per-op device time of one step (see op_profile.h for the method).
+OpProfile profile_step(PrefillRig& rig) {
+  const engine::StepInput in = rig.build();  // its h2d copy completes before the spin
+  cuda::StreamTimeline timeline;
+  std::vector<std::string> keys;
+  rig.ctx().observer = [&](const char* op, const void* args) {
+    if (keys.empty()) cuda::spin(kSpinMicroseconds);
+    timeline.mark();
+    keys.push_back(op_profile_key(op, args));
+  };
+  (void)rig.forward(in);
+  timeline.mark();
+  rig.ctx().observer = nullptr;
+  const std::vector<double> ms = timeline.intervals_ms();
+  STRATA_CHECK_EQ(ms.size(), keys.size());
+  std::map<std::string, OpProfileRow> rows;
+  for (size_t i = 0; i < ms.size(); ++i) {
+    OpProfileRow& r = rows[keys[i]];
+    r.op = keys[i];
+    r.calls += 1;
+    r.us += ms[i] * 1000.0;
+  }
+  OpProfile p;
+  p.steps = 1;
+  for (auto& [key, r] : rows) {
+    p.step_us += r.us;
+    p.rows.push_back(r);
+  }
+  std::sort(p.rows.begin(), p.rows.end(),
+            [](const OpProfileRow& a, const OpProfileRow& b) { return a.us > b.us; });
+  return p;
+}
+
+}  // namespace
+
+std::vector<PrefillRow> run_prefill_bench(model::NemotronHModel& m, Device device,
+                                          const PrefillOptions& o) {
+  if (o.batch < 1 || o.repeats < 1 || o.warmup < 0 || o.prompt_lens.empty())
+    fail("bench prefill: --batch and --repeats must be >= 1 and --prompt-len non-empty");
+  if (o.profile_ops && device != Device::Cuda)
+    fail("bench prefill --profile-ops needs --device cuda (it times CUDA events)");
+  std::vector<PrefillRow> out;
+  for (int64_t len : o.prompt_lens) {
+    if (len < 1) fail("bench prefill: prompt length {} must be >= 1", len);
+    PrefillRig rig(m, device, o.batch, len);
+    for (int64_t i = 0; i < o.warmup; ++i)
+      (void)time_step_ms(rig, device);
+    PrefillRow row;
+    row.prompt_len = len;
+    row.batch = o.batch;
+    for (int64_t r = 0; r < o.repeats; ++r)
+      row.repeat_ms.push_back(time_step_ms(rig, device));
+    row.ms = median(row.repeat_ms);
+    row.tokens_per_s = static_cast<double>(len * o.batch) * 1000.0 / row.ms;
+    if (o.profile_ops) row.profile = profile_step(rig);
+    out.push_back(std::move(row));
+  }
+  return out;
+}
+
+}  // namespace strata::bench
