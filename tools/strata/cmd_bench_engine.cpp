@@ -106,6 +106,16 @@ void run_throughput(const EngineBenchFlags& f) {
   const std::vector<int64_t> levels =
       f.concurrency.empty() ? std::vector<int64_t>{f.throughput.max_concurrency} : f.concurrency;
   nlohmann::json rows = nlohmann::json::array();
+  {
+    // Warm-up (untimed): one short request, so the first level's TTFT does not pay for the
+    // engine's first steps (kernel plans, slab allocations).
+    bench::ThroughputOptions w;
+    w.num_prompts = 1;
+    w.input_len = std::min<int64_t>(f.throughput.input_len, 64);
+    w.output_len = 4;
+    w.max_concurrency = 1;
+    (void)bench::run_throughput(*l.engine, l.model->config().vocab_size, w);
+  }
   for (int64_t c : levels) {
     bench::ThroughputOptions o = f.throughput;
     o.max_concurrency = c;
