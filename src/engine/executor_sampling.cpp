@@ -14,6 +14,7 @@
 #ifdef STRATA_HAVE_CUDA
 #include <cuda_runtime.h>
 
+#include "ops/cuda/cuda_backend.h"
 #include "ops/cuda/cuda_check.h"
 #endif
 
@@ -131,8 +132,7 @@ void Executor::enqueue_sample(const Tensor& logits, const SamplingBatch& batch) 
       f.event = e;
     }
     auto stream = static_cast<cudaStream_t>(ctx_.stream);
-    STRATA_CUDA_CHECK(
-        cudaMemcpyAsync(f.pinned, f.out.raw(), bytes, cudaMemcpyDeviceToHost, stream));
+    cuda::copy_d2h_async(f.pinned, f.out.raw(), bytes);
     STRATA_CUDA_CHECK(cudaEventRecord(static_cast<cudaEvent_t>(f.event), stream));
     ++ctx_.d2h_copies;
   }

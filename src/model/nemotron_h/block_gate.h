@@ -79,8 +79,9 @@ struct BlockGateOptions {
 // The band of one block (see the header); `measured_rounding` is used for narrow activations.
 double block_band(LayerKind kind, DType act, int64_t fp8_linears, double measured_rounding);
 
-// The band of the scale component for a block output of `elements` values (see the header).
-double scale_band(double band, double measured_scale, int64_t elements);
+// The band of the scale component for a block output of `elements` values (see the header), with
+// an allowance per unemulated W8A8 linear on the path.
+double scale_band(double band, double measured_scale, int64_t elements, int64_t fp8_linears = 0);
 
 // Runs the gate for a model whose weights are usable on both `device` and the host. Throws
 // strata::Error when a block output is not finite on either side (reported as out of band).

@@ -174,6 +174,14 @@ void Arena::copy_h2d_async(void* dst, const void* src, size_t bytes) {
   h2d_b_ += static_cast<int64_t>(bytes);
 }
 
+void Arena::copy_d2h_async(void* dst, const void* src, size_t bytes) {
+  if (bytes == 0) return;
+  STRATA_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost,
+                                    static_cast<cudaStream_t>(stream_)));
+  d2h_++;
+  d2h_b_ += static_cast<int64_t>(bytes);
+}
+
 ArenaStats Arena::stats() const {
   std::lock_guard<std::mutex> lock(mu_);
   ArenaStats st;

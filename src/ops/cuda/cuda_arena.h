@@ -46,6 +46,8 @@ class Arena final : public DeviceAllocator {
   // Host -> device without waiting: `src` must be pinned and stay untouched until the stream
   // reaches the copy (the executor's step-input staging). Counted like copy().
   void copy_h2d_async(void* dst, const void* src, size_t bytes);
+  // Device -> pinned host without waiting (the caller waits on an event). Counted like copy().
+  void copy_d2h_async(void* dst, const void* src, size_t bytes);
 
   ArenaStats stats() const;
   CopyCounters copies() const;

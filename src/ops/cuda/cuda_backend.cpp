@@ -131,6 +131,9 @@ void free_pinned(void* p) {
 void copy_h2d_async(void* dst, const void* pinned_src, size_t bytes) {
   ready().arena->copy_h2d_async(dst, pinned_src, bytes);
 }
+void copy_d2h_async(void* pinned_dst, const void* src, size_t bytes) {
+  ready().arena->copy_d2h_async(pinned_dst, src, bytes);
+}
 
 void memory_info(size_t* free_bytes, size_t* total_bytes) {
   Backend& b = ready();
@@ -277,6 +280,9 @@ void* alloc_pinned(size_t) {
 }
 void free_pinned(void*) {}
 void copy_h2d_async(void*, const void*, size_t) {
+  no_cuda();
+}
+void copy_d2h_async(void*, const void*, size_t) {
   no_cuda();
 }
 double time_ms(const std::function<void()>&, int, int) {

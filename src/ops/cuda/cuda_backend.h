@@ -49,6 +49,7 @@ int multiprocessor_count();
 void* alloc_pinned(size_t bytes);
 void free_pinned(void* p);
 void copy_h2d_async(void* dst, const void* pinned_src, size_t bytes);
+void copy_d2h_async(void* pinned_dst, const void* src, size_t bytes);
 
 // Free and total bytes of the device, after returning the arena's unused slabs to it.
 void memory_info(size_t* free_bytes, size_t* total_bytes);
