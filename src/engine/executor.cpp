@@ -89,7 +89,14 @@ Executor::Executor(model::NemotronHModel& model, const ExecutorConfig& config)
   if (config.max_num_batched_tokens < 1)
     fail("--max-num-batched-tokens must be >= 1, got {}", config.max_num_batched_tokens);
   max_model_len_ = resolve_max_model_len(config, c);
-  prepare_device(config.device, ctx_);
+  if (config.run_on) {
+    if (config.run_on->device != config.device)
+      fail("executor: the context to run on is on {}, not {}", device_name(config.run_on->device),
+           device_name(config.device));
+    ctx_ = config.run_on;
+  } else {
+    prepare_device(config.device, *ctx_);
+  }
 
   // The caches' dtypes: KV in the activation dtype or e4m3; the SSM state as configured.
   model::ModelConfig cache_config = c;
@@ -148,7 +155,7 @@ Executor::Executor(model::NemotronHModel& model, const ExecutorConfig& config)
   pools.state_slots = plan_.state_slots + 1;
   cache_ = std::make_unique<cache::ModelCache>(cache_config, pools, kv_dtype, config.device);
   graphs_ = std::make_unique<Graphs>();
-  if (config.device != Device::Host) model.check_kernels(config.device);
+  if (config.device != Device::Host && !config.run_on) model.check_kernels(config.device);
 }
 
 Executor::~Executor() = default;
@@ -183,7 +190,7 @@ StepInput Executor::prepare(const std::vector<SequenceChunk>& seqs,
                             const StepBuildOptions& options) {
   StepLimits l = limits();
   l.num_slots = l.num_slots > 0 ? l.num_slots - 1 : 0;  // the scratch slot is not a request's
-  return StepInput::build(seqs, l, ctx_.device, ctx_, options);
+  return StepInput::build(seqs, l, ctx_->device, *ctx_, options);
 }
 
 Executor::InFlight& Executor::next_slot() {
@@ -194,7 +201,7 @@ Executor::InFlight& Executor::next_slot() {
 }
 
 Tensor Executor::forward(const StepInput& step, LogitRows rows) {
-  return model_.forward(ctx_, step, *cache_, rows);
+  return model_.forward(*ctx_, step, *cache_, rows);
 }
 
 SampledStep Executor::sample(const Tensor& logits, const SamplingBatch& batch) {
@@ -221,14 +228,14 @@ void Executor::launch(const std::vector<SequenceChunk>& seqs, const SamplingBatc
         return q.tokens.size() == 1 && q.num_computed > 0;
       });
   Tensor logits;
-  if (ctx_.device != Device::Host && (config_.cuda_graphs || config_.pad_eager_decode) &&
+  if (ctx_->device != Device::Host && (config_.cuda_graphs || config_.pad_eager_decode) &&
       decode_only &&
       bucket_for(static_cast<int64_t>(seqs.size())) <= bucket_for(config_.max_num_seqs)) {
     logits = decode_graph_logits(seqs);
   } else {
     StepBuildOptions o;
     InFlight& slot = next_slot();
-    if (ctx_.device != Device::Host) o.staging = [&slot](size_t words) { return slot.stage(words); };
+    if (ctx_->device != Device::Host) o.staging = [&slot](size_t words) { return slot.stage(words); };
     const StepInput step = prepare(seqs, o);
     take_pending(step);
     logits = forward(step, LogitRows::LastPerSequence);  // [B, V] f32
@@ -243,7 +250,7 @@ void Executor::take_pending(const StepInput& step) {
   take.ids = step.token_ids();
   take.src = step.token_src();
   take.prev = last_ids_;
-  ops::run(ctx_, take);
+  ops::run(*ctx_, take);
 }
 
 void Executor::copy_slots(const std::vector<std::pair<int32_t, int32_t>>& from_to) {
@@ -292,7 +299,7 @@ Tensor Executor::decode_graph_logits(const std::vector<SequenceChunk>& seqs) {
         c.num_attention > 0 ? (max_model_len_ + plan_.block_size - 1) / plan_.block_size : 0;
     G.input = Tensor::empty(
         Shape{StepInput::packed_size(max_bucket, max_bucket, max_bucket, G.block_columns)},
-        DType::I32, ctx_.device);
+        DType::I32, ctx_->device);
   }
   Graphs::Bucket& slot = G.buckets[bucket];
   StepBuildOptions o;
@@ -304,7 +311,7 @@ Tensor Executor::decode_graph_logits(const std::vector<SequenceChunk>& seqs) {
   o.staging = [&in_flight](size_t words) { return in_flight.stage(words); };
   StepLimits l = limits();
   l.num_slots = l.num_slots > 0 ? l.num_slots - 1 : 0;
-  const StepInput step = StepInput::build(seqs, l, ctx_.device, ctx_, o);  // the one h2d copy
+  const StepInput step = StepInput::build(seqs, l, ctx_->device, *ctx_, o);  // the one h2d copy
   take_pending(step);  // before the graph: it reads the ids from the input buffer
   if (!config_.cuda_graphs) return forward(step, LogitRows::LastPerSequence).slice(0, 0, B);
 
@@ -315,22 +322,22 @@ Tensor Executor::decode_graph_logits(const std::vector<SequenceChunk>& seqs) {
       if (!G.region) {
         const size_t bytes = workspace_estimate(c, model_.act_dtype(), max_bucket, max_bucket);
         G.region_storage = Tensor::empty(Shape{static_cast<int64_t>(bytes)}, DType::U8,
-                                         ctx_.device);
+                                         ctx_->device);
         G.region = std::make_unique<RegionAllocator>(G.region_storage.raw(), bytes, Device::Cuda,
-                                                     device_allocator(ctx_.device));
+                                                     device_allocator(ctx_->device));
       }
       Tensor out;
       std::string why;
       G.region->reset();
-      DeviceAllocator* inner = device_allocator(ctx_.device);
-      set_device_allocator(ctx_.device, G.region.get());
+      DeviceAllocator* inner = device_allocator(ctx_->device);
+      set_device_allocator(ctx_->device, G.region.get());
       const bool ok = slot.graph.capture(
-          ctx_.stream, [&] { out = model_.forward(ctx_, step, *cache_, LogitRows::LastPerSequence); },
+          ctx_->stream, [&] { out = model_.forward(*ctx_, step, *cache_, LogitRows::LastPerSequence); },
           &why, /*hold_allocations=*/false);
-      set_device_allocator(ctx_.device, inner);
+      set_device_allocator(ctx_->device, inner);
       if (ok) {
         // The graph writes its logits here on every replay; the view does not own them.
-        slot.logits = Tensor::wrap(out.raw(), out.shape(), out.dtype(), ctx_.device, nullptr);
+        slot.logits = Tensor::wrap(out.raw(), out.shape(), out.dtype(), ctx_->device, nullptr);
         break;
       }
       if (G.region->exhausted()) {
@@ -343,9 +350,9 @@ Tensor Executor::decode_graph_logits(const std::vector<SequenceChunk>& seqs) {
         G.region.reset();
         G.region_storage = Tensor{};
         G.region_storage = Tensor::empty(Shape{static_cast<int64_t>(bigger)}, DType::U8,
-                                         ctx_.device);
+                                         ctx_->device);
         G.region = std::make_unique<RegionAllocator>(G.region_storage.raw(), bigger, Device::Cuda,
-                                                     device_allocator(ctx_.device));
+                                                     device_allocator(ctx_->device));
         continue;
       }
       log::warn("decode graph for batch {} not captured ({}); that bucket runs eagerly", bucket,
@@ -354,7 +361,7 @@ Tensor Executor::decode_graph_logits(const std::vector<SequenceChunk>& seqs) {
     }
   }
   if (!slot.graph.ready()) return forward(step, LogitRows::LastPerSequence).slice(0, 0, B);
-  slot.graph.replay(ctx_.stream);
+  slot.graph.replay(ctx_->stream);
   return slot.logits.slice(0, 0, B);  // the padding rows' logits are not sampled
 }
 

@@ -45,6 +45,10 @@ struct ExecutorConfig {
   // this bit for bit: same kernels, same shapes).
   bool pad_eager_decode = false;
   int64_t max_num_batched_tokens = 8192;  // workspace is sized for this many tokens per step
+  // Run on the caller's context (prepared already: its device, stream and host-op settings;
+  // copies and bounces are counted there) instead of one of the executor's own. The caller
+  // also answers for the kernel check. The gate and the single-sequence test helpers use it.
+  OpContext* run_on = nullptr;
 };
 
 // One step's sampled results, on the host.
@@ -81,7 +85,7 @@ class Executor {
 
   const model::ModelConfig& model_config() const { return model_.config(); }
   model::NemotronHModel& model() { return model_; }
-  OpContext& context() { return ctx_; }
+  OpContext& context() { return *ctx_; }
   cache::ModelCache& cache() { return *cache_; }
   const cache::CachePlan& plan() const { return plan_; }
   const ExecutorConfig& config() const { return config_; }
@@ -132,7 +136,8 @@ class Executor {
 
   model::NemotronHModel& model_;
   ExecutorConfig config_;
-  OpContext ctx_;
+  OpContext own_ctx_;
+  OpContext* ctx_ = &own_ctx_;  // own_ctx_, or the caller's (ExecutorConfig::run_on)
   int64_t max_model_len_ = 0;
   cache::CachePlan plan_;
   std::unique_ptr<cache::ModelCache> cache_;

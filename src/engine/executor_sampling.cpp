@@ -91,17 +91,17 @@ void Executor::enqueue_sample(const Tensor& logits, const SamplingBatch& batch) 
         for (const auto& [id, v] : batch.logit_bias[ub]) entries.add_bias(id, v);
     }
     entries.fill(s);  // host tensors; on a device run they go up with the step
-    if (ctx_.device != Device::Host)
+    if (ctx_->device != Device::Host)
       for (Tensor* t : {&s.entry_offsets, &s.entry_tokens, &s.entry_counts, &s.entry_in_prompt,
                         &s.entry_bias})
         if (t->defined()) {
-          *t = t->to(ctx_.device);
-          ++ctx_.h2d_copies;
+          *t = t->to(ctx_->device);
+          ++ctx_->h2d_copies;
         }
   }
   // Every output in one buffer: one copy back.
   const int64_t words = InFlight::words(B, K, lp);
-  f.out = Tensor::empty(Shape{words}, DType::I32, ctx_.device);
+  f.out = Tensor::empty(Shape{words}, DType::I32, ctx_->device);
   s.ids = view(f.out, 0, Shape{B}, DType::I32);
   s.nonfinite = view(f.out, B, Shape{B}, DType::I32);
   if (lp) {
@@ -110,7 +110,7 @@ void Executor::enqueue_sample(const Tensor& logits, const SamplingBatch& batch) 
     s.top_ids = view(f.out, 4 * B, Shape{B, K}, DType::I32);
     s.top_logprobs = view(f.out, 4 * B + B * K, Shape{B, K}, DType::F32);
   }
-  ops::run(ctx_, s);
+  ops::run(*ctx_, s);
   last_ids_ = s.ids;
   f.B = B;
   f.K = K;
@@ -118,7 +118,7 @@ void Executor::enqueue_sample(const Tensor& logits, const SamplingBatch& batch) 
   f.launched = true;
   ++launched_;
 #ifdef STRATA_HAVE_CUDA
-  if (ctx_.device != Device::Host) {
+  if (ctx_->device != Device::Host) {
     const size_t bytes = static_cast<size_t>(words) * sizeof(int32_t);
     if (f.pinned_bytes < bytes) {
       if (f.pinned) STRATA_CUDA_CHECK(cudaFreeHost(f.pinned));
@@ -131,10 +131,10 @@ void Executor::enqueue_sample(const Tensor& logits, const SamplingBatch& batch) 
       STRATA_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
       f.event = e;
     }
-    auto stream = static_cast<cudaStream_t>(ctx_.stream);
+    auto stream = static_cast<cudaStream_t>(ctx_->stream);
     cuda::copy_d2h_async(f.pinned, f.out.raw(), bytes);
     STRATA_CUDA_CHECK(cudaEventRecord(static_cast<cudaEvent_t>(f.event), stream));
-    ++ctx_.d2h_copies;
+    ++ctx_->d2h_copies;
   }
 #endif
 }
@@ -146,7 +146,7 @@ SampledStep Executor::collect() {
   head_ = (head_ + 1) % 2;
   --launched_;
   const int32_t* w = nullptr;
-  if (ctx_.device == Device::Host) {
+  if (ctx_->device == Device::Host) {
     w = f.out.data<int32_t>();
   } else {
 #ifdef STRATA_HAVE_CUDA

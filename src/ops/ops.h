@@ -361,7 +361,8 @@ struct CastArgs {
 };
 
 // Token ids that are still on the device (overlapped scheduling: a decode row's token is the
-// one the previous step sampled): ids[t] = prev[src[t]] where src[t] >= 0, else unchanged.
+// one the previous step sampled): ids[t] = prev[src[t]] where src[t] >= 0, else unchanged; a
+// negative prev (a row flagged non-finite, whose sequence ends there) becomes 0.
 // A src outside prev counts an index error and leaves ids[t] unchanged.
 struct TakeIdsArgs {
   static constexpr const char* kName = "take_ids";

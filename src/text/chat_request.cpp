@@ -1,5 +1,8 @@
 #include "text/chat_request.h"
 
+#include "io/bounded_file.h"
+#include "io/json_strict.h"
+
 #include <algorithm>
 #include <fstream>
 #include <iterator>
@@ -12,12 +15,6 @@ namespace strata::text {
 using json = nlohmann::ordered_json;
 
 namespace {
-
-std::string read_text_file(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail("{}: cannot open for reading", path.string());
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
 
 // A message's content as the template sees it: a string stays, null stays, a list of text parts
 // becomes their texts joined with "\n" (vLLM's default "string" content format).
@@ -118,7 +115,8 @@ ChatPromptBuilder ChatPromptBuilder::from_model_dir(const std::filesystem::path&
   b.bos_token_ = templates->bos_token();
   b.eos_token_ = templates->eos_token();
   if (!template_file.empty()) {
-    b.override_ = std::make_shared<const ChatTemplate>(read_text_file(template_file),
+    b.override_ = std::make_shared<const ChatTemplate>(
+        io::read_text_file(template_file.string(), "chat template", io::kTemplateMaxBytes),
                                                        jinja::Limits{}, template_file.string());
   } else {
     b.model_templates_ = std::move(templates);

@@ -96,14 +96,10 @@ inline std::vector<std::vector<float>> prefill_all_logits(NemotronHModel& m,
   ec.block_size = block_size;
   ec.cache_plan = cache::plan_cache_for_tokens(m.config(), 1, T, block_size, m.act_dtype());
   ec.cuda_graphs = false;
+  ec.run_on = &ctx;  // the test's context: its settings, and its counts of copies and bounces
   engine::Executor ex(m, ec);
-  ex.context().allow_host_bounce = ctx.allow_host_bounce;
-  ex.context().force_host_ops = ctx.force_host_ops;
   engine::ExecutorSequence seq(ex, T);
   auto rows = rows_of(seq.forward(ids, LogitRows::All));
-  ctx.host_bounces += ex.context().host_bounces.load();
-  ctx.h2d_copies += ex.context().h2d_copies.load();
-  ctx.d2h_copies += ex.context().d2h_copies.load();
   return rows;
 }
 

@@ -135,13 +135,14 @@ void compare(const Tensor& dev_out, const Tensor& host_out, BlockGateRow* row) {
 struct Side {
   Side(NemotronHModel& m, OpContext* ctx_, int64_t tokens, DType act)
       : ctx(ctx_),
-        ex(m, config(m, ctx_->device, tokens, act)),
+        ex(m, config(m, ctx_, tokens, act)),
         seq(ex, tokens),
         cache(ex.cache()) {}
-  static engine::ExecutorConfig config(const NemotronHModel& m, Device device, int64_t tokens,
+  static engine::ExecutorConfig config(const NemotronHModel& m, OpContext* ctx, int64_t tokens,
                                        DType act) {
     engine::ExecutorConfig ec;
-    ec.device = device;
+    ec.device = ctx->device;
+    ec.run_on = ctx;  // the gate's contexts: the caller's device run, the host reference
     ec.max_num_seqs = 1;
     ec.max_model_len = tokens;
     ec.cache_plan = cache::plan_cache_for_tokens(m.config(), 1, tokens, 16, act);

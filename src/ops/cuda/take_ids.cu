@@ -15,7 +15,8 @@ __global__ void take_ids_kernel(int32_t* ids, const int32_t* src, int64_t T, con
     atomicAdd(index_errors, 1);
     return;
   }
-  ids[t] = prev[s];
+  const int32_t id = prev[s];
+  ids[t] = id < 0 ? 0 : id;  // a non-finite row's -1: its sequence ends; the row is discarded
 }
 
 }  // namespace

@@ -21,7 +21,10 @@ void take_ids_run(const TakeIdsArgs& a, OpContext&) {
     if (src[t] < 0) continue;
     if (static_cast<size_t>(src[t]) >= prev.size())
       fail("take_ids: src[{}] = {} is outside the previous step's {} ids", t, src[t], prev.size());
-    ids[static_cast<int64_t>(t) * stride] = prev[static_cast<size_t>(src[t])];
+    // A previous row flagged non-finite sampled -1: its sequence ends at that step, and the
+    // row it has in this step is discarded; any valid id keeps the step's kernels in range.
+    const int32_t id = prev[static_cast<size_t>(src[t])];
+    ids[static_cast<int64_t>(t) * stride] = id < 0 ? 0 : id;
   }
 }
 
