@@ -7,19 +7,13 @@
 #include "cache/cache_plan.h"
 #include "core/check.h"
 #include "engine/device.h"
+#include "decode_bench.h"
 #include "engine/executor.h"
 #include "ops/cuda/cuda_backend.h"
 
 namespace strata::bench {
 
 namespace {
-
-constexpr int64_t kBlockSize = 16;
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v[v.size() / 2];
-}
 
 // What one decode step of B tokens must touch and compute (see the header).
 struct StepCost {
@@ -88,21 +82,9 @@ StepCost step_cost(const model::ModelConfig& c, const model::ModelWeights& w, do
 class DecodeRig {
  public:
   DecodeRig(model::NemotronHModel& m, Device device, int64_t batch, int64_t max_tokens)
-      : m_(m), ex_(m, config(m, device, batch, max_tokens)) {
+      : m_(m), ex_(m, bench_executor(m, device, batch, max_tokens, /*graphs=*/false)) {
     for (int64_t b = 0; b < batch; ++b)
       seqs_.push_back(std::make_unique<engine::ExecutorSequence>(ex_, max_tokens));
-  }
-  static engine::ExecutorConfig config(model::NemotronHModel& m, Device device, int64_t batch,
-                                       int64_t max_tokens) {
-    engine::ExecutorConfig ec;
-    ec.device = device;
-    ec.max_num_seqs = batch;
-    ec.max_model_len = max_tokens;
-    ec.block_size = kBlockSize;
-    ec.cache_plan =
-        cache::plan_cache_for_tokens(m.config(), batch, max_tokens, kBlockSize, m.act_dtype());
-    ec.cuda_graphs = false;
-    return ec;
   }
 
   // Every sequence adds `len` tokens (len 1: a decode step).

@@ -69,10 +69,6 @@ double time_once_ms(Device device, const std::function<void()>& fn) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v[v.size() / 2];
-}
 
 std::vector<int32_t> bench_prompt(int64_t n, int64_t vocab) {
   std::vector<int32_t> p;
@@ -82,23 +78,14 @@ std::vector<int32_t> bench_prompt(int64_t n, int64_t vocab) {
 }
 
 // A single-sequence executor sized for the whole run (graphs for decode steps when `graph`).
-engine::ExecutorConfig bench_executor(model::NemotronHModel& m, Device device, int64_t context,
-                                      bool graph) {
-  engine::ExecutorConfig ec;
-  ec.device = device;
-  ec.max_num_seqs = 1;
-  ec.max_model_len = context;
-  ec.cache_plan = cache::plan_cache_for_tokens(m.config(), 1, context, 16, m.act_dtype());
-  ec.cuda_graphs = graph;
-  return ec;
-}
+
 
 BenchRow run_mode(model::NemotronHModel& m, Device device, const BenchOptions& o, bool graph,
                   std::vector<int32_t>* tokens) {
   BenchRow row;
   row.mode = graph ? "graph" : "eager";
   const int64_t context = o.prompt_len + o.warmup + 1 + o.steps * o.repeats + 8;
-  engine::Executor ex(m, bench_executor(m, device, context, graph));
+  engine::Executor ex(m, bench_executor(m, device, 1, context, graph));
   engine::ExecutorSequence s(ex, context);
   const ops::SamplingRow greedy;  // temperature 0
   engine::SamplingBatch batch;
@@ -128,6 +115,23 @@ BenchRow run_mode(model::NemotronHModel& m, Device device, const BenchOptions& o
 }
 
 }  // namespace
+
+engine::ExecutorConfig bench_executor(model::NemotronHModel& m, Device device, int64_t seqs,
+                                      int64_t tokens, bool graphs) {
+  engine::ExecutorConfig ec;
+  ec.device = device;
+  ec.max_num_seqs = seqs;
+  ec.max_model_len = tokens;
+  ec.block_size = 16;
+  ec.cache_plan = cache::plan_cache_for_tokens(m.config(), seqs, tokens, 16, m.act_dtype());
+  ec.cuda_graphs = graphs;
+  return ec;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
 
 BenchResult run_decode_bench(model::NemotronHModel& m, Device device, const BenchOptions& o) {
   if (o.prompt_len < 1 || o.steps < 1 || o.repeats < 1 || o.warmup < 0)

@@ -6,6 +6,8 @@
 // measured 4.57 TB/s read ceiling (spec/performance.md section 9).
 #pragma once
 
+#include "engine/executor.h"
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -13,6 +15,13 @@
 #include "model/nemotron_h/model.h"
 
 namespace strata::bench {
+
+// An executor for a benchmark: `seqs` sequences of at most `tokens` tokens, caches sized for
+// exactly that (16-token blocks), decode graphs when `graphs` (CUDA).
+engine::ExecutorConfig bench_executor(model::NemotronHModel& m, Device device, int64_t seqs,
+                                      int64_t tokens, bool graphs);
+// The median of a sample (the upper middle for an even count; 0 for none).
+double median(std::vector<double> v);
 
 struct DecodeBytes {
   double weights = 0;  // bytes of weights one decode token reads

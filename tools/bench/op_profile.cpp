@@ -1,5 +1,7 @@
 #include "op_profile.h"
 
+#include "decode_bench.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -42,13 +44,8 @@ OpProfile profile_decode_ops(model::NemotronHModel& m, int64_t prompt_len, int64
   if (steps < 1 || prompt_len < 1)
     fail("bench --profile-ops: steps and prompt length must be >= 1");
   const int64_t context = prompt_len + warmup + steps + 8;
-  engine::ExecutorConfig ec;
-  ec.device = Device::Cuda;
-  ec.max_num_seqs = 1;
-  ec.max_model_len = context;
-  ec.cache_plan = cache::plan_cache_for_tokens(m.config(), 1, context, 16, m.act_dtype());
-  ec.cuda_graphs = false;  // eager: each op is timed between events
-  engine::Executor ex(m, ec);
+  // Eager: each op is timed between events.
+  engine::Executor ex(m, bench_executor(m, Device::Cuda, 1, context, /*graphs=*/false));
   engine::ExecutorSequence s(ex, context);
   const ops::SamplingRow greedy;
   std::vector<int32_t> prompt;

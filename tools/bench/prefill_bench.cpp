@@ -7,6 +7,7 @@
 #include "cache/cache_plan.h"
 #include "core/check.h"
 #include "engine/device.h"
+#include "decode_bench.h"
 #include "engine/executor.h"
 #include "ops/cuda/cuda_backend.h"
 
@@ -17,17 +18,12 @@ namespace {
 // Long enough for the host to enqueue a whole step before its first kernel runs.
 constexpr double kSpinMicroseconds = 50000;
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v[v.size() / 2];
-}
-
 // The caches and sequences of B prompts of L tokens in one executor, reused by every step of one
 // length (each step prefills from scratch: num_computed 0 overwrites the states and KV rows).
 class PrefillRig {
  public:
   PrefillRig(model::NemotronHModel& m, Device device, int64_t batch, int64_t len)
-      : ex_(m, config(m, device, batch, len)) {
+      : ex_(m, bench_executor(m, device, batch, len + 1, /*graphs=*/false)) {
     for (int64_t b = 0; b < batch; ++b) {
       seqs_.push_back(std::make_unique<engine::ExecutorSequence>(ex_, len + 1));
       std::vector<int32_t> tokens;
@@ -37,18 +33,6 @@ class PrefillRig {
       chunks_.push_back(seqs_.back()->chunk(std::move(tokens)));
     }
   }
-  static engine::ExecutorConfig config(model::NemotronHModel& m, Device device, int64_t batch,
-                                       int64_t len) {
-    engine::ExecutorConfig ec;
-    ec.device = device;
-    ec.max_num_seqs = batch;
-    ec.max_model_len = len + 1;
-    ec.block_size = kBlockSize;
-    ec.cache_plan =
-        cache::plan_cache_for_tokens(m.config(), batch, len + 1, kBlockSize, m.act_dtype());
-    ec.cuda_graphs = false;
-    return ec;
-  }
 
   engine::StepInput build() { return ex_.prepare(chunks_); }
   Tensor forward(const engine::StepInput& step) {
@@ -57,7 +41,6 @@ class PrefillRig {
   OpContext& ctx() { return ex_.context(); }
 
  private:
-  static constexpr int64_t kBlockSize = 16;
   engine::Executor ex_;
   std::vector<std::unique_ptr<engine::ExecutorSequence>> seqs_;
   std::vector<engine::SequenceChunk> chunks_;
