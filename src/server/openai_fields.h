@@ -4,12 +4,14 @@
 #pragma once
 
 #include <cstdint>
+#include <new>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "core/check.h"
 #include "engine/sampling_params.h"
 #include "server/openai_errors.h"
 #include "server/openai_protocol.h"
@@ -21,6 +23,25 @@ using json = nlohmann::ordered_json;
 struct ParamError {
   ApiError error;
 };
+
+// Runs a request parser: a ParamError is its own 4xx, a strata::Error or a JSON error a 400, and
+// nothing else escapes (out of memory or an unexpected exception become a 500 naming it).
+template <class Result, class Fn>
+Result guard_request(Fn&& fn) {
+  try {
+    return fn();
+  } catch (const ParamError& e) {
+    return e.error;
+  } catch (const Error& e) {
+    return bad_request(e.what());
+  } catch (const nlohmann::json::exception& e) {
+    return bad_request(std::string("invalid request: ") + e.what());
+  } catch (const std::bad_alloc&) {
+    return internal_error("out of memory while parsing the request");
+  } catch (const std::exception& e) {
+    return internal_error(std::string("unexpected error while parsing the request: ") + e.what());
+  }
+}
 [[noreturn]] void reject(std::string message, std::string param = {});
 
 class Fields {

@@ -26,21 +26,6 @@ json parse_object(std::string_view body, const ServingContext& ctx) {
   return j;
 }
 
-template <class Fn>
-JsonResult guarded(Fn&& fn) {
-  try {
-    return fn();
-  } catch (const ParamError& e) {
-    return e.error;
-  } catch (const Error& e) {
-    return bad_request(e.what());
-  } catch (const nlohmann::json::exception& e) {
-    return bad_request(std::string("invalid request: ") + e.what());
-  } catch (const std::exception& e) {
-    return internal_error(std::string("unexpected error: ") + e.what());
-  }
-}
-
 json tokenize(std::string_view body, const ServingContext& ctx) {
   const json j = parse_object(body, ctx);
   const Fields f(j);
@@ -105,11 +90,11 @@ json detokenize(std::string_view body, const ServingContext& ctx) {
 }  // namespace
 
 JsonResult handle_tokenize(std::string_view body, const ServingContext& ctx) {
-  return guarded([&] { return tokenize(body, ctx); });
+  return detail::guard_request<JsonResult>([&] { return tokenize(body, ctx); });
 }
 
 JsonResult handle_detokenize(std::string_view body, const ServingContext& ctx) {
-  return guarded([&] { return detokenize(body, ctx); });
+  return detail::guard_request<JsonResult>([&] { return detokenize(body, ctx); });
 }
 
 json models_body(const ServingContext& ctx, int64_t created) {

@@ -390,23 +390,6 @@ ParsedRequest parse_completion(std::string_view body, const ServingContext& ctx,
   return out;
 }
 
-template <class Fn>
-ParseResult guarded(Fn&& fn) {
-  try {
-    return fn();
-  } catch (const ParamError& e) {
-    return e.error;
-  } catch (const Error& e) {
-    return bad_request(e.what());
-  } catch (const nlohmann::json::exception& e) {
-    return bad_request(std::string("invalid request: ") + e.what());
-  } catch (const std::bad_alloc&) {
-    return internal_error("out of memory while parsing the request");
-  } catch (const std::exception& e) {
-    return internal_error(std::string("unexpected error while parsing the request: ") + e.what());
-  }
-}
-
 }  // namespace
 
 std::variant<json, ApiError> parse_json_body(std::string_view body, int max_depth) {
@@ -465,12 +448,12 @@ std::string random_id(std::string_view prefix) {
 
 ParseResult parse_completion_request(std::string_view body, const ServingContext& ctx,
                                      std::string_view header_request_id) {
-  return guarded([&] { return parse_completion(body, ctx, header_request_id); });
+  return detail::guard_request<ParseResult>([&] { return parse_completion(body, ctx, header_request_id); });
 }
 
 ParseResult parse_chat_request(std::string_view body, const ServingContext& ctx,
                                std::string_view header_request_id) {
-  return guarded([&] { return parse_chat(body, ctx, header_request_id); });
+  return detail::guard_request<ParseResult>([&] { return parse_chat(body, ctx, header_request_id); });
 }
 
 }  // namespace strata::server
