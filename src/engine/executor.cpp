@@ -333,7 +333,7 @@ Tensor Executor::decode_graph_logits(const std::vector<SequenceChunk>& seqs) {
       set_device_allocator(ctx_->device, G.region.get());
       const bool ok = slot.graph.capture(
           ctx_->stream, [&] { out = model_.forward(*ctx_, step, *cache_, LogitRows::LastPerSequence); },
-          &why, /*hold_allocations=*/false);
+          &why);
       set_device_allocator(ctx_->device, inner);
       if (ok) {
         // The graph writes its logits here on every replay; the view does not own them.
