@@ -10,7 +10,7 @@
 
 #include "core/check.h"
 #include "core/log.h"
-#include "engine/generator.h"
+#include "engine/token_ids.h"
 
 namespace strata::engine {
 

@@ -14,7 +14,7 @@
 #include "core/log.h"
 #include "engine/device.h"
 #include "engine/engine.h"
-#include "engine/generator.h"
+#include "engine/token_ids.h"
 #include "engine/sampling_json.h"
 #include "engine_flags.h"
 #include "io/json_strict.h"

@@ -9,7 +9,7 @@
 #include "core/check.h"
 #include "engine/device.h"
 #include "engine/executor.h"
-#include "engine/generator.h"
+#include "engine/token_ids.h"
 #include "flag_checks.h"
 #include "io/npy.h"
 #include "model/nemotron_h/load.h"
