@@ -11,6 +11,8 @@ std::string_view device_name(Device d) {
 
 namespace {
 DeviceAllocator* g_allocators[2] = {nullptr, nullptr};
+// A thread's override (a device context made current on it: cuda::ContextScope).
+thread_local DeviceAllocator* t_allocators[2] = {nullptr, nullptr};
 
 std::array<int64_t, kMaxDims> contiguous_strides(const Shape& s) {
   std::array<int64_t, kMaxDims> st{};
@@ -27,8 +29,15 @@ void set_device_allocator(Device d, DeviceAllocator* alloc) {
   g_allocators[static_cast<int>(d)] = alloc;
 }
 
+DeviceAllocator* set_thread_device_allocator(Device d, DeviceAllocator* alloc) {
+  DeviceAllocator* prev = t_allocators[static_cast<int>(d)];
+  t_allocators[static_cast<int>(d)] = alloc;
+  return prev;
+}
+
 DeviceAllocator* device_allocator(Device d) {
-  auto* a = g_allocators[static_cast<int>(d)];
+  auto* a = t_allocators[static_cast<int>(d)];
+  if (!a) a = g_allocators[static_cast<int>(d)];
   if (!a) fail("no {} backend is available in this build or on this machine", device_name(d));
   return a;
 }

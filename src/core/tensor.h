@@ -39,8 +39,13 @@ struct DeviceAllocator {
   // Copies between host and device or within a device. Counted by the backend.
   virtual void copy(void* dst, Device dst_dev, const void* src, Device src_dev, size_t bytes) = 0;
 };
+// The process-wide allocator for d (the backend's default context).
 void set_device_allocator(Device d, DeviceAllocator* alloc);
-DeviceAllocator* device_allocator(Device d);  // throws when no backend is installed for d
+// This thread's allocator for d, in front of the process-wide one (nullptr: none); returns the
+// previous one. A device context made current on a thread installs its arena here.
+DeviceAllocator* set_thread_device_allocator(Device d, DeviceAllocator* alloc);
+// This thread's allocator for d, else the process-wide one; throws when neither is installed.
+DeviceAllocator* device_allocator(Device d);
 
 constexpr int kMaxDims = 6;
 

@@ -1,6 +1,7 @@
 #include "engine/device.h"
 
 #include "core/check.h"
+#include "ops/cuda/device_context.h"
 #include "ops/ops.h"
 
 namespace strata::engine {
@@ -32,5 +33,17 @@ void prepare_device(Device device, OpContext& ctx) {
   // Throws "no cuda backend is available in this build or on this machine" when none is installed.
   device_allocator(device);
 }
+
+}  // namespace strata::engine
+
+namespace strata::engine {
+
+DeviceScope::DeviceScope(const OpContext& ctx) {
+  if (ctx.device == Device::Cuda && ctx.device_context)
+    scope_ = std::make_unique<cuda::ContextScope>(
+        *static_cast<cuda::DeviceContext*>(ctx.device_context));
+}
+
+DeviceScope::~DeviceScope() = default;
 
 }  // namespace strata::engine

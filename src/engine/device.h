@@ -3,9 +3,14 @@
 // an initializer; prepare_device runs it once and fails clearly when the device is unusable.
 #pragma once
 
+#include <memory>
 #include <string_view>
 
 #include "ops/registry.h"
+
+namespace strata::cuda {
+class ContextScope;
+}
 
 namespace strata::engine {
 
@@ -21,5 +26,20 @@ void register_backend_init(Device device, BackendInit init);
 // device run the ops forced onto the host: ops::forced_host_ops()). Throws
 // strata::Error when this build or machine has no backend for it.
 void prepare_device(Device device, OpContext& ctx);
+
+// Makes ctx's device context current on this thread for the scope (CUDA: its device selected,
+// its arena the allocator of new Device::Cuda tensors; see cuda::ContextScope). Nothing for a
+// host context or one not bound to a device context. The Executor opens one at every entry
+// point, so an executor works in its own context whichever thread calls it.
+class DeviceScope {
+ public:
+  explicit DeviceScope(const OpContext& ctx);
+  ~DeviceScope();
+  DeviceScope(const DeviceScope&) = delete;
+  DeviceScope& operator=(const DeviceScope&) = delete;
+
+ private:
+  std::unique_ptr<cuda::ContextScope> scope_;
+};
 
 }  // namespace strata::engine

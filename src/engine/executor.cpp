@@ -97,6 +97,7 @@ Executor::Executor(model::NemotronHModel& model, const ExecutorConfig& config)
   } else {
     prepare_device(config.device, *ctx_);
   }
+  DeviceScope scope(*ctx_);  // the caches, graphs and buffers below live in ctx_'s context
 
   // The caches' dtypes: KV in the activation dtype or e4m3; the SSM state as configured.
   model::ModelConfig cache_config = c;
@@ -188,6 +189,7 @@ std::string Executor::describe_pools() const {
 
 StepInput Executor::prepare(const std::vector<SequenceChunk>& seqs,
                             const StepBuildOptions& options) {
+  DeviceScope scope(*ctx_);
   StepLimits l = limits();
   l.num_slots = l.num_slots > 0 ? l.num_slots - 1 : 0;  // the scratch slot is not a request's
   return StepInput::build(seqs, l, ctx_->device, *ctx_, options);
@@ -201,10 +203,12 @@ Executor::InFlight& Executor::next_slot() {
 }
 
 Tensor Executor::forward(const StepInput& step, LogitRows rows) {
+  DeviceScope scope(*ctx_);
   return model_.forward(*ctx_, step, *cache_, rows);
 }
 
 SampledStep Executor::sample(const Tensor& logits, const SamplingBatch& batch) {
+  DeviceScope scope(*ctx_);
   if (launched_ > 0) fail("executor: sample() while a launched step waits for collect()");
   enqueue_sample(logits, batch);
   return collect();
@@ -217,11 +221,13 @@ int64_t Executor::bucket_for(int64_t batch) {
 }
 
 SampledStep Executor::step(const std::vector<SequenceChunk>& seqs, const SamplingBatch& batch) {
+  DeviceScope scope(*ctx_);
   launch(seqs, batch);
   return collect();
 }
 
 void Executor::launch(const std::vector<SequenceChunk>& seqs, const SamplingBatch& batch) {
+  DeviceScope scope(*ctx_);
   if (launched_ == 2) fail("executor: launch() with two steps already launched");
   const bool decode_only =
       !seqs.empty() && std::all_of(seqs.begin(), seqs.end(), [](const SequenceChunk& q) {
@@ -254,6 +260,7 @@ void Executor::take_pending(const StepInput& step) {
 }
 
 void Executor::copy_slots(const std::vector<std::pair<int32_t, int32_t>>& from_to) {
+  DeviceScope scope(*ctx_);
   cache::MambaStatePool& m = cache_->mamba;
   for (const auto& [from, to] : from_to) {
     if (from == to || from < 0 || to < 0 || from >= m.num_slots() || to >= m.num_slots())
@@ -266,6 +273,7 @@ void Executor::copy_slots(const std::vector<std::pair<int32_t, int32_t>>& from_t
 }
 
 void Executor::copy_blocks(const std::vector<std::pair<int32_t, int32_t>>& from_to) {
+  DeviceScope scope(*ctx_);
   cache::KvBlockPool& kv = cache_->kv;
   for (const auto& [from, to] : from_to) {
     if (from == to || from < 0 || to < 0 || from >= kv.num_blocks() || to >= kv.num_blocks())

@@ -14,6 +14,7 @@
 #ifdef STRATA_HAVE_CUDA
 #include <cuda_runtime.h>
 
+#include "engine/device.h"
 #include "ops/cuda/cuda_backend.h"
 #include "ops/cuda/cuda_check.h"
 #endif
@@ -132,7 +133,7 @@ void Executor::enqueue_sample(const Tensor& logits, const SamplingBatch& batch) 
       f.event = e;
     }
     auto stream = static_cast<cudaStream_t>(ctx_->stream);
-    cuda::copy_d2h_async(f.pinned, f.out.raw(), bytes);
+    cuda::context_of(*ctx_).copy_d2h_async(f.pinned, f.out.raw(), bytes);
     STRATA_CUDA_CHECK(cudaEventRecord(static_cast<cudaEvent_t>(f.event), stream));
     ++ctx_->d2h_copies;
   }
@@ -140,6 +141,7 @@ void Executor::enqueue_sample(const Tensor& logits, const SamplingBatch& batch) 
 }
 
 SampledStep Executor::collect() {
+  DeviceScope scope(*ctx_);
   if (launched_ == 0) fail("executor: collect() with no launched step");
   InFlight& f = *ring_[head_];
   f.launched = false;

@@ -149,14 +149,14 @@ StepInput StepInput::build(const std::vector<SequenceChunk>& seqs, const StepLim
            dst.str(), total, device_name(device));
     s.packed_ = dst;
     if (staged) {
-      cuda::copy_h2d_async(dst.raw(), p, host.nbytes());
+      cuda::context_of(ctx).copy_h2d_async(dst.raw(), p, host.nbytes());
     } else {
       s.packed_.copy_from(host);
     }
     if (device != Device::Host) ++ctx.h2d_copies;
   } else if (staged) {
     s.packed_ = Tensor::empty(Shape{total}, DType::I32, device);
-    cuda::copy_h2d_async(s.packed_.raw(), p, host.nbytes());
+    cuda::context_of(ctx).copy_h2d_async(s.packed_.raw(), p, host.nbytes());
     ++ctx.h2d_copies;
   } else if (device == Device::Host) {
     s.packed_ = host;

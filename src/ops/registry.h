@@ -21,6 +21,9 @@ namespace strata {
 struct OpContext {
   Device device = Device::Host;
   void* stream = nullptr;                // cudaStream_t when device == Cuda
+  // The device context the ops run in when device == Cuda (a cuda::DeviceContext: its stream,
+  // arena, index-error counter and per-context caches); set by cuda::bind.
+  void* device_context = nullptr;
   std::set<std::string> force_host_ops;  // op names forced onto host kernels (bisecting)
   bool allow_host_bounce = false;        // else a forced/missing device op is an error
   std::atomic<int64_t> host_bounces{0};  // ops that ran on host with device tensors

@@ -68,11 +68,11 @@ DecodeAttentionPlan plan_attention_decode(const AttentionLaunch& p, int sms,
                                           int64_t min_split_keys);
 // Partials of a split decode: floats for (max, sum) and output rows of every split.
 int64_t attention_decode_partials_floats(const AttentionLaunch& p, const DecodeAttentionPlan& plan);
-// Makes the split tickets (once per process); false while `stream` is being captured and they
-// do not exist yet (then plan with one split).
-bool attention_decode_counters_ready(void* stream);
-// `partials` (p.partials) is needed when plan.splits > 1; plan.splits == 0 means no plan.
+// Ints in a split decode's ticket buffer (attention_kernels.cpp keeps one per device context).
+int64_t attention_decode_ticket_count();
+// `partials` (p.partials) and `tickets` are needed when plan.splits > 1; plan.splits == 0
+// means no plan.
 void launch_attention_decode(const AttentionLaunch& p, const DecodeAttentionPlan& plan,
-                             int* index_errors, void* stream);
+                             int* tickets, int* index_errors, void* stream);
 
 }  // namespace strata::cuda

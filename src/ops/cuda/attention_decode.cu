@@ -515,10 +515,6 @@ __global__ void __launch_bounds__(kThreads, 1) attention_decode_kernel(DecodeArg
     out[d] = __float2bfloat16_rn(acc[d] * inv);
 }
 
-// The split tickets: one device buffer for the process (one device, one stream), zeroed when
-// made; every launch leaves it zero.
-std::mutex g_counters_mu;
-int* g_counters = nullptr;
 
 }  // namespace
 
@@ -560,31 +556,18 @@ int64_t attention_decode_partials_floats(const AttentionLaunch& p,
   return B * p.n_kv_heads * plan.splits * p.n_heads / p.n_kv_heads * (p.head_dim + 2);
 }
 
-bool attention_decode_counters_ready(void* stream) {
-  std::lock_guard<std::mutex> lock(g_counters_mu);
-  if (g_counters) return true;
-  auto s = static_cast<cudaStream_t>(stream);
-  cudaStreamCaptureStatus st = cudaStreamCaptureStatusNone;
-  STRATA_CUDA_CHECK(cudaStreamIsCapturing(s, &st));
-  if (st != cudaStreamCaptureStatusNone) return false;  // a capture cannot zero them for eager use
-  int* c = nullptr;
-  STRATA_CUDA_CHECK(cudaMalloc(&c, kDecodeCounters * sizeof(int)));
-  STRATA_CUDA_CHECK(cudaMemsetAsync(c, 0, kDecodeCounters * sizeof(int), s));
-  g_counters = c;
-  return true;
+int64_t attention_decode_ticket_count() {
+  return kDecodeCounters;
 }
 
 void launch_attention_decode(const AttentionLaunch& p, const DecodeAttentionPlan& plan,
-                             int* index_errors, void* stream) {
+                             int* tickets, int* index_errors, void* stream) {
   const int64_t B = p.cu_seqlens_q.n - 1;
   if (p.q.rows == 0 || B <= 0) return;
   auto s = static_cast<cudaStream_t>(stream);
-  int* counters = nullptr;
-  if (plan.splits > 1) {
-    std::lock_guard<std::mutex> lock(g_counters_mu);
-    counters = g_counters;
-    if (!counters) STRATA_CUDA_FAIL("attention decode: split tickets not made (call counters_ready)");
-  }
+  int* counters = plan.splits > 1 ? tickets : nullptr;
+  if (plan.splits > 1 && !counters)
+    STRATA_CUDA_FAIL("attention decode: split tickets not made (attention_decode_tickets)");
   DecodeArgs a{p, plan.splits, plan.split_len, counters, index_errors};
   const dim3 grid(static_cast<unsigned>(plan.splits), static_cast<unsigned>(p.n_kv_heads),
                   static_cast<unsigned>(B));

@@ -4,12 +4,17 @@
 // "cuda" (the general family: prefill and decode, f32 and bf16, head_dim 1..256, act or e4m3
 // caches) takes the rest.
 #ifdef STRATA_HAVE_CUDA
+#include <cuda_runtime.h>
+
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
+#include <memory>
+#include <mutex>
 
 #include "ops/cuda/attention.h"
 #include "ops/cuda/cuda_backend.h"
+#include "ops/cuda/cuda_check.h"
 #include "ops/cuda/kernel_support.h"
 #include "ops/ops.h"
 
@@ -87,13 +92,13 @@ void attention_run(const AttentionArgs& a, OpContext& ctx) {
   AttentionLaunch p = launch_of(a);
   Tensor partials;
   if (a.max_q_len == 1) {
-    p.n_splits = attention_decode_splits(p, multiprocessor_count());
+    p.n_splits = attention_decode_splits(p, context_of(ctx).multiprocessor_count());
     if (p.n_splits > 1) {
       partials = Tensor::empty(Shape{attention_partials_floats(p)}, DType::F32, Device::Cuda);
       p.partials = partials.data<float>();
     }
   }
-  launch_attention(p, index_error_counter(), stream_of(ctx));
+  launch_attention(p, context_of(ctx).index_errors(), stream_of(ctx));
 }
 
 // ---- cuda.decode ----
@@ -142,10 +147,40 @@ bool decode_supports(const AttentionArgs& a, std::string* why) {
   return c;
 }
 
+// The split tickets of one device context, zeroed when made; every launch leaves them zero.
+struct DecodeTickets {
+  std::mutex mu;
+  int* p = nullptr;
+  ~DecodeTickets() {
+    if (p) (void)cudaFree(p);  // no check: destructors must not throw
+  }
+};
+const char kTicketsKey = 0;
+
+// dc's tickets, made on first use; nullptr while dc's stream is being captured and they do not
+// exist yet (a capture cannot zero them for later eager launches).
+int* decode_tickets(DeviceContext& dc) {
+  auto& t = dc.local<DecodeTickets>(&kTicketsKey, [] { return std::make_shared<DecodeTickets>(); });
+  std::lock_guard<std::mutex> lock(t.mu);
+  if (t.p) return t.p;
+  auto s = static_cast<cudaStream_t>(dc.stream());
+  cudaStreamCaptureStatus st = cudaStreamCaptureStatusNone;
+  STRATA_CUDA_CHECK(cudaStreamIsCapturing(s, &st));
+  if (st != cudaStreamCaptureStatusNone) return nullptr;
+  const size_t bytes = static_cast<size_t>(attention_decode_ticket_count()) * sizeof(int);
+  int* c = nullptr;
+  STRATA_CUDA_CHECK(cudaMalloc(&c, bytes));
+  STRATA_CUDA_CHECK(cudaMemsetAsync(c, 0, bytes, s));
+  t.p = c;
+  return c;
+}
+
 void decode_run(const AttentionArgs& a, OpContext& ctx) {
   AttentionLaunch p = launch_of(a);
-  DecodeAttentionPlan plan = plan_attention_decode(p, multiprocessor_count(), min_split_keys());
-  if (plan.splits > 1 && !attention_decode_counters_ready(stream_of(ctx))) {
+  DeviceContext& dc = context_of(ctx);
+  DecodeAttentionPlan plan = plan_attention_decode(p, dc.multiprocessor_count(), min_split_keys());
+  int* tickets = plan.splits > 1 ? decode_tickets(dc) : nullptr;
+  if (plan.splits > 1 && !tickets) {
     // First use inside a graph capture: the tickets cannot be zeroed for later eager launches
     // now, so this capture runs the context as one split when its pages fit, else the general
     // kernel.
@@ -163,7 +198,7 @@ void decode_run(const AttentionArgs& a, OpContext& ctx) {
                              Device::Cuda);
     p.partials = partials.data<float>();
   }
-  launch_attention_decode(p, plan, index_error_counter(), stream_of(ctx));
+  launch_attention_decode(p, plan, tickets, dc.index_errors(), stream_of(ctx));
 }
 
 // ---- cuda.flash ----
@@ -191,7 +226,7 @@ bool flash_supports(const AttentionArgs& a, std::string* why) {
 }
 
 void flash_run(const AttentionArgs& a, OpContext& ctx) {
-  launch_attention_flash(launch_of(a), index_error_counter(), stream_of(ctx));
+  launch_attention_flash(launch_of(a), context_of(ctx).index_errors(), stream_of(ctx));
 }
 
 }  // namespace

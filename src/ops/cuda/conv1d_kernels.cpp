@@ -68,7 +68,7 @@ void prefill_run(const Conv1dPrefillArgs& a, OpContext& ctx) {
   p.cu_seqlens = vec_of(a.cu_seqlens);
   p.slots = vec_of(a.slots);
   p.has_initial = vec_of(a.has_initial);
-  launch_conv1d_prefill(p, index_error_counter(), stream_of(ctx));
+  launch_conv1d_prefill(p, context_of(ctx).index_errors(), stream_of(ctx));
 }
 
 bool update_supports(const Conv1dUpdateArgs& a, std::string* why) {
@@ -82,7 +82,7 @@ bool update_supports(const Conv1dUpdateArgs& a, std::string* why) {
 void update_run(const Conv1dUpdateArgs& a, OpContext& ctx) {
   Conv1dLaunch p = launch_of(a.x, a.weight, a.bias, a.conv_states, a.out);
   p.slots = vec_of(a.slots);
-  launch_conv1d_update(p, index_error_counter(), stream_of(ctx));
+  launch_conv1d_update(p, context_of(ctx).index_errors(), stream_of(ctx));
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <atomic>
 #include <mutex>
 #include <vector>
 
@@ -16,21 +17,13 @@
 namespace strata::cuda {
 
 namespace {
-struct Backend {
-  int device = -1;
-  cudaStream_t stream = nullptr;
-  Arena* arena = nullptr;  // never destroyed: storages may be released during static teardown
-  int* index_errors = nullptr;
-  cudaDeviceProp prop{};
-};
-Backend g;
 std::mutex g_init_mu;
-
-Backend& ready() {
-  if (g.device < 0) fail("the CUDA backend is not initialized (call cuda::init_backend first)");
-  return g;
-}
+std::atomic<DeviceContext*> g_default{nullptr};  // init_backend's context
 }  // namespace
+
+DeviceContext* process_default_context() {
+  return g_default.load(std::memory_order_acquire);
+}
 
 bool device_available(std::string* why) {
   int n = 0;
@@ -51,9 +44,10 @@ bool device_available(std::string* why) {
 
 void init_backend(int device) {
   std::lock_guard<std::mutex> lock(g_init_mu);
-  if (g.device == device) return;
-  if (g.device >= 0)
-    fail("the CUDA backend already runs on device {}; cannot switch to {}", g.device, device);
+  DeviceContext* d = g_default.load();
+  if (d && d->device() == device) return;
+  if (d)
+    fail("the CUDA backend already runs on device {}; cannot switch to {}", d->device(), device);
   std::string why;
   if (!device_available(&why)) fail("--device cuda: {}", why);
   int n = 0;
@@ -61,63 +55,51 @@ void init_backend(int device) {
   if (device < 0 || device >= n)
     fail("--device cuda:{}: only {} CUDA device(s) present", device, n);
   STRATA_CUDA_CHECK(cudaSetDevice(device));
-  STRATA_CUDA_CHECK(cudaGetDeviceProperties(&g.prop, device));
-  STRATA_CUDA_CHECK(cudaStreamCreateWithFlags(&g.stream, cudaStreamNonBlocking));
-  g.arena = new Arena(g.stream);
-  STRATA_CUDA_CHECK(cudaMalloc(&g.index_errors, sizeof(int)));
-  STRATA_CUDA_CHECK(cudaMemset(g.index_errors, 0, sizeof(int)));
-  g.device = device;
-  set_device_allocator(Device::Cuda, g.arena);
-  log::info("cuda: {}", device_description());
+  DeviceContext& c = DeviceContext::of(device);
+  set_device_allocator(Device::Cuda, &c.arena());
+  g_default.store(&c, std::memory_order_release);
+  log::info("cuda: {}", c.description());
+}
+
+DeviceContext& default_context() {
+  DeviceContext* d = g_default.load(std::memory_order_acquire);
+  if (!d) fail("the CUDA backend is not initialized (call cuda::init_backend first)");
+  return *d;
 }
 
 bool backend_initialized() {
-  return g.device >= 0;
+  return g_default.load() != nullptr;
 }
 
 void* stream() {
-  return ready().stream;
+  return current_context().stream();
 }
 
 void bind(OpContext& ctx) {
-  ctx.device = Device::Cuda;
-  ctx.stream = ready().stream;
+  bind(ctx, current_context());
 }
 
 void synchronize() {
-  STRATA_CUDA_CHECK(cudaStreamSynchronize(ready().stream));
+  current_context().synchronize();
 }
 
 CopyCounters copy_counters() {
-  return ready().arena->copies();
+  return current_context().copy_counters();
 }
 ArenaStats arena_stats() {
-  return ready().arena->stats();
-}
-
-int* index_error_counter() {
-  return ready().index_errors;
+  return current_context().arena_stats();
 }
 
 int64_t take_index_errors() {
-  Backend& b = ready();
-  int v = 0;
-  STRATA_CUDA_CHECK(
-      cudaMemcpyAsync(&v, b.index_errors, sizeof(int), cudaMemcpyDeviceToHost, b.stream));
-  STRATA_CUDA_CHECK(cudaMemsetAsync(b.index_errors, 0, sizeof(int), b.stream));
-  STRATA_CUDA_CHECK(cudaStreamSynchronize(b.stream));
-  return v;
+  return current_context().take_index_errors();
 }
 
 std::string device_description() {
-  const Backend& b = ready();
-  return fmt::format("{} (sm_{}{}, {} SMs, {:.1f} GiB)", b.prop.name, b.prop.major, b.prop.minor,
-                     b.prop.multiProcessorCount,
-                     static_cast<double>(b.prop.totalGlobalMem) / (1024.0 * 1024.0 * 1024.0));
+  return current_context().description();
 }
 
 int multiprocessor_count() {
-  return ready().prop.multiProcessorCount;
+  return current_context().multiprocessor_count();
 }
 
 void* alloc_pinned(size_t bytes) {
@@ -128,22 +110,13 @@ void* alloc_pinned(size_t bytes) {
 void free_pinned(void* p) {
   if (p) cudaFreeHost(p);
 }
-void copy_h2d_async(void* dst, const void* pinned_src, size_t bytes) {
-  ready().arena->copy_h2d_async(dst, pinned_src, bytes);
-}
-void copy_d2h_async(void* pinned_dst, const void* src, size_t bytes) {
-  ready().arena->copy_d2h_async(pinned_dst, src, bytes);
-}
 
 void memory_info(size_t* free_bytes, size_t* total_bytes) {
-  Backend& b = ready();
-  STRATA_CUDA_CHECK(cudaStreamSynchronize(b.stream));
-  b.arena->trim();  // slabs with no live block go back: free memory is what others may take
-  STRATA_CUDA_CHECK(cudaMemGetInfo(free_bytes, total_bytes));
+  current_context().memory_info(free_bytes, total_bytes);
 }
 
 double time_ms(const std::function<void()>& fn, int warmup, int reps) {
-  Backend& b = ready();
+  DeviceContext& b = current_context();
   STRATA_CHECK_GT(reps, 0);
   for (int i = 0; i < warmup; ++i)
     fn();
@@ -152,9 +125,9 @@ double time_ms(const std::function<void()>& fn, int warmup, int reps) {
   STRATA_CUDA_CHECK(cudaEventCreate(&stop));
   std::vector<float> ms(static_cast<size_t>(reps));
   for (int i = 0; i < reps; ++i) {
-    STRATA_CUDA_CHECK(cudaEventRecord(start, b.stream));
+    STRATA_CUDA_CHECK(cudaEventRecord(start, static_cast<cudaStream_t>(b.stream())));
     fn();
-    STRATA_CUDA_CHECK(cudaEventRecord(stop, b.stream));
+    STRATA_CUDA_CHECK(cudaEventRecord(stop, static_cast<cudaStream_t>(b.stream())));
     STRATA_CUDA_CHECK(cudaEventSynchronize(stop));
     STRATA_CUDA_CHECK(cudaEventElapsedTime(&ms[static_cast<size_t>(i)], start, stop));
   }
@@ -165,21 +138,21 @@ double time_ms(const std::function<void()>& fn, int warmup, int reps) {
 }
 
 double time_graph_ms(const std::function<void()>& fn, int warmup, int reps) {
-  Backend& b = ready();
+  DeviceContext& b = current_context();
   cudaGraph_t graph = nullptr;
   cudaGraphExec_t exec = nullptr;
-  STRATA_CUDA_CHECK(cudaStreamBeginCapture(b.stream, cudaStreamCaptureModeThreadLocal));
+  STRATA_CUDA_CHECK(cudaStreamBeginCapture(static_cast<cudaStream_t>(b.stream()), cudaStreamCaptureModeThreadLocal));
   try {
     fn();
   } catch (...) {
-    (void)cudaStreamEndCapture(b.stream, &graph);
+    (void)cudaStreamEndCapture(static_cast<cudaStream_t>(b.stream()), &graph);
     if (graph) (void)cudaGraphDestroy(graph);
     throw;
   }
-  STRATA_CUDA_CHECK(cudaStreamEndCapture(b.stream, &graph));
+  STRATA_CUDA_CHECK(cudaStreamEndCapture(static_cast<cudaStream_t>(b.stream()), &graph));
   STRATA_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
   const double ms =
-      time_ms([&] { STRATA_CUDA_CHECK(cudaGraphLaunch(exec, b.stream)); }, warmup, reps);
+      time_ms([&] { STRATA_CUDA_CHECK(cudaGraphLaunch(exec, static_cast<cudaStream_t>(b.stream()))); }, warmup, reps);
   STRATA_CUDA_CHECK(cudaGraphExecDestroy(exec));
   STRATA_CUDA_CHECK(cudaGraphDestroy(graph));
   return ms;
@@ -191,13 +164,13 @@ StreamTimeline::~StreamTimeline() {
 }
 
 void StreamTimeline::mark() {
-  Backend& b = ready();
+  DeviceContext& b = current_context();
   if (used_ == events_.size()) {
     cudaEvent_t e;
     STRATA_CUDA_CHECK(cudaEventCreate(&e));
     events_.push_back(e);
   }
-  STRATA_CUDA_CHECK(cudaEventRecord(static_cast<cudaEvent_t>(events_[used_++]), b.stream));
+  STRATA_CUDA_CHECK(cudaEventRecord(static_cast<cudaEvent_t>(events_[used_++]), static_cast<cudaStream_t>(b.stream())));
 }
 
 std::vector<double> StreamTimeline::intervals_ms() {
@@ -214,10 +187,10 @@ std::vector<double> StreamTimeline::intervals_ms() {
 }
 
 void spin(double microseconds) {
-  Backend& b = ready();
+  DeviceContext& b = current_context();
   int khz = 0;  // SM clock in kHz = cycles per millisecond
-  STRATA_CUDA_CHECK(cudaDeviceGetAttribute(&khz, cudaDevAttrClockRate, b.device));
-  launch_spin(static_cast<int64_t>(microseconds * khz / 1000.0), b.stream);
+  STRATA_CUDA_CHECK(cudaDeviceGetAttribute(&khz, cudaDevAttrClockRate, b.device()));
+  launch_spin(static_cast<int64_t>(microseconds * khz / 1000.0), static_cast<cudaStream_t>(b.stream()));
 }
 
 }  // namespace strata::cuda
@@ -251,6 +224,9 @@ void* stream() {
 void bind(OpContext&) {
   no_cuda();
 }
+DeviceContext& default_context() {
+  no_cuda();
+}
 void synchronize() {
   no_cuda();
 }
@@ -258,9 +234,6 @@ CopyCounters copy_counters() {
   no_cuda();
 }
 ArenaStats arena_stats() {
-  no_cuda();
-}
-int* index_error_counter() {
   no_cuda();
 }
 int64_t take_index_errors() {
@@ -279,12 +252,6 @@ void* alloc_pinned(size_t) {
   no_cuda();
 }
 void free_pinned(void*) {}
-void copy_h2d_async(void*, const void*, size_t) {
-  no_cuda();
-}
-void copy_d2h_async(void*, const void*, size_t) {
-  no_cuda();
-}
 double time_ms(const std::function<void()>&, int, int) {
   no_cuda();
 }

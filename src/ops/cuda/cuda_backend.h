@@ -1,7 +1,10 @@
-// The CUDA backend: one device, one stream, one arena. `init_backend` installs the arena as the
-// DeviceAllocator for Device::Cuda (so Tensor::empty(..., Device::Cuda) and copies work) and
-// creates the stream every kernel and copy runs on. Plain C++: callable from code built without
-// CUDA, where `device_available` says why there is no device and `init_backend` throws.
+// The CUDA backend's process-level entry points. Device state (stream, arena, index-error
+// counter, caches) belongs to a DeviceContext (device_context.h); `init_backend` makes the
+// process default context of a device and installs its arena as the process-wide allocator for
+// Device::Cuda. The functions below act on the calling thread's current context
+// (current_context(): the innermost ContextScope's, else the default). Plain C++: callable from
+// code built without CUDA, where `device_available` says why there is no device and
+// `init_backend` throws.
 #pragma once
 
 #include <cstdint>
@@ -10,6 +13,7 @@
 #include <vector>
 
 #include "ops/cuda/cuda_arena.h"
+#include "ops/cuda/device_context.h"
 #include "ops/registry.h"
 
 namespace strata::cuda {
@@ -18,15 +22,17 @@ namespace strata::cuda {
 // *why says what is missing (no nvcc at build time, no driver, no device).
 bool device_available(std::string* why);
 
-// Selects `device`, creates the stream and the arena and installs it. Idempotent for the same
-// device; a second, different device throws (one device per process). Throws strata::Error
-// when the build has no CUDA or the device cannot be used.
+// Makes DeviceContext::of(device) the process default (its arena the process-wide allocator).
+// Idempotent for the same device; a second, different device throws (more devices take their
+// own DeviceContext). Throws strata::Error when the build has no CUDA or the device cannot be
+// used.
 void init_backend(int device = 0);
 bool backend_initialized();
+DeviceContext& default_context();  // throws before init_backend
 
-// The backend's stream (a cudaStream_t). Kernels run on OpContext::stream, which `bind` sets.
+// The current context's stream (a cudaStream_t). Kernels run on OpContext::stream.
 void* stream();
-void bind(OpContext& ctx);  // ctx.device = Cuda, ctx.stream = stream()
+void bind(OpContext& ctx);  // bind(ctx, current_context())
 
 // Waits for the stream; asynchronous kernel faults surface here as strata::Error.
 void synchronize();
@@ -37,19 +43,16 @@ CopyCounters copy_counters();
 ArenaStats arena_stats();
 
 // Kernels that meet an out-of-range index (token id, slot, block, expert id) skip that element
-// and count it here instead of faulting. Reading synchronizes and resets the count.
-int* index_error_counter();  // device pointer handed to kernels
+// and count it in their context instead of faulting. Reading synchronizes and resets the count.
 int64_t take_index_errors();
 
 // "NVIDIA H200 (sm_90, 132 SMs, 139.8 GiB)" of the initialized device.
 std::string device_description();
 int multiprocessor_count();
-// Pinned host memory (cudaMallocHost) for staging copies the host must not wait for; and an
-// asynchronous host -> device copy on stream() from it (counted with the arena's copies).
+// Pinned host memory (cudaMallocHost) for staging copies the host must not wait for
+// (DeviceContext::copy_h2d_async / copy_d2h_async).
 void* alloc_pinned(size_t bytes);
 void free_pinned(void* p);
-void copy_h2d_async(void* dst, const void* pinned_src, size_t bytes);
-void copy_d2h_async(void* pinned_dst, const void* src, size_t bytes);
 
 // Free and total bytes of the device, after returning the arena's unused slabs to it.
 void memory_info(size_t* free_bytes, size_t* total_bytes);

@@ -26,7 +26,7 @@ bool embedding_supports(const EmbeddingArgs& a, std::string* why) {
   return c;
 }
 void embedding_run(const EmbeddingArgs& a, OpContext& ctx) {
-  launch_embedding(mat_of(a.table), vec_of(a.ids), mat_of(a.out), index_error_counter(),
+  launch_embedding(mat_of(a.table), vec_of(a.ids), mat_of(a.out), context_of(ctx).index_errors(),
                    stream_of(ctx));
 }
 
@@ -71,7 +71,7 @@ void kv_write_run(const KvCacheWriteArgs& a, OpContext& ctx) {
   p.fp8 = a.k_cache.dtype() == DType::F8E4M3;
   p.k_scale = a.k_scale;
   p.v_scale = a.v_scale;
-  launch_kv_cache_write(p, index_error_counter(), stream_of(ctx));
+  launch_kv_cache_write(p, context_of(ctx).index_errors(), stream_of(ctx));
 }
 
 }  // namespace

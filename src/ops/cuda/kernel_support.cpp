@@ -88,7 +88,7 @@ Vec vec_of(const Tensor& t) {
 }
 
 void* stream_of(const OpContext& ctx) {
-  return ctx.stream ? ctx.stream : stream();
+  return context_of(ctx).stream();
 }
 
 bool kernel_disabled(const char* op, const char* kernel) {

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "core/tensor.h"
+#include "ops/cuda/device_context.h"
 #include "ops/cuda/device_views.h"
 #include "ops/registry.h"
 

@@ -8,6 +8,8 @@
 
 namespace strata::cuda {
 
+class DeviceContext;  // device_context.h (not included: .cu files include this header)
+
 constexpr int64_t kSmallMMaxRows = 8;  // the small-M kernel's limit on T
 
 // x dtype f32 | bf16 | f8e4m3 (already quantized), W f32 | bf16 | f8e4m3 [N, K] contiguous,
@@ -45,6 +47,6 @@ void launch_rows_to_f32(const Mat& x, float* out, void* stream);
 
 // cuBLASLt: x bf16 | f32 | f8e4m3 with W of the same dtype, out bf16 | f32, f32 accumulation
 // (CUBLAS_COMPUTE_32F: no TF32 for f32). Plans are cached per shape.
-void linear_cublaslt(const LinearLaunch& p, void* stream);
+void linear_cublaslt(const LinearLaunch& p, DeviceContext& dc);  // on dc's stream, with its cuBLASLt state
 
 }  // namespace strata::cuda

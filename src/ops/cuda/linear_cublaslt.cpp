@@ -11,6 +11,7 @@
 
 #include "core/check.h"
 #include "ops/cuda/cuda_check.h"
+#include "ops/cuda/device_context.h"
 #include "ops/cuda/linear.h"
 
 namespace strata::cuda {
@@ -54,17 +55,25 @@ struct Plan {
   cublasLtMatmulAlgo_t algo{};
 };
 
+// cuBLASLt's state in one device context: the handle, the workspace (used by one stream at a
+// time: the context's) and the plans.
 struct Lt {
   std::mutex mu;
   cublasLtHandle_t handle = nullptr;
   void* workspace = nullptr;
   std::map<PlanKey, Plan> plans;
+  ~Lt() {  // no checks: destructors must not throw
+    for (auto& [key, pl] : plans) {
+      cublasLtMatrixLayoutDestroy(pl.a);
+      cublasLtMatrixLayoutDestroy(pl.b);
+      cublasLtMatrixLayoutDestroy(pl.d);
+      cublasLtMatmulDescDestroy(pl.op);
+    }
+    if (workspace) cudaFree(workspace);
+    if (handle) cublasLtDestroy(handle);
+  }
 };
-
-Lt& lt() {
-  static Lt* l = new Lt;  // process lifetime, like the arena
-  return *l;
-}
+const char kLtKey = 0;
 
 Plan make_plan(cublasLtHandle_t h, const LinearLaunch& p, uint32_t align_x, uint32_t align_w,
                uint32_t align_o) {
@@ -109,9 +118,9 @@ Plan make_plan(cublasLtHandle_t h, const LinearLaunch& p, uint32_t align_x, uint
 
 }  // namespace
 
-void linear_cublaslt(const LinearLaunch& p, void* stream) {
+void linear_cublaslt(const LinearLaunch& p, DeviceContext& dc) {
   if (p.x.rows == 0 || p.n == 0) return;
-  Lt& l = lt();
+  Lt& l = dc.local<Lt>(&kLtKey, [] { return std::make_shared<Lt>(); });
   const Plan* plan = nullptr;
   {
     std::lock_guard<std::mutex> lock(l.mu);
@@ -138,7 +147,7 @@ void linear_cublaslt(const LinearLaunch& p, void* stream) {
   const float alpha = p.scale, beta = 0.f;
   STRATA_CUBLAS_CHECK(cublasLtMatmul(
       l.handle, plan->op, &alpha, p.w, plan->a, p.x.p, plan->b, &beta, p.out.p, plan->d, p.out.p,
-      plan->d, &plan->algo, l.workspace, kWorkspaceBytes, static_cast<cudaStream_t>(stream)));
+      plan->d, &plan->algo, l.workspace, kWorkspaceBytes, static_cast<cudaStream_t>(dc.stream())));
 }
 
 }  // namespace strata::cuda

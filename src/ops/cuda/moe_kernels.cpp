@@ -111,8 +111,8 @@ bool experts_common(const MoeExpertsArgs& a, std::string* why) {
   return c;
 }
 
-// Device copies of the experts' pointers and scales, built once per expert list and rebuilt
-// only when the list changes (so steady-state steps upload nothing).
+// Device copies of the experts' pointers and scales, built once per expert list in each device
+// context and rebuilt only when the list changes (so steady-state steps upload nothing).
 struct TableCache {
   std::mutex mu;
   struct Entry {
@@ -122,8 +122,10 @@ struct TableCache {
   std::map<std::pair<const void*, const void*>, Entry> entries;
 };
 
-ExpertTables tables_for(const MoeExpertsArgs& a) {
-  static TableCache* cache = new TableCache;
+const char kTableCacheKey = 0;
+
+ExpertTables tables_for(const MoeExpertsArgs& a, DeviceContext& dc) {
+  TableCache* cache = &dc.local<TableCache>(&kTableCacheKey, [] { return std::make_shared<TableCache>(); });
   const auto& up = *a.up;
   const auto& down = *a.down;
   const size_t E = up.size();
@@ -192,9 +194,9 @@ MoeExpertsLaunch launch_shape_of(const MoeExpertsArgs& a) {
   return p;
 }
 
-MoeExpertsLaunch launch_of(const MoeExpertsArgs& a) {
+MoeExpertsLaunch launch_of(const MoeExpertsArgs& a, DeviceContext& dc) {
   MoeExpertsLaunch p = launch_shape_of(a);
-  p.tables = tables_for(a);
+  p.tables = tables_for(a, dc);
   p.ids = mat_of(a.ids);
   p.weights = mat_of(a.weights);
   p.out = mat_of(a.out);
@@ -202,15 +204,15 @@ MoeExpertsLaunch launch_of(const MoeExpertsArgs& a) {
 }
 
 void experts_run(const MoeExpertsArgs& a, OpContext& ctx, bool grouped, bool mma = false) {
-  MoeExpertsLaunch p = launch_of(a);
+  MoeExpertsLaunch p = launch_of(a, context_of(ctx));
   p.mma = mma;
   Tensor scratch = Tensor::empty(Shape{static_cast<int64_t>(moe_scratch_bytes(p, grouped))},
                                  DType::U8, Device::Cuda);
   p.scratch = scratch.raw();
   if (grouped)
-    launch_moe_grouped(p, index_error_counter(), stream_of(ctx));
+    launch_moe_grouped(p, context_of(ctx).index_errors(), stream_of(ctx));
   else
-    launch_moe_gemv(p, index_error_counter(), stream_of(ctx));
+    launch_moe_gemv(p, context_of(ctx).index_errors(), stream_of(ctx));
 }
 
 bool fp8_decode_supports(const MoeExpertsArgs& a, std::string* why) {
@@ -240,11 +242,11 @@ bool fp8_decode_supports(const MoeExpertsArgs& a, std::string* why) {
   return c;
 }
 void fp8_decode_run(const MoeExpertsArgs& a, OpContext& ctx) {
-  MoeExpertsLaunch p = launch_of(a);
+  MoeExpertsLaunch p = launch_of(a, context_of(ctx));
   Tensor scratch =
       Tensor::empty(Shape{static_cast<int64_t>(moe_fp8_scratch_bytes(p))}, DType::U8, Device::Cuda);
   p.scratch = scratch.raw();
-  launch_moe_fp8_decode(p, index_error_counter(), stream_of(ctx));
+  launch_moe_fp8_decode(p, context_of(ctx).index_errors(), stream_of(ctx));
 }
 
 bool gemv_supports(const MoeExpertsArgs& a, std::string* why) {

@@ -75,7 +75,7 @@ void sample_run(const SampleArgs& a, OpContext& ctx) {
   const size_t bytes = sample_scratch_bytes(B, V, p.num_sorted);
   Tensor scratch = Tensor::empty(Shape{static_cast<int64_t>(bytes)}, DType::U8, Device::Cuda);
   p.scratch = scratch.raw();
-  launch_sample(p, index_error_counter(), stream_of(ctx));
+  launch_sample(p, context_of(ctx).index_errors(), stream_of(ctx));
 }
 
 }  // namespace

@@ -122,9 +122,9 @@ void scan_run(const SsmScanArgs& a, OpContext& ctx) {
   p.scratch_f32 = f.data<float>();
   p.scratch_i32 = i.data<int32_t>();
   if (kPath == ScanPath::kMma)
-    launch_ssm_scan_mma(p, index_error_counter(), stream_of(ctx));
+    launch_ssm_scan_mma(p, context_of(ctx).index_errors(), stream_of(ctx));
   else
-    launch_ssm_scan(p, index_error_counter(), stream_of(ctx));
+    launch_ssm_scan(p, context_of(ctx).index_errors(), stream_of(ctx));
 }
 
 bool update_supports(const SsmUpdateArgs& a, std::string* why) {
@@ -135,7 +135,7 @@ bool update_supports(const SsmUpdateArgs& a, std::string* why) {
   return c;
 }
 void update_run(const SsmUpdateArgs& a, OpContext& ctx) {
-  launch_ssm_update(launch_of(a), index_error_counter(), stream_of(ctx));
+  launch_ssm_update(launch_of(a), context_of(ctx).index_errors(), stream_of(ctx));
 }
 
 }  // namespace

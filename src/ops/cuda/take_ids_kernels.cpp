@@ -23,7 +23,7 @@ bool take_ids_supports(const TakeIdsArgs& a, std::string* why) {
 
 void take_ids_run(const TakeIdsArgs& a, OpContext& ctx) {
   launch_take_ids(a.ids.data<int32_t>(), a.src.data<int32_t>(), a.ids.numel(),
-                  a.prev.data<int32_t>(), a.prev.numel(), index_error_counter(), stream_of(ctx));
+                  a.prev.data<int32_t>(), a.prev.numel(), context_of(ctx).index_errors(), stream_of(ctx));
 }
 
 }  // namespace
