@@ -205,8 +205,10 @@ __device__ __forceinline__ uint32_t score_pair(float2 cbv, int l, int s, float c
 }
 
 // grid (nc, Hm), block 2 Q threads: the outputs of one (chunk, head). Warp w owns rows l in
-// [16 w, 16 w + 16) and all P columns: Y_off through C (staged) and S_in (bf16 from the state
-// passing), then the scores built straight into A fragments, then Y_diag and D x.
+// [16 w, 16 w + 16) and all P columns: Y_off through C and S_in (bf16 from the state passing),
+// then the scores built straight into A fragments, then Y_diag and D x. The chunk's C rows and
+// S_in are staged whole by cp.async copies issued first, in flight while x is staged transposed
+// (registers), so the block waits on memory once.
 template <int NT>  // P = 8 NT
 __global__ void __launch_bounds__(256, 2)
     output_mma_kernel(SsmLaunch p, scan::Chunks ch, const float* cb, const bf16* sin) {
@@ -218,11 +220,17 @@ __global__ void __launch_bounds__(256, 2)
   if (len == 0) return;
   const int64_t t0 = ch.table[3 * c + 1];
   const int lq = Q + kPad;
-  bf16* xt = reinterpret_cast<bf16*>(smem);              // [P][lq]: x_s[p] at [p][s]
-  bf16* cs = xt + P * lq;                                // [Q][kLdS]: a slice of the chunk's C rows
-  bf16* ss = cs + Q * kLdS;                              // [P][kLdS]: the same slice of S_in rows
-  float* cum = reinterpret_cast<float*>(ss + P * kLdS);  // [Q]
-  float* dts = cum + Q;                                  // [Q]
+  const int ldn = N + kPad;  // row stride of the [rows][N] tiles
+  bf16* xt = reinterpret_cast<bf16*>(smem);             // [P][lq]: x_s[p] at [p][s]
+  bf16* cs = xt + P * lq;                               // [Q][ldn]: the chunk's C rows
+  bf16* ss = cs + Q * ldn;                              // [P][ldn]: S_in rows
+  float* cum = reinterpret_cast<float*>(ss + P * ldn);  // [Q]
+  float* dts = cum + Q;                                 // [Q]
+  const bf16* Cm = static_cast<const bf16*>(p.C.p);
+  const bf16* sg = sin + (c * Hm + h) * P * N;
+  scan::load_rows_async(cs, ldn, Cm, p.C.ld, t0, len, Q, g * N, N);
+  scan::load_rows_async(ss, ldn, sg, N, 0, P, P, 0, N);
+  scan::cp_async_commit();
   // Every read of x precedes the first barrier and every write of y follows the last: out may
   // alias x (other blocks touch other rows or heads).
   load_x_transposed<P>(xt, lq, static_cast<const bf16*>(p.x.p), p.x.ld, t0, len, Q, h * P);
@@ -242,24 +250,17 @@ __global__ void __launch_bounds__(256, 2)
   for (int j = 0; j < NT; ++j)
     acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.f;
 
-  // Y_off (before the decay): C_l . S_in[p], state columns a slice at a time.
-  const bf16* Cm = static_cast<const bf16*>(p.C.p);
-  const bf16* sg = sin + (c * Hm + h) * P * N;
-  for (int n0 = 0; n0 < N; n0 += kKs) {
-    const int kw = min(kKs, N - n0);
-    if (n0 > 0) __syncthreads();  // the previous slice is consumed
-    load_rows<kKs>(cs, kLdS, Cm, p.C.ld, t0, len, Q, g * N + n0, kw);
-    load_rows<kKs>(ss, kLdS, sg, N, 0, P, P, n0, kw);
-    __syncthreads();
-    for (int k0 = 0; k0 < kw; k0 += 16) {
-      uint32_t a[4];
-      mma::load_a(a, cs, kLdS, m0, k0, ln);  // A[l][n] = C_l[n]
+  // Y_off (before the decay): C_l . S_in[p] over every state column.
+  scan::cp_async_wait_all();
+  __syncthreads();  // C, S_in, x, cum and dt staged
+  for (int k0 = 0; k0 < N; k0 += 16) {
+    uint32_t a[4];
+    mma::load_a(a, cs, ldn, m0, k0, ln);  // A[l][n] = C_l[n]
 #pragma unroll
-      for (int j = 0; j < NT; ++j) {
-        uint32_t b[2];
-        mma::load_b(b, ss, kLdS, 8 * j, k0, ln);  // B[n][p] = S_in[p][n], stored [p][n]
-        mma::mma_16816(acc[j], a, b);
-      }
+    for (int j = 0; j < NT; ++j) {
+      uint32_t b[2];
+      mma::load_b(b, ss, ldn, 8 * j, k0, ln);  // B[n][p] = S_in[p][n], stored [p][n]
+      mma::mma_16816(acc[j], a, b);
     }
   }
   const float cum_a = cum[la], cum_b = cum[lb];
@@ -317,8 +318,8 @@ int cb_smem(int Q) {
 int state_smem(int Q, int N, int P) {
   return (N + P) * (Q + kPad) * static_cast<int>(sizeof(bf16));
 }
-int output_smem(int Q, int P) {
-  return (P * (Q + kPad) + (Q + P) * kLdS) * static_cast<int>(sizeof(bf16)) +
+int output_smem(int Q, int P, int N) {
+  return (P * (Q + kPad) + (Q + P) * (N + kPad)) * static_cast<int>(sizeof(bf16)) +
          2 * Q * static_cast<int>(sizeof(float));
 }
 
@@ -341,7 +342,7 @@ void launch_mma(const SsmLaunch& p, int* index_errors, cudaStream_t st) {
   constexpr int P = 8 * NT;
   static std::atomic<uint64_t> state_attr{0}, output_attr{0};
   allow_smem(state_mma_kernel<NT>, state_smem(kMaxQ, kMaxN, P), state_attr);
-  allow_smem(output_mma_kernel<NT>, output_smem(kMaxQ, P), output_attr);
+  allow_smem(output_mma_kernel<NT>, output_smem(kMaxQ, P, kMaxN), output_attr);
   const MmaScratch sc = mma_scratch_of(p);
   const int Q = static_cast<int>(p.chunk_size), N = static_cast<int>(p.state_size);
   const unsigned nc = static_cast<unsigned>(sc.max_chunks), Hm = static_cast<unsigned>(p.heads);
@@ -357,8 +358,8 @@ void launch_mma(const SsmLaunch& p, int* index_errors, cudaStream_t st) {
   }
   scan::launch_state_pass<bf16>(p, sc, sc.states, sc.sin, index_errors, st);
   if (nc > 0) {
-    output_mma_kernel<NT><<<dim3(nc, Hm), static_cast<unsigned>(2 * Q), output_smem(Q, P), st>>>(
-        p, sc, sc.cb, sc.sin);
+    output_mma_kernel<NT><<<dim3(nc, Hm), static_cast<unsigned>(2 * Q), output_smem(Q, P, N),
+                            st>>>(p, sc, sc.cb, sc.sin);
     STRATA_CUDA_LAUNCH_CHECK();
     mark_scan_stage("output_mma");
   }

@@ -83,9 +83,47 @@ __device__ __forceinline__ void load_rows(sbf16* tile, int ldt, const sbf16* src
   }
 }
 
+__device__ __forceinline__ void cp_async16(sbf16* smem, const sbf16* gmem, bool valid) {
+  const unsigned d = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+  const int n = valid ? 16 : 0;  // 0: zero fill, nothing read
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(d), "l"(gmem), "r"(n));
+}
+__device__ __forceinline__ void cp_async_commit() {
+  asm volatile("cp.async.commit_group;\n" ::: "memory");
+}
+__device__ __forceinline__ void cp_async_wait_all() {
+  asm volatile("cp.async.wait_group 0;\n" ::: "memory");
+}
+
+// load_rows with the copies left in flight: 16-byte cp.async copies on the aligned path (the
+// caller commits, waits with cp_async_wait_all and synchronizes before reading the tile); the
+// scalar path stores synchronously (the same wait and barrier cover it).
+__device__ __forceinline__ void load_rows_async(sbf16* tile, int ldt, const sbf16* src, int64_t ld,
+                                                int64_t t0, int valid, int rows, int64_t col0,
+                                                int width) {
+  const sbf16* base = src + t0 * ld + col0;
+  if (aligned16(base, ld) && (width & 7) == 0 && (ldt & 7) == 0) {
+    const Sweep sw(width / 8);
+    for (int r = sw.r0; r < rows; r += sw.step)
+      cp_async16(tile + r * ldt + 8 * sw.v, r < valid ? base + r * ld + 8 * sw.v : base,
+                 r < valid);
+    return;
+  }
+  const int total = rows * width;
+#pragma unroll 4
+  for (int e = threadIdx.x; e < total; e += blockDim.x) {
+    const int r = e / width, k = e - r * width;
+    tile[r * ldt + k] = r < valid ? base[r * ld + k] : __float2bfloat16_rn(0.f);
+  }
+}
+
 // Transposed staging with a per-row scale: tile[k][s] = bf16(scale(s) * src[(t0 + s) * ld +
 // col0 + k]) for s < len, 0 for len <= s < Q; k < width. kScale = false stores the element as
 // it is (no rounding step: the value is bf16 already). `scale` is read only for s < len.
+// On the 16-byte path the lanes of a warp hold the same s and consecutive groups v, so the
+// tile rows they store to (8 v + k) are 8 apart: with the scan tiles' row stride (4 banks mod
+// 32) every v would hit the same bank. Each thread therefore stores its 8 elements starting at
+// element v mod 8 (rows 8 v + (k + v) % 8): at most 2 lanes per bank instead of 8-16.
 template <bool kScale, class Scale>
 __device__ __forceinline__ void load_transposed(sbf16* tile, int ldt, const sbf16* src,
                                                 int64_t ld, int64_t t0, int len, int Q,
@@ -109,10 +147,11 @@ __device__ __forceinline__ void load_transposed(sbf16* tile, int ldt, const sbf1
         sbf16* col = tile + 8 * sw.v * ldt + ss;
 #pragma unroll
         for (int k = 0; k < 8; ++k) {
-          const sbf16 e = lane_of(buf[i], k);
-          col[k * ldt] = !kScale            ? e
-                         : ss < len         ? __float2bfloat16_rn(w * __bfloat162float(e))
-                                            : zero;
+          const int kk = (k + sw.v) & 7;
+          const sbf16 e = lane_of(buf[i], kk);
+          col[kk * ldt] = !kScale    ? e
+                          : ss < len ? __float2bfloat16_rn(w * __bfloat162float(e))
+                                     : zero;
         }
       }
     }
