@@ -10,9 +10,11 @@
 // The operands that are not bf16 already (decay-weighted B, the decayed scores, the carried
 // state) are rounded to bf16 once before their product, as vLLM's Triton SSD kernels do
 // (tl.dot on the input dtype); CB, the accumulation, the state passing and the final state stay
-// f32. Kernels, in stream order: chunk table -> dt/cumsum -> CB -> chunk states -> state
-// passing (f32; stores the state entering each chunk as bf16, the mma operand) -> outputs
-// (Y_off, the scores, Y_diag and D x fused per (chunk, head)).
+// f32. Kernels, in stream order: chunk table -> dt/cumsum -> chunk states -> state passing (f32;
+// stores the state entering each chunk as bf16, the mma operand) -> outputs (Y_off, C.B, the
+// scores, Y_diag and D x fused per (chunk, head); C.B is recomputed per head from the staged C
+// and B rows, in the same f32 order a separate C.B kernel used, instead of a round trip of f32
+// C.B through memory).
 #include <atomic>
 
 #include "ops/cuda/mma_bf16.cuh"
@@ -25,15 +27,11 @@ namespace {
 
 constexpr int kMaxQ = static_cast<int>(kMaxMmaScanChunk);
 constexpr int kMaxN = static_cast<int>(kMaxMmaScanState);
-// State columns staged in shared memory per pass (C, B and S_in slices).
-constexpr int kKs = 64;
 // Row padding (bf16 elements) of every shared tile: with rows 16 bytes apart modulo 128, the
 // eight rows a fragment load touches fall in distinct banks.
 constexpr int kPad = 8;
-constexpr int kLdS = kKs + kPad;  // row stride of the [rows][kKs] slices
 
 struct MmaScratch : scan::Chunks {
-  float* cb = nullptr;      // [nc, G, Q(l), Q(s)]: tiles on or below the diagonal
   float* states = nullptr;  // [nc, Hm, P, N]: the chunk's own contribution S_loc
   bf16* sin = nullptr;      // [nc, Hm, P, N]: the state entering the chunk, rounded to bf16
 };
@@ -41,13 +39,11 @@ struct MmaScratch : scan::Chunks {
 MmaScratch mma_scratch_of(const SsmLaunch& p) {
   MmaScratch s;
   static_cast<scan::Chunks&>(s) = scan::chunks_of(p);
-  s.cb = p.scratch_f32 + scan::chunks_f32(p);
-  s.states = s.cb + s.max_chunks * p.groups * p.chunk_size * p.chunk_size;
+  s.states = p.scratch_f32 + scan::chunks_f32(p);
   s.sin = reinterpret_cast<bf16*>(s.states + s.max_chunks * p.heads * p.head_dim * p.state_size);
   return s;
 }
 
-using scan::load_rows;
 using scan::load_transposed;
 
 // xt[p][s] = x[t0 + s][col0 + p] for s < len, 0 for len <= s < Q: the chunk's x, transposed so
@@ -67,55 +63,6 @@ __device__ __forceinline__ void store_y_pair(bf16* at, bool pairs, float v0, flo
     at[0] = __float2bfloat16_rn(v0);
     at[1] = __float2bfloat16_rn(v1);
   }
-}
-
-// grid (nc, G), block 2 Q threads: CB[l][s] = C_l . B_s (f32) for the 16 x 8 tiles a causal
-// use needs. Warp w computes rows l in [16 w, 16 w + 16) and the s tiles [8 j, 8 j + 8) with
-// j <= 2 w + 1 (on or below the diagonal); the output kernel reads no other entry.
-__global__ void __launch_bounds__(256) cb_mma_kernel(SsmLaunch p, scan::Chunks ch, float* cb) {
-  extern __shared__ __align__(16) unsigned char smem[];
-  const int64_t c = blockIdx.x, g = blockIdx.y;
-  const int Q = static_cast<int>(p.chunk_size), N = static_cast<int>(p.state_size);
-  const int len = ch.table[3 * c + 2];
-  if (len == 0) return;
-  const int64_t t0 = ch.table[3 * c + 1];
-  bf16* cs = reinterpret_cast<bf16*>(smem);  // [Q][kLdS]: a slice of the chunk's C rows
-  bf16* bs = cs + Q * kLdS;                  // [Q][kLdS]: the same slice of its B rows
-  const int warp = static_cast<int>(threadIdx.x >> 5), m0 = 16 * warp, jlast = 2 * warp + 1;
-  const mma::Lane ln(static_cast<int>(threadIdx.x & 31));
-  const bf16* Cm = static_cast<const bf16*>(p.C.p);
-  const bf16* Bm = static_cast<const bf16*>(p.B.p);
-  float acc[kMaxQ / 8][4];
-#pragma unroll
-  for (int j = 0; j < kMaxQ / 8; ++j)
-    acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.f;
-  for (int n0 = 0; n0 < N; n0 += kKs) {
-    const int kw = min(kKs, N - n0);
-    if (n0 > 0) __syncthreads();  // the previous slice is consumed
-    load_rows<kKs>(cs, kLdS, Cm, p.C.ld, t0, len, Q, g * N + n0, kw);
-    load_rows<kKs>(bs, kLdS, Bm, p.B.ld, t0, len, Q, g * N + n0, kw);
-    __syncthreads();
-    for (int k0 = 0; k0 < kw; k0 += 16) {
-      uint32_t a[4];
-      mma::load_a(a, cs, kLdS, m0, k0, ln);  // A[l][n] = C_l[n]
-#pragma unroll
-      for (int j = 0; j < kMaxQ / 8; ++j)
-        if (j <= jlast) {
-          uint32_t b[2];
-          mma::load_b(b, bs, kLdS, 8 * j, k0, ln);  // B[n][s] = B_s[n], stored [s][n]
-          mma::mma_16816(acc[j], a, b);
-        }
-    }
-  }
-  float* out = cb + (c * p.groups + g) * Q * Q;
-  const int la = m0 + ln.grp;
-#pragma unroll
-  for (int j = 0; j < kMaxQ / 8; ++j)
-    if (j <= jlast) {
-      const int s = 8 * j + 2 * ln.tig;
-      *reinterpret_cast<float2*>(out + la * Q + s) = make_float2(acc[j][0], acc[j][1]);
-      *reinterpret_cast<float2*>(out + (la + 8) * Q + s) = make_float2(acc[j][2], acc[j][3]);
-    }
 }
 
 // grid (nc, Hm), block 256: the chunk's own state S_loc, computed transposed as
@@ -174,22 +121,6 @@ __global__ void __launch_bounds__(256, 2)
   }
 }
 
-__device__ __forceinline__ float2 load_cb_pair(const float* at) {
-  return *reinterpret_cast<const float2*>(at);
-}
-
-// The C.B pairs of one Y_diag k-step for this lane: rows la, lb (= la + 8), positions s, s + 1
-// (v[0], v[1]) and s + 8, s + 9 (v[2], v[3]); only entries a score reads (row inside the chunk,
-// s <= l: written by cb_mma_kernel) are loaded. Loaded a k-step ahead of their use.
-__device__ __forceinline__ void load_cb_quad(float2 v[4], const float* cbm, int Q, int la, int lb,
-                                             int s, int len) {
-  const float2 z = make_float2(0.f, 0.f);
-  v[0] = la < len && s <= la ? load_cb_pair(cbm + la * Q + s) : z;
-  v[1] = lb < len && s <= lb ? load_cb_pair(cbm + lb * Q + s) : z;
-  v[2] = la < len && s + 8 <= la ? load_cb_pair(cbm + la * Q + s + 8) : z;
-  v[3] = lb < len && s + 8 <= lb ? load_cb_pair(cbm + lb * Q + s + 8) : z;
-}
-
 // Two adjacent scores of row l (positions s, s + 1; cbv = CB[l][s], CB[l][s + 1]) rounded into
 // one A register: bf16(CB[l][s] exp(cum_l - cum_s) dt_s), 0 above the diagonal and on rows past
 // the chunk. __expf errs by ~2^-21 relative for the |exponents| that leave a normal result, far
@@ -206,12 +137,13 @@ __device__ __forceinline__ uint32_t score_pair(float2 cbv, int l, int s, float c
 
 // grid (nc, Hm), block 2 Q threads: the outputs of one (chunk, head). Warp w owns rows l in
 // [16 w, 16 w + 16) and all P columns: Y_off through C and S_in (bf16 from the state passing),
-// then the scores built straight into A fragments, then Y_diag and D x. The chunk's C rows and
-// S_in are staged whole by cp.async copies issued first, in flight while x is staged transposed
+// then per 16 positions s: C.B of its rows (f32, from the staged C and B rows), the scores
+// built straight into A fragments, Y_diag; then D x. The chunk's C and B rows and S_in are
+// staged whole by cp.async copies issued first, in flight while x is staged transposed
 // (registers), so the block waits on memory once.
 template <int NT>  // P = 8 NT
 __global__ void __launch_bounds__(256, 2)
-    output_mma_kernel(SsmLaunch p, scan::Chunks ch, const float* cb, const bf16* sin) {
+    output_mma_kernel(SsmLaunch p, scan::Chunks ch, const bf16* sin) {
   constexpr int P = 8 * NT;
   extern __shared__ __align__(16) unsigned char smem[];
   const int64_t c = blockIdx.x, h = blockIdx.y, Hm = p.heads, g = h / (Hm / p.groups);
@@ -223,12 +155,14 @@ __global__ void __launch_bounds__(256, 2)
   const int ldn = N + kPad;  // row stride of the [rows][N] tiles
   bf16* xt = reinterpret_cast<bf16*>(smem);             // [P][lq]: x_s[p] at [p][s]
   bf16* cs = xt + P * lq;                               // [Q][ldn]: the chunk's C rows
-  bf16* ss = cs + Q * ldn;                              // [P][ldn]: S_in rows
+  bf16* bs = cs + Q * ldn;                              // [Q][ldn]: its B rows
+  bf16* ss = bs + Q * ldn;                              // [P][ldn]: S_in rows
   float* cum = reinterpret_cast<float*>(ss + P * ldn);  // [Q]
   float* dts = cum + Q;                                 // [Q]
   const bf16* Cm = static_cast<const bf16*>(p.C.p);
   const bf16* sg = sin + (c * Hm + h) * P * N;
   scan::load_rows_async(cs, ldn, Cm, p.C.ld, t0, len, Q, g * N, N);
+  scan::load_rows_async(bs, ldn, static_cast<const bf16*>(p.B.p), p.B.ld, t0, len, Q, g * N, N);
   scan::load_rows_async(ss, ldn, sg, N, 0, P, P, 0, N);
   scan::cp_async_commit();
   // Every read of x precedes the first barrier and every write of y follows the last: out may
@@ -241,10 +175,6 @@ __global__ void __launch_bounds__(256, 2)
   const int warp = static_cast<int>(threadIdx.x >> 5), m0 = 16 * warp;
   const mma::Lane ln(static_cast<int>(threadIdx.x & 31));
   const int la = m0 + ln.grp, lb = la + 8;  // this lane's two rows
-  // C.B of the first Y_diag k-step, loaded now: in flight during the staging and Y_off.
-  const float* cbm = cb + (c * p.groups + g) * Q * Q;
-  float2 cbq[4];
-  load_cb_quad(cbq, cbm, Q, la, lb, 2 * ln.tig, len);
   float acc[NT][4];
 #pragma unroll
   for (int j = 0; j < NT; ++j)
@@ -252,7 +182,7 @@ __global__ void __launch_bounds__(256, 2)
 
   // Y_off (before the decay): C_l . S_in[p] over every state column.
   scan::cp_async_wait_all();
-  __syncthreads();  // C, S_in, x, cum and dt staged
+  __syncthreads();  // C, B, S_in, x, cum and dt staged
   for (int k0 = 0; k0 < N; k0 += 16) {
     uint32_t a[4];
     mma::load_a(a, cs, ldn, m0, k0, ln);  // A[l][n] = C_l[n]
@@ -276,23 +206,31 @@ __global__ void __launch_bounds__(256, 2)
   // Y_diag: the s tiles up to the diagonal (and inside the chunk); scores computed into the A
   // fragment directly.
   for (int k0 = 0; k0 <= m0 && k0 < len; k0 += 16) {
+    // cbt[jj] = C.B of rows la, lb at positions k0 + 8 jj + 2 tig (+1): A[l][n] = C_l[n],
+    // B[n][s] = B_s[n] (stored [s][n]), accumulated over n in order from zero.
+    float cbt[2][4] = {{0.f, 0.f, 0.f, 0.f}, {0.f, 0.f, 0.f, 0.f}};
+    for (int n = 0; n < N; n += 16) {
+      uint32_t ca[4];
+      mma::load_a(ca, cs, ldn, m0, n, ln);
+#pragma unroll
+      for (int jj = 0; jj < 2; ++jj) {
+        uint32_t b[2];
+        mma::load_b(b, bs, ldn, k0 + 8 * jj, n, ln);
+        mma::mma_16816(cbt[jj], ca, b);
+      }
+    }
     const int s = k0 + 2 * ln.tig;
-    float2 next[4];  // the next k-step's C.B, in flight during this one
-    load_cb_quad(next, cbm, Q, la, lb, s + 16, len);
     uint32_t a[4];
-    a[0] = score_pair(cbq[0], la, s, cum_a, cum, dts, len);
-    a[1] = score_pair(cbq[1], lb, s, cum_b, cum, dts, len);
-    a[2] = score_pair(cbq[2], la, s + 8, cum_a, cum, dts, len);
-    a[3] = score_pair(cbq[3], lb, s + 8, cum_b, cum, dts, len);
+    a[0] = score_pair(make_float2(cbt[0][0], cbt[0][1]), la, s, cum_a, cum, dts, len);
+    a[1] = score_pair(make_float2(cbt[0][2], cbt[0][3]), lb, s, cum_b, cum, dts, len);
+    a[2] = score_pair(make_float2(cbt[1][0], cbt[1][1]), la, s + 8, cum_a, cum, dts, len);
+    a[3] = score_pair(make_float2(cbt[1][2], cbt[1][3]), lb, s + 8, cum_b, cum, dts, len);
 #pragma unroll
     for (int j = 0; j < NT; ++j) {
       uint32_t b[2];
       mma::load_b(b, xt, lq, 8 * j, k0, ln);  // B[s][p] = x_s[p], stored [p][s]
       mma::mma_16816(acc[j], a, b);
     }
-#pragma unroll
-    for (int i = 0; i < 4; ++i)
-      cbq[i] = next[i];
   }
 
   const float Dh = load_param(p.D.p, p.D.dt == DType::BF16, h);
@@ -312,14 +250,11 @@ __global__ void __launch_bounds__(256, 2)
   }
 }
 
-int cb_smem(int Q) {
-  return 2 * Q * kLdS * static_cast<int>(sizeof(bf16));
-}
 int state_smem(int Q, int N, int P) {
   return (N + P) * (Q + kPad) * static_cast<int>(sizeof(bf16));
 }
 int output_smem(int Q, int P, int N) {
-  return (P * (Q + kPad) + (Q + P) * (N + kPad)) * static_cast<int>(sizeof(bf16)) +
+  return (P * (Q + kPad) + (2 * Q + P) * (N + kPad)) * static_cast<int>(sizeof(bf16)) +
          2 * Q * static_cast<int>(sizeof(float));
 }
 
@@ -348,10 +283,6 @@ void launch_mma(const SsmLaunch& p, int* index_errors, cudaStream_t st) {
   const unsigned nc = static_cast<unsigned>(sc.max_chunks), Hm = static_cast<unsigned>(p.heads);
   scan::launch_chunk_prologue<bf16>(p, sc, index_errors, st);
   if (nc > 0) {
-    cb_mma_kernel<<<dim3(nc, static_cast<unsigned>(p.groups)), static_cast<unsigned>(2 * Q),
-                    cb_smem(Q), st>>>(p, sc, sc.cb);
-    STRATA_CUDA_LAUNCH_CHECK();
-    mark_scan_stage("cb_mma");
     state_mma_kernel<NT><<<dim3(nc, Hm), 256, state_smem(Q, N, P), st>>>(p, sc, sc.states);
     STRATA_CUDA_LAUNCH_CHECK();
     mark_scan_stage("state_mma");
@@ -359,7 +290,7 @@ void launch_mma(const SsmLaunch& p, int* index_errors, cudaStream_t st) {
   scan::launch_state_pass<bf16>(p, sc, sc.states, sc.sin, index_errors, st);
   if (nc > 0) {
     output_mma_kernel<NT><<<dim3(nc, Hm), static_cast<unsigned>(2 * Q), output_smem(Q, P, N),
-                            st>>>(p, sc, sc.cb, sc.sin);
+                            st>>>(p, sc, sc.sin);
     STRATA_CUDA_LAUNCH_CHECK();
     mark_scan_stage("output_mma");
   }
@@ -368,9 +299,9 @@ void launch_mma(const SsmLaunch& p, int* index_errors, cudaStream_t st) {
 }  // namespace
 
 int64_t ssm_scan_mma_scratch_f32(const SsmLaunch& p) {
-  const int64_t nc = ssm_scan_max_chunks(p.x.rows, p.slots.n, p.chunk_size), Q = p.chunk_size;
+  const int64_t nc = ssm_scan_max_chunks(p.x.rows, p.slots.n, p.chunk_size);
   const int64_t states = nc * p.heads * p.head_dim * p.state_size;
-  return scan::chunks_f32(p) + nc * p.groups * Q * Q + states + (states + 1) / 2;
+  return scan::chunks_f32(p) + states + (states + 1) / 2;
 }
 
 int64_t ssm_scan_mma_scratch_i32(const SsmLaunch& p) {
