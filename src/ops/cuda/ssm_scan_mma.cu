@@ -44,16 +44,6 @@ MmaScratch mma_scratch_of(const SsmLaunch& p) {
   return s;
 }
 
-using scan::load_transposed;
-
-// xt[p][s] = x[t0 + s][col0 + p] for s < len, 0 for len <= s < Q: the chunk's x, transposed so
-// that pairs of consecutive positions s (the k of Y_diag and of the chunk states) are adjacent.
-template <int P>
-__device__ __forceinline__ void load_x_transposed(bf16* xt, int ldt, const bf16* x, int64_t ld,
-                                                  int64_t t0, int len, int Q, int64_t col0) {
-  load_transposed<false>(xt, ldt, x, ld, t0, len, Q, col0, P, [](int) { return 1.f; });
-}
-
 // Two adjacent outputs of one row (columns pp, pp + 1) rounded to bf16: one 4-byte store when
 // the row allows it (`pairs`: the view is 4-byte aligned with an even stride).
 __device__ __forceinline__ void store_y_pair(bf16* at, bool pairs, float v0, float v1) {
@@ -65,9 +55,59 @@ __device__ __forceinline__ void store_y_pair(bf16* at, bool pairs, float v0, flo
   }
 }
 
+// Four 8 x 8 bf16 matrices from shared memory, transposed on the way (ldmatrix .trans): lane i
+// gives the address of row i % 8 of matrix i / 8; register j holds matrix j, thread t its
+// elements (t / 4, 2 (t % 4) and + 1) of the transposed matrix.
+__device__ __forceinline__ void ldsm_x4_trans(uint32_t (&r)[4], const bf16* row) {
+  const uint32_t a = static_cast<uint32_t>(__cvta_generic_to_shared(row));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(a));
+}
+
+// A fragment (mma_bf16.cuh layout) of A[m][k] = tile[k][m], m in [m0, m0 + 16), k in
+// [k0, k0 + 16), from a tile stored [k][m] (row stride ld, rows 16-byte aligned): matrices
+// (m0.., k0..), (m0 + 8.., k0..), (m0.., k0 + 8..), (m0 + 8.., k0 + 8..).
+__device__ __forceinline__ void load_a_trans(uint32_t (&a)[4], const bf16* tile, int ld, int m0,
+                                             int k0, int lane) {
+  const int j = lane >> 3, i = lane & 7;
+  ldsm_x4_trans(a, tile + (k0 + ((j >> 1) << 3) + i) * ld + m0 + ((j & 1) << 3));
+}
+
+// B fragments of two n8 tiles (n0.., n0 + 8..) over k [k0, k0 + 16) of B[k][n] = tile[k][n]
+// stored [k][n]: b0[0], b0[1] of tile n0, then b1[0], b1[1] of tile n0 + 8.
+__device__ __forceinline__ void load_b2_trans(uint32_t (&b0)[2], uint32_t (&b1)[2],
+                                              const bf16* tile, int ld, int n0, int k0, int lane) {
+  uint32_t r[4];
+  ldsm_x4_trans(r, tile + (k0 + (lane & 15)) * ld + n0 + ((lane >> 4) << 3));
+  b0[0] = r[0];
+  b0[1] = r[1];
+  b1[0] = r[2];
+  b1[1] = r[3];
+}
+
+// In place, rows s < len of a [Q][N] tile: tile[s][n] = bf16(w_s tile[s][n]) (16-byte groups).
+template <class Scale>
+__device__ __forceinline__ void scale_rows(bf16* tile, int ld, int len, int N, Scale scale) {
+  const scan::Sweep sw(N / 8);
+  for (int s = sw.r0; s < len; s += sw.step) {
+    const float w = scale(s);
+    uint4* at = reinterpret_cast<uint4*>(tile + s * ld + 8 * sw.v);
+    uint4 v = *at;
+    uint32_t* u = reinterpret_cast<uint32_t*>(&v);
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const __nv_bfloat162 e = *reinterpret_cast<const __nv_bfloat162*>(&u[i]);
+      u[i] = mma::pack_bf16(w * __bfloat162float(e.x), w * __bfloat162float(e.y));
+    }
+    *at = v;
+  }
+}
+
 // grid (nc, Hm), block 256: the chunk's own state S_loc, computed transposed as
 // (N x Q).(Q x P): A[n][s] = bf16(w_s B_s[n]), B[s][p] = x_s[p]. Warp w owns the 16-row tiles
-// of n = w, w + 8, ... and all P columns.
+// of n = w, w + 8, ... and all P columns. x and B are staged as they lie ([s][p], [s][n]) by
+// 16-byte cp.async copies, B scaled in place, and both read transposed by ldmatrix.
 template <int NT>  // P = 8 NT
 __global__ void __launch_bounds__(256, 2)
     state_mma_kernel(SsmLaunch p, scan::Chunks ch, float* states) {
@@ -78,21 +118,23 @@ __global__ void __launch_bounds__(256, 2)
   const int len = ch.table[3 * c + 2];
   if (len == 0) return;
   const int64_t t0 = ch.table[3 * c + 1];
-  const int lq = Q + kPad;
-  bf16* bw = reinterpret_cast<bf16*>(smem);          // [N][lq]: bf16(w_s B_s[n]) at [n][s]
-  bf16* xt = bw + N * lq;                    // [P][lq]: x_s[p] at [p][s]
+  const int ldb = N + kPad, ldx = P + kPad;
+  bf16* bw = reinterpret_cast<bf16*>(smem);  // [Q][ldb]: bf16(w_s B_s[n]) at [s][n]
+  bf16* xs = bw + Q * ldb;                   // [Q][ldx]: x_s[p] at [s][p]
   const float* cum = ch.cum + (c * Hm + h) * Q;
   const float* dtv = ch.dt + (c * Hm + h) * Q;
   const float last = cum[len - 1];
-  load_x_transposed<P>(xt, lq, static_cast<const bf16*>(p.x.p), p.x.ld, t0, len, Q, h * P);
-  // bw[n][s] = bf16(w_s B_s[n]), w_s = exp(cum_last - cum_s) dt_s: the decay-weighted B,
-  // transposed (w_s is recomputed by each thread on row s: no barrier between the two stagings).
-  load_transposed<true>(bw, lq, static_cast<const bf16*>(p.B.p), p.B.ld, t0, len, Q, g * N, N,
-                        [=](int s) { return expf(last - cum[s]) * dtv[s]; });
+  scan::load_rows_async(bw, ldb, static_cast<const bf16*>(p.B.p), p.B.ld, t0, len, Q, g * N, N);
+  scan::load_rows_async(xs, ldx, static_cast<const bf16*>(p.x.p), p.x.ld, t0, len, Q, h * P, P);
+  scan::cp_async_commit();
+  scan::cp_async_wait_all();
+  __syncthreads();
+  // bw[s][n] = bf16(w_s B_s[n]), w_s = exp(cum_last - cum_s) dt_s: the decay-weighted B.
+  scale_rows(bw, ldb, len, N, [=](int s) { return expf(last - cum[s]) * dtv[s]; });
   __syncthreads();
   const int ksteps = (len + 15) / 16;
-  const int warp = static_cast<int>(threadIdx.x >> 5);
-  const mma::Lane ln(static_cast<int>(threadIdx.x & 31));
+  const int warp = static_cast<int>(threadIdx.x >> 5), lane = static_cast<int>(threadIdx.x & 31);
+  const mma::Lane ln(lane);
   float* out = states + (c * Hm + h) * P * N;
   for (int mt = warp; mt < N / 16; mt += static_cast<int>(blockDim.x >> 5)) {
     float acc[NT][4];
@@ -101,12 +143,13 @@ __global__ void __launch_bounds__(256, 2)
       acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.f;
     for (int ks = 0; ks < ksteps; ++ks) {
       uint32_t a[4];
-      mma::load_a(a, bw, lq, 16 * mt, 16 * ks, ln);
+      load_a_trans(a, bw, ldb, 16 * mt, 16 * ks, lane);  // A[n][s] = bw[s][n]
 #pragma unroll
-      for (int j = 0; j < NT; ++j) {
-        uint32_t b[2];
-        mma::load_b(b, xt, lq, 8 * j, 16 * ks, ln);
-        mma::mma_16816(acc[j], a, b);
+      for (int j = 0; j < NT; j += 2) {
+        uint32_t b0[2], b1[2];
+        load_b2_trans(b0, b1, xs, ldx, 8 * j, 16 * ks, lane);  // B[s][p] = xs[s][p]
+        mma::mma_16816(acc[j], a, b0);
+        mma::mma_16816(acc[j + 1], a, b1);
       }
     }
     const int n = 16 * mt + ln.grp;  // rows n, n + 8; columns pp, pp + 1
@@ -139,8 +182,8 @@ __device__ __forceinline__ uint32_t score_pair(float2 cbv, int l, int s, float c
 // [16 w, 16 w + 16) and all P columns: Y_off through C and S_in (bf16 from the state passing),
 // then per 16 positions s: C.B of its rows (f32, from the staged C and B rows), the scores
 // built straight into A fragments, Y_diag; then D x. The chunk's C and B rows and S_in are
-// staged whole by cp.async copies issued first, in flight while x is staged transposed
-// (registers), so the block waits on memory once.
+// staged whole, as they lie, by 16-byte cp.async copies (x read transposed by ldmatrix), so
+// the block waits on memory once.
 template <int NT>  // P = 8 NT
 __global__ void __launch_bounds__(256, 2)
     output_mma_kernel(SsmLaunch p, scan::Chunks ch, const bf16* sin) {
@@ -151,10 +194,10 @@ __global__ void __launch_bounds__(256, 2)
   const int len = ch.table[3 * c + 2];
   if (len == 0) return;
   const int64_t t0 = ch.table[3 * c + 1];
-  const int lq = Q + kPad;
+  const int ldx = P + kPad;
   const int ldn = N + kPad;  // row stride of the [rows][N] tiles
-  bf16* xt = reinterpret_cast<bf16*>(smem);             // [P][lq]: x_s[p] at [p][s]
-  bf16* cs = xt + P * lq;                               // [Q][ldn]: the chunk's C rows
+  bf16* xs = reinterpret_cast<bf16*>(smem);             // [Q][ldx]: x_s[p] at [s][p]
+  bf16* cs = xs + Q * ldx;                              // [Q][ldn]: the chunk's C rows
   bf16* bs = cs + Q * ldn;                              // [Q][ldn]: its B rows
   bf16* ss = bs + Q * ldn;                              // [P][ldn]: S_in rows
   float* cum = reinterpret_cast<float*>(ss + P * ldn);  // [Q]
@@ -164,16 +207,17 @@ __global__ void __launch_bounds__(256, 2)
   scan::load_rows_async(cs, ldn, Cm, p.C.ld, t0, len, Q, g * N, N);
   scan::load_rows_async(bs, ldn, static_cast<const bf16*>(p.B.p), p.B.ld, t0, len, Q, g * N, N);
   scan::load_rows_async(ss, ldn, sg, N, 0, P, P, 0, N);
-  scan::cp_async_commit();
   // Every read of x precedes the first barrier and every write of y follows the last: out may
   // alias x (other blocks touch other rows or heads).
-  load_x_transposed<P>(xt, lq, static_cast<const bf16*>(p.x.p), p.x.ld, t0, len, Q, h * P);
+  scan::load_rows_async(xs, ldx, static_cast<const bf16*>(p.x.p), p.x.ld, t0, len, Q, h * P, P);
+  scan::cp_async_commit();
   for (int l = threadIdx.x; l < Q; l += blockDim.x) {
     cum[l] = ch.cum[(c * Hm + h) * Q + l];
     dts[l] = ch.dt[(c * Hm + h) * Q + l];
   }
   const int warp = static_cast<int>(threadIdx.x >> 5), m0 = 16 * warp;
-  const mma::Lane ln(static_cast<int>(threadIdx.x & 31));
+  const int lane = static_cast<int>(threadIdx.x & 31);
+  const mma::Lane ln(lane);
   const int la = m0 + ln.grp, lb = la + 8;  // this lane's two rows
   float acc[NT][4];
 #pragma unroll
@@ -226,10 +270,11 @@ __global__ void __launch_bounds__(256, 2)
     a[2] = score_pair(make_float2(cbt[1][0], cbt[1][1]), la, s + 8, cum_a, cum, dts, len);
     a[3] = score_pair(make_float2(cbt[1][2], cbt[1][3]), lb, s + 8, cum_b, cum, dts, len);
 #pragma unroll
-    for (int j = 0; j < NT; ++j) {
-      uint32_t b[2];
-      mma::load_b(b, xt, lq, 8 * j, k0, ln);  // B[s][p] = x_s[p], stored [p][s]
-      mma::mma_16816(acc[j], a, b);
+    for (int j = 0; j < NT; j += 2) {
+      uint32_t b0[2], b1[2];
+      load_b2_trans(b0, b1, xs, ldx, 8 * j, k0, lane);  // B[s][p] = x_s[p], stored [s][p]
+      mma::mma_16816(acc[j], a, b0);
+      mma::mma_16816(acc[j + 1], a, b1);
     }
   }
 
@@ -241,20 +286,20 @@ __global__ void __launch_bounds__(256, 2)
     const int pp = 8 * j + 2 * ln.tig;
     if (la < len)
       store_y_pair(ym + (t0 + la) * p.out.ld + h * P + pp, pairs,
-                   acc[j][0] + Dh * __bfloat162float(xt[pp * lq + la]),
-                   acc[j][1] + Dh * __bfloat162float(xt[(pp + 1) * lq + la]));
+                   acc[j][0] + Dh * __bfloat162float(xs[la * ldx + pp]),
+                   acc[j][1] + Dh * __bfloat162float(xs[la * ldx + pp + 1]));
     if (lb < len)
       store_y_pair(ym + (t0 + lb) * p.out.ld + h * P + pp, pairs,
-                   acc[j][2] + Dh * __bfloat162float(xt[pp * lq + lb]),
-                   acc[j][3] + Dh * __bfloat162float(xt[(pp + 1) * lq + lb]));
+                   acc[j][2] + Dh * __bfloat162float(xs[lb * ldx + pp]),
+                   acc[j][3] + Dh * __bfloat162float(xs[lb * ldx + pp + 1]));
   }
 }
 
 int state_smem(int Q, int N, int P) {
-  return (N + P) * (Q + kPad) * static_cast<int>(sizeof(bf16));
+  return Q * (N + kPad + P + kPad) * static_cast<int>(sizeof(bf16));
 }
 int output_smem(int Q, int P, int N) {
-  return (P * (Q + kPad) + (2 * Q + P) * (N + kPad)) * static_cast<int>(sizeof(bf16)) +
+  return (Q * (P + kPad) + (2 * Q + P) * (N + kPad)) * static_cast<int>(sizeof(bf16)) +
          2 * Q * static_cast<int>(sizeof(float));
 }
 
