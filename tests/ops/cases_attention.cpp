@@ -5,6 +5,9 @@
 #include <cmath>
 
 #include "cases_util.h"
+#ifdef STRATA_HAVE_CUDA
+#include "ops/cuda/attention.h"
+#endif
 
 namespace strata::opstest {
 namespace {
@@ -66,6 +69,56 @@ Outcome run_attention(const S& s, DType act, bool fp8, Rng& rng) {
   return run_case(a, act, tol);
 }
 
+// Forces every CUDA attention kernel's split-K choice for one case (0: the heuristics, 1: no
+// split, n: n splits), restoring the previous setting after.
+class SplitsOverride {
+ public:
+  explicit SplitsOverride(int64_t n) {
+#ifdef STRATA_HAVE_CUDA
+    prev_ = cuda::attention_splits_override();
+    cuda::set_attention_splits_override(n);
+#else
+    (void)n;
+#endif
+  }
+  ~SplitsOverride() {
+#ifdef STRATA_HAVE_CUDA
+    cuda::set_attention_splits_override(prev_);
+#endif
+  }
+  SplitsOverride(const SplitsOverride&) = delete;
+  SplitsOverride& operator=(const SplitsOverride&) = delete;
+
+ private:
+  int64_t prev_ = 0;
+};
+
+// Split-K over long contexts (flash-decoding): contexts 1, 17, 4097 and 16400 in one decode
+// step, a mixed step with a chunk at a long context, and a short prefill chunk continuing a
+// 16K context; each with the split off (1), forced (5: splits past a short context have no
+// keys) and the heuristics' choice (0), on bf16 and e4m3 caches.
+void add_split_cases(std::vector<OpCase>& out) {
+  const S shapes[] = {
+      {"split decode", Nano3::q_heads, Nano3::kv_heads, 128, 16, {1, 1, 1, 1},
+       {1, 17, 4097, 16400}},
+      {"split mixed", Nano9B::q_heads, Nano9B::kv_heads, 128, 16, {1, 17, 1}, {16385, 4097, 17}},
+      {"split prefill at 16K", Nano3::q_heads, Nano3::kv_heads, 128, 16, {20}, {16400}},
+  };
+  for (const S& s : shapes)
+    for (bool fp8 : {false, true})
+      for (int64_t splits : {int64_t{1}, int64_t{5}, int64_t{0}})
+        out.push_back(
+            {"attention",
+             fmt::format("{} heads {}/{}x{} block {} q_lens {} ctx {} bf16{} splits {}", s.name,
+                         s.nh, s.nkv, s.hd, s.bs, fmt::join(s.q_lens, ","), fmt::join(s.ctx, ","),
+                         fp8 ? " e4m3 cache" : "", splits == 0 ? std::string("auto")
+                                                               : std::to_string(splits)),
+             true, [s, fp8, splits](Rng& rng) {
+               SplitsOverride force(splits);
+               return run_attention(s, DType::BF16, fp8, rng);
+             }});
+}
+
 std::vector<OpCase> attention_cases() {
   const int64_t n3q = Nano3::q_heads, n3kv = Nano3::kv_heads, n9q = Nano9B::q_heads,
                 n9kv = Nano9B::kv_heads;
@@ -125,6 +178,7 @@ std::vector<OpCase> attention_cases() {
                        dt(act)),
            true, [s, act](Rng& rng) { return run_attention(s, act, true, rng); }});
     }
+  add_split_cases(out);
   return out;
 }
 

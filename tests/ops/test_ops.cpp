@@ -20,7 +20,7 @@ namespace {
 // sampler's own file and are only required to exist.
 constexpr int kCasesEmbedding = 6, kCasesRmsNorm = 14, kCasesLinear = 65, kCasesConvPrefill = 8,
               kCasesConvUpdate = 18, kCasesSsmScan = 28, kCasesSsmUpdate = 14,
-              kCasesGatedRmsNorm = 12, kCasesKvWrite = 8, kCasesAttention = 48, kCasesRelu2 = 9,
+              kCasesGatedRmsNorm = 12, kCasesKvWrite = 8, kCasesAttention = 94, kCasesRelu2 = 9,
               kCasesAdd = 8, kCasesMoeRoute = 6, kCasesMoeExperts = 16, kCasesCast = 12;
 
 std::vector<std::string> filters() {

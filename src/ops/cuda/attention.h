@@ -36,10 +36,23 @@ int64_t attention_decode_splits(const AttentionLaunch& p, int sms);
 int64_t attention_partials_floats(const AttentionLaunch& p);
 void launch_attention(const AttentionLaunch& p, int* index_errors, void* stream);
 
-// ---- flash attention for prefill and mixed steps (attention_flash.cu) ----
+// Split-K override for tests and tuning (process-wide, every attention kernel): 0 = each
+// kernel's heuristic, 1 = never split, n > 1 = split every launch that can into n parts (capped
+// by the kernel's limits). STRATA_ATTENTION_SPLITS sets the initial value.
+void set_attention_splits_override(int64_t n);
+int64_t attention_splits_override();
+
+// ---- flash attention for prefill, mixed and FP8-cache decode steps (attention_flash.cu) ----
 // bf16 q/out, bf16 or e4m3 caches, head_dim 64 or 128, GQA group of at most 64 query heads; q
-// and out rows 4-byte aligned, caches 16-byte aligned. Tensor cores; no split of the context.
+// and out rows 4-byte aligned, caches 16-byte aligned. Tensor cores. Split-K over the context
+// (n_splits > 1, partials sized by attention_flash_partials_floats) when the grid would leave
+// multiprocessors idle: decode rows and short chunks at long contexts.
+constexpr int64_t kFlashMaxSplits = 32;
+constexpr int64_t kFlashMinSplitKeys = 256;  // keys of a full-width context per split, at least
 bool attention_flash_shape_supported(int64_t head_dim, int64_t group);
+// Splits for this launch: 1 when the unsplit grid already fills `sms` multiprocessors.
+int64_t attention_flash_splits(const AttentionLaunch& p, int sms);
+int64_t attention_flash_partials_floats(const AttentionLaunch& p);
 void launch_attention_flash(const AttentionLaunch& p, int* index_errors, void* stream);
 
 // ---- bf16 decode kernel (attention_decode.cu) ----

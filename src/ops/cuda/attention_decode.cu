@@ -529,8 +529,10 @@ DecodeAttentionPlan plan_attention_decode(const AttentionLaunch& p, int sms,
   const int64_t max_ctx = p.block_tables.cols * p.block_size;
   const int64_t bk = B * p.n_kv_heads;
   const int64_t min_keys = std::max<int64_t>(16, min_split_keys);
+  const int64_t forced = attention_splits_override();  // tests and tuning
   int64_t s = std::max<int64_t>(1, sms / std::max<int64_t>(1, bk));  // one wave of blocks
   s = std::min(s, (max_ctx + min_keys - 1) / min_keys);
+  if (forced > 0) s = forced;
   const int64_t merge_rows = group * (p.head_dim + 2) * static_cast<int64_t>(sizeof(float));
   s = std::min(s, std::max<int64_t>(1, kMergeBytes / merge_rows));
   s = std::min<int64_t>(s, kMaxSplits);

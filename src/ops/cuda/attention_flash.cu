@@ -1,10 +1,10 @@
-// Causal GQA attention for prefill and mixed steps on the tensor cores (flash attention over
-// the paged cache): bf16 q/out, bf16 or e4m3 caches, head_dim 64 or 128, any q_len per sequence
-// (decode rows of a mixed step are sequences with q_len 1).
+// Causal GQA attention for prefill, mixed and e4m3-cache decode steps on the tensor cores (flash
+// attention over the paged cache): bf16 q/out, bf16 or e4m3 caches, head_dim 64 or 128, any
+// q_len per sequence (decode rows are sequences with q_len 1).
 //
-// grid (query tiles, kv heads, sequences), 4 warps. A block's 64 rows are (query, head) pairs
-// that share one kv head (row r: query q0 + r / group, head kvh * group + r % group), so each
-// K/V tile read is used by the whole GQA group; a warp owns 16 rows (one mma m16 tile). Keys
+// grid (query tiles x splits, kv heads, sequences), 4 warps. A block's 64 rows are (query, head)
+// pairs that share one kv head (row r: query q0 + r / group, head kvh * group + r % group), so
+// each K/V tile read is used by the whole GQA group; a warp owns 16 rows (one mma m16 tile). Keys
 // stream in tiles of 64 up to the block's last query position: bf16 tiles through a two-stage
 // cp.async pipeline, e4m3 tiles converted to bf16 on the way in (exactly: e4m3 values are bf16
 // values; k_scale folds into the score scale, v_scale into the output).
@@ -12,8 +12,13 @@
 //   online softmax  per row in f32 (exp2 with the scale folded in), causal mask per row
 //   O += P V        P in registers as bf16 hi + mid + lo parts (three mmas: ~24 bits of P), V
 //                   fragments by ldmatrix.trans from the [key][dim] tile
+// Split-K (flash-decoding): when the grid would have few blocks (decode rows, short chunks at
+// long contexts), each query tile's keys are split into ranges of split_len (a multiple of the
+// key tile); every split writes its rows' partial (max, sum, unnormalized output) in f32 and a
+// second kernel merges them per (query, head).
 // Fragment layouts: PTX ISA m16n8k16 (lane = 4 grp + tig). Shared rows are HD + 8 bf16 apart
 // (a 16-byte pad): the 8 rows a fragment load or an ldmatrix touches land in distinct banks.
+#include <algorithm>
 #include <cfloat>
 
 #include "ops/cuda/attention.h"
@@ -96,8 +101,8 @@ __device__ __forceinline__ uint4 e4m3x8_to_bf16(uint2 v) {
 
 // FP8: e4m3 caches, else bf16.
 template <int HD, bool FP8>
-__global__ void __launch_bounds__(kThreads) flash_kernel(AttentionLaunch p, int64_t bq,
-                                                         int* errors) {
+__global__ void __launch_bounds__(kThreads)
+    flash_kernel(AttentionLaunch p, int64_t bq, int64_t split_len, int* errors) {
   using G = Geo<HD>;
   extern __shared__ __align__(16) bf16 fsm[];
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
@@ -111,11 +116,15 @@ __global__ void __launch_bounds__(kThreads) flash_kernel(AttentionLaunch p, int6
       (q_len > p.max_q_len || ctx < q_len || ctx > max_ctx || q_len < 0))
     atomicAdd(errors, 1);  // inconsistent lengths: clamped below
   if (ctx > max_ctx) ctx = max_ctx;
-  const int64_t q0 = static_cast<int64_t>(blockIdx.x) * bq;
+  const int64_t split = blockIdx.x % p.n_splits;
+  const int64_t q0 = static_cast<int64_t>(blockIdx.x / p.n_splits) * bq;
   const int64_t q_rows = min(bq, min(q_len, ctx) - q0);
   if (q_rows <= 0) return;
-  const int64_t first_pos = ctx - q_len + q0;           // position of the tile's first query
-  const int64_t k_end = first_pos + q_rows;              // keys 0 .. last query position
+  const int64_t first_pos = ctx - q_len + q0;  // position of the tile's first query
+  // Keys k_begin .. k_end - 1: this split's range, up to the tile's last query position. A split
+  // past it has no keys and leaves empty partials (max -FLT_MAX, sum 0).
+  const int64_t k_begin = split * split_len;
+  const int64_t k_end = min(first_pos + q_rows, k_begin + split_len);
   const int32_t* table = static_cast<const int32_t*>(p.block_tables.p) + b * p.block_tables.ld;
 
   // This thread's two rows (grp, grp + 8 of the warp's m16 tile): query index and validity.
@@ -191,13 +200,13 @@ __global__ void __launch_bounds__(kThreads) flash_kernel(AttentionLaunch p, int6
     for (int i = 0; i < 4; ++i)
       o[nt][i] = 0.f;
 
-  const int64_t ntiles = (k_end + kKeys - 1) / kKeys;
-  load_tile(0, 0);
+  const int64_t ntiles = k_end > k_begin ? (k_end - k_begin + kKeys - 1) / kKeys : 0;
+  if (ntiles > 0) load_tile(0, k_begin);
   cp_async_commit();
   for (int64_t t = 0; t < ntiles; ++t) {
     if (t + 1 < ntiles) {
       __syncthreads();  // the stage about to be refilled was consumed (tile t - 1)
-      load_tile(static_cast<int>((t + 1) & 1), (t + 1) * kKeys);
+      load_tile(static_cast<int>((t + 1) & 1), k_begin + (t + 1) * kKeys);
     }
     cp_async_commit();
     cp_async_wait<1>();
@@ -205,7 +214,7 @@ __global__ void __launch_bounds__(kThreads) flash_kernel(AttentionLaunch p, int6
     if (!warp_live) continue;
     const bf16* sk = fsm + (t & 1) * G::kStageElems;
     const bf16* sv = sk + G::kTileElems;
-    const int64_t k0 = t * kKeys;
+    const int64_t k0 = k_begin + t * kKeys;
 
     // S = Q K^T: 8 n8 tiles of keys.
     float s[kKeys / 8][4];
@@ -228,7 +237,7 @@ __global__ void __launch_bounds__(kThreads) flash_kernel(AttentionLaunch p, int6
       for (int i = 0; i < 4; ++i) {
         const int h = i >> 1;
         const int64_t key = k0 + nt * 8 + 2 * tig + (i & 1);
-        const bool ok = row_ok[h] && key <= row_pos[h];
+        const bool ok = row_ok[h] && key <= row_pos[h] && key < k_end;
         s[nt][i] = ok ? s[nt][i] * sscale : -FLT_MAX;
         tmax[h] = fmaxf(tmax[h], s[nt][i]);
       }
@@ -298,17 +307,64 @@ __global__ void __launch_bounds__(kThreads) flash_kernel(AttentionLaunch p, int6
   }
   cp_async_wait<0>();
 
-  // Output rows: o / l * v_scale, bf16.
+  // Output rows: o / l * v_scale, bf16; or this split's partials.
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
     if (!row_ok[h]) continue;
     const int64_t r = warp * 16 + grp + 8 * h, qi = r / group, head = kvh * group + r % group;
+    if (p.n_splits > 1) {
+      const int64_t idx = (split * p.q.rows + q_start + q0 + qi) * p.n_heads + head;
+      float* po = p.partials + 2 * p.n_splits * p.q.rows * p.n_heads + idx * HD;
+      if (tig == 0) {
+        p.partials[2 * idx] = m[h];
+        p.partials[2 * idx + 1] = l[h];
+      }
+#pragma unroll
+      for (int nt = 0; nt < G::kDimTiles; ++nt)
+        *reinterpret_cast<float2*>(po + nt * 8 + 2 * tig) =
+            make_float2(o[nt][2 * h], o[nt][2 * h + 1]);
+      continue;
+    }
     const float inv = l[h] > 0.f ? p.v_scale / l[h] : 0.f;
     bf16* out = static_cast<bf16*>(p.out.p) + (q_start + q0 + qi) * p.out.ld + head * HD;
 #pragma unroll
     for (int nt = 0; nt < G::kDimTiles; ++nt)
       *reinterpret_cast<__nv_bfloat162*>(out + nt * 8 + 2 * tig) =
           __floats2bfloat162_rn(o[nt][2 * h] * inv, o[nt][2 * h + 1] * inv);
+  }
+}
+
+// grid (max_q_len, sequences), 128 threads: merges the splits' partials of one query's rows (all
+// heads). Partials: (max in the log2 domain, sum) [S][T][n_heads], then outputs
+// [S][T][n_heads][HD]; only queries the split kernel covered (inside the sequence and the
+// context) are written.
+__global__ void __launch_bounds__(128) flash_combine_kernel(AttentionLaunch p) {
+  const int64_t qi = blockIdx.x, b = blockIdx.y, S = p.n_splits, T = p.q.rows, HD = p.head_dim;
+  const int32_t* cu = static_cast<const int32_t*>(p.cu_seqlens_q.p);
+  const int64_t q_start = cu[b], q_len = cu[b + 1] - cu[b];
+  const int64_t max_ctx = p.block_tables.cols * p.block_size;
+  const int64_t ctx = min(static_cast<int64_t>(static_cast<const int32_t*>(p.context_lens.p)[b]),
+                          max_ctx);
+  if (qi >= min(q_len, ctx)) return;
+  const int64_t t = q_start + qi;
+  const float* ml = p.partials;
+  const float* po = p.partials + 2 * S * T * p.n_heads;
+  for (int64_t e = threadIdx.x; e < p.n_heads * HD; e += blockDim.x) {
+    const int64_t h = e / HD, d = e - h * HD;
+    float mx = -FLT_MAX;
+    for (int64_t s = 0; s < S; ++s)
+      mx = fmaxf(mx, ml[2 * ((s * T + t) * p.n_heads + h)]);
+    float sum = 0.f, acc = 0.f;
+    for (int64_t s = 0; s < S; ++s) {
+      const int64_t idx = (s * T + t) * p.n_heads + h;
+      const float ls = ml[2 * idx + 1];
+      if (ls <= 0.f) continue;  // no visible key in this split
+      const float w = exp2f(ml[2 * idx] - mx);
+      sum += w * ls;
+      acc += w * po[idx * HD + d];
+    }
+    static_cast<bf16*>(p.out.p)[t * p.out.ld + h * HD + d] =
+        __float2bfloat16_rn(sum > 0.f ? acc * p.v_scale / sum : 0.f);
   }
 }
 
@@ -326,16 +382,45 @@ void launch_flash_for(const AttentionLaunch& p, int* errors, cudaStream_t s) {
   (void)configured;
   const int64_t group = p.n_heads / p.n_kv_heads, bq = kRows / group;
   const int64_t B = p.cu_seqlens_q.n - 1;
-  const dim3 grid(static_cast<unsigned>((p.max_q_len + bq - 1) / bq),
+  const int64_t max_ctx = p.block_tables.cols * p.block_size;
+  const int64_t S = p.n_splits > 1 ? p.n_splits : 1;
+  const int64_t split_len =
+      S > 1 ? ((max_ctx + S - 1) / S + kKeys - 1) / kKeys * kKeys : max_ctx + kKeys;
+  const dim3 grid(static_cast<unsigned>((p.max_q_len + bq - 1) / bq * S),
                   static_cast<unsigned>(p.n_kv_heads), static_cast<unsigned>(B));
-  flash_kernel<HD, FP8><<<grid, kThreads, G::kSmemBytes, s>>>(p, bq, errors);
+  flash_kernel<HD, FP8><<<grid, kThreads, G::kSmemBytes, s>>>(p, bq, split_len, errors);
   STRATA_CUDA_LAUNCH_CHECK();
+  if (S > 1) {
+    flash_combine_kernel<<<dim3(static_cast<unsigned>(p.max_q_len), static_cast<unsigned>(B)), 128,
+                           0, s>>>(p);
+    STRATA_CUDA_LAUNCH_CHECK();
+  }
 }
 
 }  // namespace
 
 bool attention_flash_shape_supported(int64_t head_dim, int64_t group) {
   return (head_dim == 64 || head_dim == 128) && group >= 1 && group <= kRows;
+}
+
+int64_t attention_flash_splits(const AttentionLaunch& p, int sms) {
+  const int64_t group = p.n_heads / p.n_kv_heads, bq = kRows / group;
+  const int64_t B = p.cu_seqlens_q.n - 1;
+  const int64_t max_ctx = p.block_tables.cols * p.block_size;
+  // Key tiles of the widest context: a split gets at least kFlashMinSplitKeys keys.
+  const int64_t most = std::max<int64_t>(
+      1, std::min<int64_t>(kFlashMaxSplits, max_ctx / kFlashMinSplitKeys));
+  const int64_t forced = attention_splits_override();
+  if (forced > 0) return std::min(forced, std::max<int64_t>(1, (max_ctx + kKeys - 1) / kKeys));
+  // Blocks with queries, at most: every sequence's tiles (the packed rows, plus one partial tile
+  // per sequence). Split only while they leave multiprocessors idle.
+  const int64_t blocks = ((p.q.rows + bq - 1) / bq + B) * p.n_kv_heads;
+  if (blocks >= sms) return 1;
+  return std::min(most, (2 * static_cast<int64_t>(sms) + blocks - 1) / blocks);
+}
+
+int64_t attention_flash_partials_floats(const AttentionLaunch& p) {
+  return p.n_splits > 1 ? p.n_splits * p.q.rows * p.n_heads * (2 + p.head_dim) : 0;
 }
 
 void launch_attention_flash(const AttentionLaunch& p, int* index_errors, void* stream) {

@@ -1,11 +1,13 @@
 // Registration of attention on the CUDA backend: "cuda.decode" (bf16 decode at the real models'
 // shapes: tensor cores, fused split combine) is registered first, so ops::run prefers it;
-// "cuda.flash" (prefill and mixed steps, bf16 or e4m3 caches, head_dim 64/128, tensor cores);
+// "cuda.flash" (prefill, mixed and e4m3-cache decode steps, bf16 or e4m3 caches, head_dim
+// 64/128, tensor cores, split-K when the grid is small);
 // "cuda" (the general family: prefill and decode, f32 and bf16, head_dim 1..256, act or e4m3
 // caches) takes the rest.
 #ifdef STRATA_HAVE_CUDA
 #include <cuda_runtime.h>
 
+#include <atomic>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -92,7 +94,9 @@ void attention_run(const AttentionArgs& a, OpContext& ctx) {
   AttentionLaunch p = launch_of(a);
   Tensor partials;
   if (a.max_q_len == 1) {
-    p.n_splits = attention_decode_splits(p, context_of(ctx).multiprocessor_count());
+    const int64_t forced = attention_splits_override();
+    p.n_splits =
+        forced > 0 ? forced : attention_decode_splits(p, context_of(ctx).multiprocessor_count());
     if (p.n_splits > 1) {
       partials = Tensor::empty(Shape{attention_partials_floats(p)}, DType::F32, Device::Cuda);
       p.partials = partials.data<float>();
@@ -206,9 +210,6 @@ void decode_run(const AttentionArgs& a, OpContext& ctx) {
 bool flash_supports(const AttentionArgs& a, std::string* why) {
   if (!attention_supports(a, why)) return false;
   ArgCheck c(why);
-  c.require(a.max_q_len > 1,
-            fmt::format("max_q_len {}: prefill and mixed steps (decode has its own kernels)",
-                        a.max_q_len));
   c.require(a.q.dtype() == DType::BF16, fmt::format("q {}: bf16 only", a.q.str()));
   c.require(attention_flash_shape_supported(a.head_dim, a.n_heads / a.n_kv_heads),
             fmt::format("head_dim {} / GQA group {}: head_dim 64 or 128, groups up to 64",
@@ -226,10 +227,33 @@ bool flash_supports(const AttentionArgs& a, std::string* why) {
 }
 
 void flash_run(const AttentionArgs& a, OpContext& ctx) {
-  launch_attention_flash(launch_of(a), context_of(ctx).index_errors(), stream_of(ctx));
+  AttentionLaunch p = launch_of(a);
+  p.n_splits = attention_flash_splits(p, context_of(ctx).multiprocessor_count());
+  Tensor partials;
+  if (p.n_splits > 1) {
+    partials = Tensor::empty(Shape{attention_flash_partials_floats(p)}, DType::F32, Device::Cuda);
+    p.partials = partials.data<float>();
+  }
+  launch_attention_flash(p, context_of(ctx).index_errors(), stream_of(ctx));
+}
+
+std::atomic<int64_t>& splits_override() {
+  static std::atomic<int64_t> v{[] {
+    const char* e = std::getenv("STRATA_ATTENTION_SPLITS");
+    const long long n = e ? std::atoll(e) : 0;
+    return n > 0 ? static_cast<int64_t>(n) : int64_t{0};
+  }()};
+  return v;
 }
 
 }  // namespace
+
+void set_attention_splits_override(int64_t n) {
+  splits_override().store(n > 0 ? n : 0);
+}
+int64_t attention_splits_override() {
+  return splits_override().load();
+}
 
 // Registration order = preference: the decode kernel first, then flash attention for prefill
 // and mixed steps, then the general family.

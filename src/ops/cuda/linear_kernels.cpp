@@ -5,6 +5,8 @@
 // cuda.fp8_gemv), the small-M kernel the choice for other
 // weights at T <= 8, and cuBLASLt the choice above (the harness tests all).
 #ifdef STRATA_HAVE_CUDA
+#include <cstdlib>
+
 #include "ops/cuda/kernel_support.h"
 #include "ops/cuda/linear.h"
 #include "ops/ops.h"
@@ -61,12 +63,29 @@ void quantize_input(const LinearArgs& a, LinearLaunch& p, Tensor& scratch, void*
   p.scale = a.w.input_scale * a.w.weight_scale;
 }
 
+// Rows up to which the small-M kernel takes bf16 / f32 weights (cuBLASLt above). Its weight
+// stream is shared by the rows, but each 16-byte chunk is applied to every row from L1, so its
+// time grows with T. STRATA_SMALL_M_MAX_ROWS overrides it (1..kSmallMMaxRows; a tuning knob for
+// `strata bench --batch` and `bench-kernels --only "M sweep"`, read once). e4m3 weights keep
+// kSmallMMaxRows: W8A16 has no cuBLASLt path.
+int64_t small_m_max_rows_16bit() {
+  static const int64_t v = [] {
+    const char* e = std::getenv("STRATA_SMALL_M_MAX_ROWS");
+    const long long n = e ? std::atoll(e) : 0;
+    return n >= 1 && n <= kSmallMMaxRows ? static_cast<int64_t>(n) : kSmallMMaxRows;
+  }();
+  return v;
+}
+
 bool small_m_supports(const LinearArgs& a, std::string* why) {
   ArgCheck c(why);
   check_common(c, a);
-  if (c)
-    c.require(a.x.dim(0) <= kSmallMMaxRows,
-              fmt::format("T = {} above the small-M limit {}", a.x.dim(0), kSmallMMaxRows));
+  if (!c) return false;
+  const int64_t limit =
+      a.w.weight.dtype() == DType::F8E4M3 ? kSmallMMaxRows : small_m_max_rows_16bit();
+  c.require(a.x.dim(0) <= limit,
+            fmt::format("T = {} above the small-M limit {} for {} weights", a.x.dim(0), limit,
+                        dtype_name(a.w.weight.dtype())));
   return c;
 }
 void small_m_run(const LinearArgs& a, OpContext& ctx) {
