@@ -114,6 +114,8 @@ cuda-causal-mask-off-by-one ||| src/ops/cuda/attention.cu ||| const bool valid =
 cuda-fp8-scale-inverted ||| src/ops/cuda/linear_kernels.cpp ||| p.scale = a.w.input_scale * a.w.weight_scale; ||| ALL:p.scale = a.w.input_scale / a.w.weight_scale; ||| ops:linear,gate:nemotron-3-nano-30b-a3b:fp8
 cuda-fp8-scale-inverted ||| src/ops/cuda/linear_kernels.cpp ||| p.scale = p.wt == DType::F8E4M3 ? a.w.weight_scale : 1.f; ||| p.scale = p.wt == DType::F8E4M3 ? 1.f / a.w.weight_scale : 1.f; ||| -
 cuda-top-p-boundary ||| src/ops/cuda/sample.cu ||| if (cum >= need) { ||| if (cum > need) { ||| ops:sample
+cuda-ssd-score-rounded-before-dt ||| src/ops/cuda/ssm_scan_mma.cu ||| v0 = cbv.x * __expf(cum_l - cum[s]) * dts[s]; ||| v0 = __bfloat162float(__float2bfloat16_rn(cbv.x * __expf(cum_l - cum[s]))) * dts[s]; ||| ops:ssm_scan_mma_exact,ops:ssm_scan
+cuda-ssd-state-weight-rounded ||| src/ops/cuda/ssm_scan_mma.cu ||| [=](int s) { return expf(last - cum[s]) * dtv[s]; }); ||| [=](int s) { return __bfloat162float(__float2bfloat16_rn(expf(last - cum[s]) * dtv[s])); }); ||| ops:ssm_scan_mma_exact,ops:ssm_scan
 EOF
 }
 
