@@ -356,7 +356,7 @@ fi
 t_start=$(date +%s)
 echo "mutation-pass ($MODE): $(echo "$SELECTED" | wc -w) mutations, scratch $SCRATCH, targets: $TARGETS"
 BINS=${UNPACKED:-}/baseline
-echo "baseline: building..."
+echo "baseline: $([ -n "$PREBUILT" ] && echo "running the unmutated binaries" || echo "building")..."
 [ -n "$PREBUILT" ] || build "$LOG/baseline.build.log" || { echo "mutation-pass: the unmutated tree does not build ($LOG/baseline.build.log)"; exit 2; }
 base_fail=""
 base_done=""
