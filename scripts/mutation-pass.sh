@@ -17,6 +17,15 @@
 #   --all-suites                          run every suite of a mutation (default: stop at the
 #                                         first suite that catches it, building only what that
 #                                         suite needs)
+#   --device --build-only DIR             build every device mutant here (no GPU needed): the
+#                                         binaries its suites use, stripped, packed with the
+#                                         unmutated baseline and the mutation list into one
+#                                         DIR/mutants.tar.xz (xz -9e; near-identical binaries
+#                                         compress together)
+#   --device --prebuilt DIR               on the GPU machine: unpack DIR/mutants.tar.xz, run the
+#                                         baseline and every mutant's suites with those binaries
+#                                         (shared libraries through LD_LIBRARY_PATH, e.g. from a
+#                                         stage's go.sh), print the table; nothing is built
 #
 # The tree itself is never modified. Host mode copies the working tree (tracked and untracked,
 # not ignored) to a scratch directory beside it ($MUTATION_SCRATCH, default <root>-mutants: at
@@ -38,6 +47,8 @@ LIST=0
 CHECK=0
 IN_PLACE=0
 ALL_SUITES=0
+BUILD_ONLY=""
+PREBUILT=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --device) MODE=device; shift ;;
@@ -46,6 +57,8 @@ while [ $# -gt 0 ]; do
     --check) CHECK=1; shift ;;
     --in-place) IN_PLACE=1; shift ;;
     --all-suites) ALL_SUITES=1; shift ;;
+    --build-only) BUILD_ONLY=$2; shift 2 ;;
+    --prebuilt) PREBUILT=$2; shift 2 ;;
     *) echo "mutation-pass: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -70,7 +83,7 @@ moe-renorm-biased-scores ||| src/ops/host/moe.cpp ||| const float w = a.norm_top
 moe-routed-scaling-dropped ||| src/ops/host/moe.cpp ||| weights[t * K + j] = w * a.routed_scaling_factor; ||| weights[t * K + j] = w; ||| test_reference:HostMoe*,test_model:*Golden*
 gated-norm-epsilon ||| src/ops/host/norm.cpp ||| / static_cast<float>(group) + a.eps); ||| / static_cast<float>(group) + 0.1f * a.eps); ||| test_reference:HostGatedRmsNorm*,test_model:*Golden*
 rms-norm-epsilon ||| src/ops/host/norm.cpp ||| / static_cast<float>(H) + a.eps); ||| / static_cast<float>(H) + 0.1f * a.eps); ||| test_reference:HostRmsNorm*,test_model:*Golden*
-kv-block-index-off-by-one ||| src/ops/host/attention.cpp ||| load_f32(element_ptr(a.k_cache, {table[j / bs], ||| load_f32(element_ptr(a.k_cache, {table[std::max<int64_t>(j / bs - 1, 0)], ||| test_reference:HostAttention*,test_model:*Golden*
+kv-block-index-off-by-one ||| src/ops/host/attention.cpp ||| load_cache_row(element_ptr(a.k_cache, {table[j / bs], ||| load_cache_row(element_ptr(a.k_cache, {table[std::max<int64_t>(j / bs - 1, 0)], ||| test_reference:HostAttention*,test_model:*Golden*
 causal-mask-off-by-one ||| src/ops/host/attention.cpp ||| pos = ctx_lens[b] - q_len + (t - cu[b]); ||| pos = std::min<int64_t>(ctx_lens[b] - q_len + (t - cu[b]) + 1, ctx_lens[b] - 1); ||| test_reference:HostAttention*,test_model:*Golden*
 mamba-state-not-written-at-chunk-boundary ||| src/ops/host/ssm_scan.cpp ||| store_head_state(a.ssm_states, slots[b], h, sc.S); ||| if ((cu[b + 1] - cu[b]) % Q != 0) store_head_state(a.ssm_states, slots[b], h, sc.S); ||| test_reference:HostSsm*,test_model:*Golden*
 ssm-chunk-state-decay-dropped ||| src/ops/host/ssm_scan.cpp ||| Sv = decay_all * Sv + acc; ||| Sv = (decay_all > 0.f ? 1.f : 1.f) * Sv + acc; ||| test_reference:HostSsm*,test_model:*Golden*
@@ -100,11 +113,31 @@ cuda-kv-block-index-off-by-one-decode ||| src/ops/cuda/attention_decode.cu ||| i
 cuda-causal-mask-off-by-one ||| src/ops/cuda/attention.cu ||| const bool valid = key < k_end && key <= pos; ||| const bool valid = key < k_end && key <= pos + 1; ||| ops:attention
 cuda-fp8-scale-inverted ||| src/ops/cuda/linear_kernels.cpp ||| p.scale = a.w.input_scale * a.w.weight_scale; ||| ALL:p.scale = a.w.input_scale / a.w.weight_scale; ||| ops:linear,gate:nemotron-3-nano-30b-a3b:fp8
 cuda-fp8-scale-inverted ||| src/ops/cuda/linear_kernels.cpp ||| p.scale = p.wt == DType::F8E4M3 ? a.w.weight_scale : 1.f; ||| p.scale = p.wt == DType::F8E4M3 ? 1.f / a.w.weight_scale : 1.f; ||| -
-cuda-top-p-boundary ||| src/ops/cuda/sample.cu ||| return cum >= need; ||| return cum > need; ||| ops:sample
+cuda-top-p-boundary ||| src/ops/cuda/sample.cu ||| if (cum >= need) { ||| if (cum > need) { ||| ops:sample
+cuda-ssd-score-rounded-before-dt ||| src/ops/cuda/ssm_scan_mma.cu ||| v0 = cbv.x * __expf(cum_l - cum[s]) * dts[s]; ||| v0 = __bfloat162float(__float2bfloat16_rn(cbv.x * __expf(cum_l - cum[s]))) * dts[s]; ||| ops:ssm_scan_mma_exact,ops:ssm_scan
+cuda-ssd-state-weight-rounded ||| src/ops/cuda/ssm_scan_mma.cu ||| [=](int s) { return expf(last - cum[s]) * dtv[s]; }); ||| [=](int s) { return __bfloat162float(__float2bfloat16_rn(expf(last - cum[s]) * dtv[s])); }); ||| ops:ssm_scan_mma_exact,ops:ssm_scan
 EOF
 }
 
-mutations() { if [ "$MODE" = device ]; then device_mutations; else host_mutations; fi; }
+if { [ -n "$BUILD_ONLY" ] || [ -n "$PREBUILT" ]; } && [ "$MODE" != device ]; then
+  echo "mutation-pass: --build-only and --prebuilt go with --device" >&2; exit 2
+fi
+# With --prebuilt the mutations are the ones packed with the binaries (the tree may have moved on).
+MANIFEST=""
+if [ -n "$PREBUILT" ]; then
+  [ -f "$PREBUILT/mutants.tar.xz" ] || { echo "mutation-pass: no $PREBUILT/mutants.tar.xz" >&2; exit 2; }
+  UNPACKED=$(mktemp -d /tmp/mutants.XXXXXX)
+  if command -v xz > /dev/null; then xz -dc "$PREBUILT/mutants.tar.xz" | tar -xf - -C "$UNPACKED"
+  else python3 -c "import lzma,sys;sys.stdout.buffer.write(lzma.open(sys.argv[1]).read())" "$PREBUILT/mutants.tar.xz" | tar -xf - -C "$UNPACKED"
+  fi || { echo "mutation-pass: cannot unpack $PREBUILT/mutants.tar.xz" >&2; exit 2; }
+  MANIFEST=$UNPACKED/mutations.txt
+fi
+
+mutations() {
+  if [ -n "$MANIFEST" ]; then cat "$MANIFEST"
+  elif [ "$MODE" = device ]; then device_mutations
+  else host_mutations; fi
+}
 names() { mutations | awk -F' \\|\\|\\| ' '{print $1}' | awk '!seen[$0]++'; }
 
 if [ "$LIST" = 1 ]; then
@@ -164,33 +197,48 @@ fi
 
 # ---- the scratch tree ----
 JOBS=${JOBS:-$(nproc)}
-if [ "$IN_PLACE" = 1 ]; then
-  SCRATCH=$ROOT
+if [ -n "$PREBUILT" ]; then
+  # Nothing to build or mutate: each mutant's binaries are in $UNPACKED/<name>/. The tests find
+  # committed fixtures through the source path baked in at build time: point it at this tree.
+  SRC_BAKED=$(cat "$UNPACKED/SRC_ROOT")
+  [ -e "$SRC_BAKED" ] || { mkdir -p "$(dirname "$SRC_BAKED")" && ln -sfn "$ROOT" "$SRC_BAKED"; }
+  SCRATCH=$UNPACKED
+  LOG=${MUTATION_LOG:-$UNPACKED/logs}
+  mkdir -p "$LOG"
+  BUILD=""
+  restore_all() { :; }
+  trap 'rm -rf "$UNPACKED"' EXIT
+  trap 'exit 130' INT TERM
+  echo "mutation-pass: prebuilt mutants of $(cat "$UNPACKED/COMMIT") ($(ls "$UNPACKED" | wc -l) entries)"
 else
-  SCRATCH=${MUTATION_SCRATCH:-$ROOT-mutants$([ "$MODE" = device ] && echo -cuda)}
-  mkdir -p "$SCRATCH" || exit 2
-  # Tracked and untracked (not ignored) files; fixtures and models included.
-  (cd "$ROOT" && git ls-files -co --exclude-standard -z | tar --null -T - -cf -) | (cd "$SCRATCH" && tar -xf -) || exit 2
-fi
-PRISTINE=$(mktemp -d)
-LOG=${MUTATION_LOG:-$SCRATCH/build/mutation-logs}
-mkdir -p "$LOG"
-for n in $SELECTED; do
-  for f in $(files_of "$n"); do mkdir -p "$PRISTINE/$(dirname "$f")"; cp "$ROOT/$f" "$PRISTINE/$f"; done
-done
-restore_all() {
-  (cd "$PRISTINE" && find . -type f) | while read -r f; do cp "$PRISTINE/$f" "$SCRATCH/$f"; done
-}
-trap 'restore_all; rm -rf "$PRISTINE"' EXIT
-trap 'exit 130' INT TERM
+  if [ "$IN_PLACE" = 1 ]; then
+    SCRATCH=$ROOT
+  else
+    SCRATCH=${MUTATION_SCRATCH:-$ROOT-mutants$([ "$MODE" = device ] && echo -cuda)}
+    mkdir -p "$SCRATCH" || exit 2
+    # Tracked and untracked (not ignored) files; fixtures and models included.
+    (cd "$ROOT" && git ls-files -co --exclude-standard -z | tar --null -T - -cf -) | (cd "$SCRATCH" && tar -xf -) || exit 2
+  fi
+  PRISTINE=$(mktemp -d)
+  LOG=${MUTATION_LOG:-$SCRATCH/build/mutation-logs}
+  mkdir -p "$LOG"
+  for n in $SELECTED; do
+    for f in $(files_of "$n"); do mkdir -p "$PRISTINE/$(dirname "$f")"; cp "$ROOT/$f" "$PRISTINE/$f"; done
+  done
+  restore_all() {
+    (cd "$PRISTINE" && find . -type f) | while read -r f; do cp "$PRISTINE/$f" "$SCRATCH/$f"; done
+  }
+  trap 'restore_all; rm -rf "$PRISTINE"' EXIT
+  trap 'exit 130' INT TERM
 
-if [ "$MODE" = device ]; then PRESET=ci; BUILD=$SCRATCH/build/ci; else PRESET=cpu; BUILD=$SCRATCH/build/cpu; fi
-LAUNCH="-DCMAKE_CXX_COMPILER_LAUNCHER=ccache"
-[ "$MODE" = device ] && LAUNCH="$LAUNCH -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache"
-command -v ccache > /dev/null || LAUNCH=""
-if [ ! -f "$BUILD/build.ninja" ]; then
-  (cd "$SCRATCH" && cmake --preset "$PRESET" $LAUNCH > "$LOG/configure.log" 2>&1) ||
-    { echo "mutation-pass: configure failed ($LOG/configure.log)"; exit 2; }
+  if [ "$MODE" = device ]; then PRESET=ci; BUILD=$SCRATCH/build/ci; else PRESET=cpu; BUILD=$SCRATCH/build/cpu; fi
+  LAUNCH="-DCMAKE_CXX_COMPILER_LAUNCHER=ccache"
+  [ "$MODE" = device ] && LAUNCH="$LAUNCH -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache"
+  command -v ccache > /dev/null || LAUNCH=""
+  if [ ! -f "$BUILD/build.ninja" ]; then
+    (cd "$SCRATCH" && cmake --preset "$PRESET" $LAUNCH > "$LOG/configure.log" 2>&1) ||
+      { echo "mutation-pass: configure failed ($LOG/configure.log)"; exit 2; }
+  fi
 fi
 
 # Binaries the selected mutations need.
@@ -217,24 +265,30 @@ build() {
 target_of() {
   case "$1" in ops:*) echo test_ops ;; gate:*) echo strata ;; *) echo "${1%%:*}" ;; esac
 }
+# bin TARGET: the binary to run; with --prebuilt, the current mutant's ($BINS, set per mutant).
+bin() {
+  if [ -n "$PREBUILT" ]; then echo "$BINS/$1"
+  elif [ "$1" = strata ]; then echo "$BUILD/strata"
+  else echo "$BUILD/tests/$1"; fi
+}
 
 # Runs one suite; prints the tests that failed (or "crashed", "timeout").
 run_suite() {
   local s=$1 log=$2 rc
   case "$s" in
     ops:*)
-      STRATA_REQUIRE_GPU=1 STRATA_OPS_FILTER=${s#ops:} timeout 600 "$BUILD/tests/test_ops" --gtest_brief=1 > "$log" 2>&1
+      STRATA_REQUIRE_GPU=1 STRATA_OPS_FILTER=${s#ops:} timeout 600 "$(bin test_ops)" --gtest_brief=1 > "$log" 2>&1
       rc=$? ;;
     gate:*)
       local rest=${s#gate:}
-      timeout 600 "$BUILD/strata" gate --load-format dummy --preset "${rest%%:*}" --dtype "${rest##*:}" \
+      timeout 600 "$(bin strata)" gate --load-format dummy --preset "${rest%%:*}" --dtype "${rest##*:}" \
         --device cuda --prompt-len 160 > "$log" 2>&1
       rc=$?
       [ "$rc" = 0 ] || { echo "strata gate ${rest}: $(grep -c 'OUT OF BAND' "$log") blocks out of band"; return; }
       return ;;
     *)
       local bin=${s%%:*} filter=${s#*:}
-      timeout 900 "$BUILD/tests/$bin" --gtest_filter="$filter" --gtest_brief=1 > "$log" 2>&1
+      timeout 900 "$(bin "$bin")" --gtest_filter="$filter" --gtest_brief=1 > "$log" 2>&1
       rc=$? ;;
   esac
   [ "$rc" = 124 ] && { echo "$s: timeout"; return; }
@@ -251,7 +305,9 @@ run_suite() {
 run_suites() {
   local n=$1 out="" f
   for s in $(suites_of "$n" | tr ',' ' '); do
-    if ! build "$LOG/$n.build.log" "$(target_of "$s")"; then echo "BUILD FAILED"; return; fi
+    if [ -n "$PREBUILT" ]; then
+      [ -x "$(bin "$(target_of "$s")")" ] || { echo "BUILD FAILED"; return; }
+    elif ! build "$LOG/$n.build.log" "$(target_of "$s")"; then echo "BUILD FAILED"; return; fi
     f=$(run_suite "$s" "$LOG/$n.$(echo "$s" | tr -c 'A-Za-z0-9_\n' '_').log")
     out="$out$f"
     [ -n "$f" ] && [ "$ALL_SUITES" = 0 ] && break
@@ -259,10 +315,49 @@ run_suites() {
   echo "$out"
 }
 
+# ---- --build-only: every mutant's binaries, packed ----
+if [ -n "$BUILD_ONLY" ]; then
+  mkdir -p "$BUILD_ONLY" || exit 2
+  BUILD_ONLY=$(cd "$BUILD_ONLY" && pwd)
+  BINS_ALL=$BUILD/mutant-bins
+  rm -rf "$BINS_ALL"; mkdir -p "$BINS_ALL"
+  failed_builds=""
+  for n in baseline $SELECTED; do
+    t0=$(date +%s)
+    restore_all
+    if [ "$n" = baseline ]; then want=$TARGETS
+    else
+      apply_mutation "$n" "$SCRATCH" || { failed_builds="$failed_builds $n(not-applied)"; continue; }
+      want=$(for s in $(suites_of "$n" | tr ',' ' '); do target_of "$s"; done | sort -u | tr '\n' ' ')
+    fi
+    if ! build "$LOG/$n.build.log" $want; then
+      echo "$n: BUILD FAILED ($LOG/$n.build.log)"; failed_builds="$failed_builds $n"; continue
+    fi
+    mkdir -p "$BINS_ALL/$n"
+    for t in $want; do strip -o "$BINS_ALL/$n/$t" "$(bin "$t")" || exit 2; done
+    echo "$n: built $want($(( $(date +%s) - t0 )) s)"
+  done
+  restore_all
+  build "$LOG/final.build.log" > /dev/null 2>&1
+  for n in $SELECTED; do mutations | awk -F' \\|\\|\\| ' -v n="$n" '$1 == n'; done > "$BINS_ALL/mutations.txt"
+  echo "$SCRATCH" > "$BINS_ALL/SRC_ROOT"
+  echo "$(cd "$ROOT" && git rev-parse --short HEAD)$(cd "$ROOT" && git diff --quiet HEAD || echo +local-edits)" > "$BINS_ALL/COMMIT"
+  # One binary kind after another, baseline first, so each copy follows a near-identical one
+  # within xz's window.
+  list="mutations.txt SRC_ROOT COMMIT"
+  for t in $TARGETS; do for n in baseline $SELECTED; do [ -f "$BINS_ALL/$n/$t" ] && list="$list $n/$t"; done; done
+  echo "packing $(echo "$list" | wc -w) files ($(cd "$BINS_ALL" && du -ch $list | tail -1 | cut -f1)) with xz -9e..."
+  (cd "$BINS_ALL" && tar -cf - $list) | nice xz -9e -T1 > "$BUILD_ONLY/mutants.tar.xz" || exit 2
+  echo "mutation-pass: $BUILD_ONLY/mutants.tar.xz, $(stat -c %s "$BUILD_ONLY/mutants.tar.xz") bytes"
+  [ -z "$failed_builds" ] || { echo "mutation-pass: could not build:$failed_builds"; exit 1; }
+  exit 0
+fi
+
 t_start=$(date +%s)
 echo "mutation-pass ($MODE): $(echo "$SELECTED" | wc -w) mutations, scratch $SCRATCH, targets: $TARGETS"
-echo "baseline: building..."
-build "$LOG/baseline.build.log" || { echo "mutation-pass: the unmutated tree does not build ($LOG/baseline.build.log)"; exit 2; }
+BINS=${UNPACKED:-}/baseline
+echo "baseline: $([ -n "$PREBUILT" ] && echo "running the unmutated binaries" || echo "building")..."
+[ -n "$PREBUILT" ] || build "$LOG/baseline.build.log" || { echo "mutation-pass: the unmutated tree does not build ($LOG/baseline.build.log)"; exit 2; }
 base_fail=""
 base_done=""
 for n in $SELECTED; do
@@ -283,7 +378,9 @@ missed=0
 for n in $SELECTED; do
   t0=$(date +%s)
   restore_all
-  if ! apply_mutation "$n" "$SCRATCH"; then RESULTS+=("| $n | - | NOT APPLIED | |"); missed=1; continue; fi
+  BINS=${UNPACKED:-}/$n
+  if [ -n "$PREBUILT" ]; then :
+  elif ! apply_mutation "$n" "$SCRATCH"; then RESULTS+=("| $n | - | NOT APPLIED | |"); missed=1; continue; fi
   caught=$(run_suites "$n")
   if [ "$caught" = "BUILD FAILED" ]; then
     # A defect that does not compile proves nothing about the tests.
@@ -304,7 +401,7 @@ for n in $SELECTED; do
   echo "$line ($secs s)"
 done
 # Leave the scratch binaries unmutated for the next run.
-build "$LOG/final.build.log" > /dev/null 2>&1
+[ -n "$PREBUILT" ] || build "$LOG/final.build.log" > /dev/null 2>&1
 
 echo
 echo "==== mutation pass ($MODE), $(( $(date +%s) - t_start )) s ===="

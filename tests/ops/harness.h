@@ -161,12 +161,13 @@ std::string describe(const Tensor& t);
 }  // namespace detail
 
 // Runs every CUDA kernel for `host_args` against the host kernel. `to_device` may mirror
-// tensors that visit() does not list (expert weights).
+// tensors that visit() does not list (expert weights). `only_kernel`: run just the CUDA kernel
+// of that name (a check written for one kernel's arithmetic).
 template <class Args>
 Outcome run_case(
     Args host_args, DType act, const Tolerance& tol,
     const std::function<void(Args& dev, std::vector<std::shared_ptr<void>>& keep)>& to_device = {},
-    const OutputCheck& check = {}) {
+    const OutputCheck& check = {}, const std::string& only_kernel = "") {
   Outcome out;
   detail::Runner runner;
   std::vector<std::pair<Tensor, ops::Role>> host_ts;
@@ -210,6 +211,7 @@ Outcome run_case(
   bool any = false;
   for (const auto& k : OpTable<Args>::kernels()) {
     if (k.device != Device::Cuda) continue;
+    if (!only_kernel.empty() && only_kernel != k.name) continue;
     std::string why;
     if (!k.supports(dev_args, &why)) {
       reasons += " [" + std::string(k.name) + ": " + why + "]";

@@ -22,6 +22,9 @@ constexpr int kCasesEmbedding = 6, kCasesRmsNorm = 14, kCasesLinear = 65, kCases
               kCasesConvUpdate = 18, kCasesSsmScan = 28, kCasesSsmUpdate = 14,
               kCasesGatedRmsNorm = 12, kCasesKvWrite = 8, kCasesAttention = 94, kCasesRelu2 = 9,
               kCasesAdd = 8, kCasesMoeRoute = 6, kCasesMoeExperts = 16, kCasesCast = 12;
+// Checks of one kernel's arithmetic against an emulation of it (cases_ssd_mma_exact.cpp,
+// cases_moe_w8a8.cpp).
+constexpr int kCasesSsmScanMmaExact = 7, kCasesMoeExpertsW8A8 = 6;
 
 std::vector<std::string> filters() {
   std::vector<std::string> out;
@@ -71,6 +74,7 @@ TEST(OpHarness, TableCoversEveryOp) {
                                                {"conv1d_prefill", kCasesConvPrefill},
                                                {"conv1d_update", kCasesConvUpdate},
                                                {"ssm_scan", kCasesSsmScan},
+                                               {"ssm_scan_mma_exact", kCasesSsmScanMmaExact},
                                                {"ssm_update", kCasesSsmUpdate},
                                                {"gated_rms_norm", kCasesGatedRmsNorm},
                                                {"kv_cache_write", kCasesKvWrite},
@@ -79,6 +83,7 @@ TEST(OpHarness, TableCoversEveryOp) {
                                                {"add", kCasesAdd},
                                                {"moe_route", kCasesMoeRoute},
                                                {"moe_experts", kCasesMoeExperts},
+                                               {"moe_experts_w8a8", kCasesMoeExpertsW8A8},
                                                {"cast", kCasesCast},
                                                {"sample", 1}};
   int total = 0;
