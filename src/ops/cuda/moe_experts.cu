@@ -335,15 +335,16 @@ void launch_moe_grouped(const MoeExpertsLaunch& p, int* index_errors, void* stre
           <<<dim3(static_cast<unsigned>(pairs), grid_1d(p.hidden, 256)), 256, 0, st>>>(p, s);
       STRATA_CUDA_LAUNCH_CHECK();
     }
-    if (p.mma) {
+    if (p.mma && p.swap) {
+      moe::launch_grouped_swap(p, s, max_tiles, st);
+    } else if (p.mma) {
       moe::launch_grouped_mma(p, s, max_tiles, st);
     } else {
       grouped_gemm_kernel<TA, TW, Q, true>
           <<<dim3(static_cast<unsigned>(max_tiles), grid_1d(p.inter, kTile)), 256, 0, st>>>(p, s);
       STRATA_CUDA_LAUNCH_CHECK();
       grouped_gemm_kernel<TA, TW, Q, false>
-          <<<dim3(static_cast<unsigned>(max_tiles), grid_1d(p.hidden, kTile)), 256, 0, st>>>(p,
-                                                                                              s);
+          <<<dim3(static_cast<unsigned>(max_tiles), grid_1d(p.hidden, kTile)), 256, 0, st>>>(p, s);
       STRATA_CUDA_LAUNCH_CHECK();
     }
     combine_kernel<TA>

@@ -1,0 +1,270 @@
+// The routed experts' grouped GEMMs for few tokens per expert (a prefill of hundreds of tokens,
+// a batched decode step): weights on mma's M side, the tile's pairs on its N side.
+//
+// The pairs are already bucketed by expert (moe_experts.cu) and cut into tiles of up to 64
+// sorted rows of one expert. One launch does the up projection of every tile, one the down:
+//   up:   C[f][n] = W_up[e][f] . A[n],  A[n] = x[token] (bf16) or xq[pair] (e4m3, W8A8)
+//         epilogue h = act(relu(act(C * su))^2), stored act or quantized with down_in (W8A8)
+//   down: C[f][n] = W_down[e][f] . h[n], epilogue d[pair][f] = act(C * sd)
+// With ~24 pairs per expert (512 tokens) or ~3 (a batch of 64), the cost is streaming the
+// experts' weights once; the shared-memory tiles of moe_grouped_mma.cu are bound by shared-memory
+// traffic there. Here a warp owns 32 output features (two m16 tiles) for up to 32 of a tile's
+// pairs (NT = ceil(pairs / 8) n8 tiles, 1..4, a template so small tiles multiply no zero
+// columns): every weight byte goes from global memory straight into the registers of the one
+// warp that uses it (16-byte loads, a register ring D k-blocks deep), once per 32 pairs; the
+// pairs' rows (small and read by every warp of the tile) come through the caches. No shared
+// memory. (All 64 pairs of a tile in one warp needs ~228 registers: measured with ptxas.)
+//
+// k permutation. mma.m16n8k16 (PTX ISA), lane = 4 grp + tig: A's registers a0..a3 hold rows
+// (grp, grp + 8) at k slots (2 tig, 2 tig + 1) and (8 + 2 tig, 9 + 2 tig); B's b0, b1 hold column
+// grp at the same k slots. A dot product does not depend on the order of k, so any bijection
+// between memory and k slots works if A and B use the same one. Here a k-block is 64 bytes of
+// every row and lane tig loads bytes [16 tig, 16 tig + 16) of it (one 16-byte load per row) for
+// both operands; word w (bytes 4w..4w+3 of the 16) feeds the mma k step s:
+//   e4m3: 4 steps per k-block, step s = word s: bytes 0, 1 -> slots 2 tig, 2 tig + 1 (a0/a1, b0);
+//         bytes 2, 3 -> slots 8 + 2 tig, 9 + 2 tig (a2/a3, b1); converted to f16 (below).
+//   bf16: 2 steps per k-block, step s = words 2s (slots 2 tig, 2 tig + 1) and 2s + 1 (slots
+//         8 + 2 tig, 9 + 2 tig), used as they are.
+//
+// e4m3 (W8A8): both operands are converted to f16 in registers with integer operations
+// (e4m3_f16_bits.h: exact, each value times 2^-8) and multiplied with mma f16 -> f32; the
+// epilogue scale carries the 2^16. sm_90 has no e4m3 mma.sync of its own.
+#include "ops/cuda/e4m3_f16_bits.h"
+#include "ops/cuda/moe_common.cuh"
+
+namespace strata::cuda::moe {
+
+namespace {
+
+constexpr int kWarps = 4;
+constexpr int kThreads = kWarps * 32;
+constexpr int kWarpF = 32;                // output features per warp
+constexpr int kBlockF = kWarps * kWarpF;  // output features per block
+constexpr int kKBlock = 64;               // bytes of k per row per k-block (16 per lane)
+constexpr int kHalfTile = kTile / 2;      // pairs per block: at most 4 n8 tiles
+
+// Register ring depth (k-blocks in flight) per n8 count: deeper where the tile is thin, so the
+// registers stay about constant (A: 16 D, B: 4 NT D, accumulators: 8 NT).
+constexpr int ring_depth(int nt) {
+  return nt <= 2 ? 4 : 3;
+}
+
+// 16 bytes streamed from global memory, not kept in L1 (the weights: read once per tile).
+__device__ __forceinline__ uint4 ld_stream(const uint8_t* p) {
+  uint4 v;
+  asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+               : "l"(p));
+  return v;
+}
+
+__device__ __forceinline__ uint32_t word(const uint4& v, int i) {
+  return i == 0 ? v.x : i == 1 ? v.y : i == 2 ? v.z : v.w;
+}
+
+__device__ __forceinline__ uint32_t f16_lo(uint32_t v) {
+  return e4m3x2_spread_to_f16x2(e4m3_spread_lo(v));
+}
+__device__ __forceinline__ uint32_t f16_hi(uint32_t v) {
+  return e4m3x2_spread_to_f16x2(e4m3_spread_hi(v));
+}
+
+template <bool FP8>
+__device__ __forceinline__ void mma16816(float (&c)[4], const uint32_t (&a)[4], uint32_t b0,
+                                         uint32_t b1) {
+  if constexpr (FP8)
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+        "{%8, %9}, {%0, %1, %2, %3};"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  else
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+        "{%8, %9}, {%0, %1, %2, %3};"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+// One k-block's products: a[mt][h] is row grp + 8 h of m16 tile mt, b[nt] column grp of n8
+// tile nt (the lane's 16 bytes each).
+template <bool FP8, int NT>
+__device__ __forceinline__ void kblock_mma(float (&acc)[2][NT][4], const uint4 (&a)[2][2],
+                                           const uint4 (&b)[NT]) {
+  constexpr int kSteps = FP8 ? 4 : 2;
+#pragma unroll
+  for (int s = 0; s < kSteps; ++s) {
+    uint32_t af[2][4];
+#pragma unroll
+    for (int mt = 0; mt < 2; ++mt) {
+      if constexpr (FP8) {
+        const uint32_t w0 = word(a[mt][0], s), w1 = word(a[mt][1], s);
+        af[mt][0] = f16_lo(w0);
+        af[mt][1] = f16_lo(w1);
+        af[mt][2] = f16_hi(w0);
+        af[mt][3] = f16_hi(w1);
+      } else {
+        af[mt][0] = word(a[mt][0], 2 * s);
+        af[mt][1] = word(a[mt][1], 2 * s);
+        af[mt][2] = word(a[mt][0], 2 * s + 1);
+        af[mt][3] = word(a[mt][1], 2 * s + 1);
+      }
+    }
+#pragma unroll
+    for (int nt = 0; nt < NT; ++nt) {
+      uint32_t b0, b1;
+      if constexpr (FP8) {
+        const uint32_t w = word(b[nt], s);
+        b0 = f16_lo(w);
+        b1 = f16_hi(w);
+      } else {
+        b0 = word(b[nt], 2 * s);
+        b1 = word(b[nt], 2 * s + 1);
+      }
+#pragma unroll
+      for (int mt = 0; mt < 2; ++mt)
+        mma16816<FP8>(acc[mt][nt], af[mt], b0, b1);
+    }
+  }
+}
+
+// The warp's 32 features x the tile's pairs (NT n8 tiles), then the epilogue.
+template <bool FP8, bool UP, int NT>
+__device__ __forceinline__ void warp_tile(const MoeExpertsLaunch& p, const Scratch& s, int e,
+                                          int32_t row0, int rows, int64_t fw) {
+  constexpr int D = ring_depth(NT);
+  constexpr int64_t kElem = FP8 ? 1 : 2;
+  const int64_t K = UP ? p.hidden : p.inter, F = UP ? p.inter : p.hidden;
+  const int64_t kbytes = K * kElem;
+  const int lane = threadIdx.x & 31, grp = lane >> 2, tig = lane & 3;
+  const int64_t lane_k = 16 * tig;
+
+  // Rows past F or past the tile's pairs repeat a valid row; their results are not stored.
+  const uint8_t* W = static_cast<const uint8_t*>(UP ? p.tables.up[e] : p.tables.down[e]);
+  const uint8_t* a_row[2][2];
+#pragma unroll
+  for (int mt = 0; mt < 2; ++mt)
+#pragma unroll
+    for (int h = 0; h < 2; ++h)
+      a_row[mt][h] = W + min(fw + mt * 16 + grp + 8 * h, F - 1) * kbytes + lane_k;
+  const uint8_t* b_row[NT];
+#pragma unroll
+  for (int nt = 0; nt < NT; ++nt) {
+    const int n = nt * 8 + grp;
+    const int64_t pair = s.sorted[row0 + (n < rows ? n : 0)];
+    if (UP && !FP8)
+      b_row[nt] = static_cast<const uint8_t*>(p.x.p) + (pair / p.top_k) * p.x.ld * kElem + lane_k;
+    else if (UP)
+      b_row[nt] = s.xq + pair * p.hidden + lane_k;
+    else
+      b_row[nt] = static_cast<const uint8_t*>(s.h) + pair * p.inter * kElem + lane_k;
+  }
+
+  uint4 ra[D][2][2], rb[D][NT];
+  auto load = [&](uint4(&a)[2][2], uint4(&b)[NT], int64_t kb) {
+    const int64_t off = kb * kKBlock;
+    const bool in = off + lane_k < kbytes;  // k tail (K * elem is a multiple of 16)
+    const uint4 zero = make_uint4(0, 0, 0, 0);
+#pragma unroll
+    for (int mt = 0; mt < 2; ++mt)
+#pragma unroll
+      for (int h = 0; h < 2; ++h)
+        a[mt][h] = in ? ld_stream(a_row[mt][h] + off) : zero;
+#pragma unroll
+    for (int nt = 0; nt < NT; ++nt)
+      b[nt] = in ? __ldg(reinterpret_cast<const uint4*>(b_row[nt] + off)) : zero;
+  };
+
+  float acc[2][NT][4] = {};
+  const int64_t nk = (kbytes + kKBlock - 1) / kKBlock;
+#pragma unroll
+  for (int j = 0; j < D - 1; ++j)
+    load(ra[j], rb[j], j);
+  for (int64_t kb0 = 0; kb0 < nk; kb0 += D) {
+#pragma unroll
+    for (int j = 0; j < D; ++j) {
+      // Slot (j + D - 1) % D was consumed at step j - 1: refill it D - 1 k-blocks ahead.
+      load(ra[(j + D - 1) % D], rb[(j + D - 1) % D], kb0 + j + D - 1);
+      if (kb0 + j < nk) kblock_mma<FP8, NT>(acc, ra[j], rb[j]);
+    }
+  }
+
+  // c0, c1: feature grp, pairs 2 tig, 2 tig + 1 of the n8 tile; c2, c3: feature grp + 8.
+  const float scale = (UP ? up_scale(p, e) : down_scale(p, e)) * (FP8 ? 65536.f : 1.f);
+#pragma unroll
+  for (int nt = 0; nt < NT; ++nt) {
+#pragma unroll
+    for (int c = 0; c < 2; ++c) {
+      const int n = nt * 8 + 2 * tig + c;
+      if (n >= rows) continue;
+      const int64_t pair = s.sorted[row0 + n];
+#pragma unroll
+      for (int mt = 0; mt < 2; ++mt) {
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const int64_t f = fw + mt * 16 + grp + 8 * h;
+          if (f >= F) continue;
+          const float v = acc[mt][nt][2 * h + c] * scale;
+          if (UP)
+            store_hidden<bf16>(p, s, e, pair, f, v);
+          else
+            static_cast<bf16*>(s.d)[pair * p.hidden + f] = __float2bfloat16_rn(v);
+        }
+      }
+    }
+  }
+}
+
+// grid (2 max_tiles, ceil(F / 128)), kThreads threads: block (2 t + half, y) takes pairs
+// 32 half .. 32 half + 31 of tile t (NT <= 4 keeps the registers within three blocks per
+// multiprocessor; the two halves of a full tile run as neighbouring blocks, so the second read
+// of the weights mostly hits L2), and its warp w features 128 y + 32 w .. + 31.
+template <bool FP8, bool UP>
+__global__ void __launch_bounds__(kThreads, 3) grouped_swap_kernel(MoeExpertsLaunch p, Scratch s) {
+  const int tile = blockIdx.x >> 1, half = blockIdx.x & 1;
+  const int e = s.tiles[2 * tile];
+  if (e < 0) return;
+  const int32_t row0 = s.tiles[2 * tile + 1] + kHalfTile * half;
+  const int rows = min(kHalfTile, s.offsets[e] + s.counts[e] - row0);
+  if (rows <= 0) return;
+  const int64_t F = UP ? p.inter : p.hidden;
+  const int64_t fw = static_cast<int64_t>(blockIdx.y) * kBlockF + (threadIdx.x >> 5) * kWarpF;
+  if (fw >= F) return;  // warp-uniform; no block-wide synchronization follows
+  switch ((rows + 7) / 8) {
+    case 1:
+      warp_tile<FP8, UP, 1>(p, s, e, row0, rows, fw);
+      break;
+    case 2:
+      warp_tile<FP8, UP, 2>(p, s, e, row0, rows, fw);
+      break;
+    case 3:
+      warp_tile<FP8, UP, 3>(p, s, e, row0, rows, fw);
+      break;
+    default:
+      warp_tile<FP8, UP, 4>(p, s, e, row0, rows, fw);
+      break;
+  }
+}
+
+template <bool FP8, bool UP>
+void launch_one(const MoeExpertsLaunch& p, const Scratch& s, int64_t max_tiles,
+                cudaStream_t stream) {
+  const int64_t F = UP ? p.inter : p.hidden;
+  const dim3 grid(static_cast<unsigned>(2 * max_tiles),
+                  static_cast<unsigned>((F + kBlockF - 1) / kBlockF));
+  grouped_swap_kernel<FP8, UP><<<grid, kThreads, 0, stream>>>(p, s);
+  STRATA_CUDA_LAUNCH_CHECK();
+}
+
+}  // namespace
+
+void launch_grouped_swap(const MoeExpertsLaunch& p, const Scratch& s, int64_t max_tiles,
+                         cudaStream_t stream) {
+  if (p.w8a8) {
+    launch_one<true, true>(p, s, max_tiles, stream);
+    launch_one<true, false>(p, s, max_tiles, stream);
+  } else {
+    launch_one<false, true>(p, s, max_tiles, stream);
+    launch_one<false, false>(p, s, max_tiles, stream);
+  }
+}
+
+}  // namespace strata::cuda::moe
