@@ -29,6 +29,8 @@
 // e4m3 (W8A8): both operands are converted to f16 in registers with integer operations
 // (e4m3_f16_bits.h: exact, each value times 2^-8) and multiplied with mma f16 -> f32; the
 // epilogue scale carries the 2^16. sm_90 has no e4m3 mma.sync of its own.
+#include <type_traits>
+
 #include "ops/cuda/e4m3_f16_bits.h"
 #include "ops/cuda/moe_common.cuh"
 
@@ -47,6 +49,28 @@ constexpr int kHalfTile = kTile / 2;      // pairs per block: at most 4 n8 tiles
 // registers stay about constant (A: 16 D, B: 4 NT D, accumulators: 8 NT).
 constexpr int ring_depth(int nt) {
   return nt <= 2 ? 4 : 3;
+}
+// Staged variant: the weights' k-blocks go through a per-warp shared-memory ring of kStages
+// (cp.async, no registers held while in flight), the pairs' rows through a register ring.
+constexpr int kStages = 6;
+constexpr int kStageBytes = 4 * 32 * 16;  // 4 rows per lane x 32 lanes x 16 bytes
+constexpr int kStagedSmem = kWarps * kStages * kStageBytes;
+constexpr int staged_b_depth(int nt) {
+  return nt <= 2 ? 3 : 2;
+}
+
+// 16 bytes global -> shared, L1 bypassed; src_bytes 0 writes zeros and reads nothing.
+__device__ __forceinline__ void cp_async16(void* smem, const void* gmem, int src_bytes) {
+  const uint32_t sa = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(sa), "l"(gmem), "r"(src_bytes)
+               : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() {
+  asm volatile("cp.async.commit_group;" ::: "memory");
+}
+template <int N>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
 }
 
 // 16 bytes streamed from global memory, not kept in L1 (the weights: read once per tile).
@@ -126,10 +150,11 @@ __device__ __forceinline__ void kblock_mma(float (&acc)[2][NT][4], const uint4 (
   }
 }
 
-// The warp's 32 features x the tile's pairs (NT n8 tiles), then the epilogue.
-template <bool FP8, bool UP, int NT>
+// The warp's 32 features x the tile's pairs (NT n8 tiles), then the epilogue. STAGED: the
+// weights through the warp's shared-memory ring `ring` (kStages x kStageBytes).
+template <bool FP8, bool UP, int NT, bool STAGED>
 __device__ __forceinline__ void warp_tile(const MoeExpertsLaunch& p, const Scratch& s, int e,
-                                          int32_t row0, int rows, int64_t fw) {
+                                          int32_t row0, int rows, int64_t fw, uint8_t* ring) {
   constexpr int D = ring_depth(NT);
   constexpr int64_t kElem = FP8 ? 1 : 2;
   const int64_t K = UP ? p.hidden : p.inter, F = UP ? p.inter : p.hidden;
@@ -158,32 +183,78 @@ __device__ __forceinline__ void warp_tile(const MoeExpertsLaunch& p, const Scrat
       b_row[nt] = static_cast<const uint8_t*>(s.h) + pair * p.inter * kElem + lane_k;
   }
 
-  uint4 ra[D][2][2], rb[D][NT];
-  auto load = [&](uint4(&a)[2][2], uint4(&b)[NT], int64_t kb) {
-    const int64_t off = kb * kKBlock;
+  float acc[2][NT][4] = {};
+  const int nk = static_cast<int>((kbytes + kKBlock - 1) / kKBlock);
+  const uint4 zero = make_uint4(0, 0, 0, 0);
+  auto load_b = [&](uint4(&b)[NT], int kb) {
+    const int64_t off = static_cast<int64_t>(kb) * kKBlock;
     const bool in = off + lane_k < kbytes;  // k tail (K * elem is a multiple of 16)
-    const uint4 zero = make_uint4(0, 0, 0, 0);
-#pragma unroll
-    for (int mt = 0; mt < 2; ++mt)
-#pragma unroll
-      for (int h = 0; h < 2; ++h)
-        a[mt][h] = in ? ld_stream(a_row[mt][h] + off) : zero;
 #pragma unroll
     for (int nt = 0; nt < NT; ++nt)
       b[nt] = in ? __ldg(reinterpret_cast<const uint4*>(b_row[nt] + off)) : zero;
   };
-
-  float acc[2][NT][4] = {};
-  const int64_t nk = (kbytes + kKBlock - 1) / kKBlock;
+  if constexpr (STAGED) {
+    // Lane l's 16 bytes of row r (0..3 = grp, grp + 8, grp + 16, grp + 24) of a stage sit at
+    // r * 512 + 16 l: each lane reads back only what it copied (no warp synchronization), and
+    // consecutive lanes hit consecutive banks.
+    uint8_t* mine = ring + 16 * lane;
+    auto issue = [&](int kb) {  // always commits one group (empty past the end)
+      const int64_t off = static_cast<int64_t>(kb) * kKBlock;
+      const bool in = off + lane_k < kbytes;
+      uint8_t* dst = mine + (kb % kStages) * kStageBytes;
 #pragma unroll
-  for (int j = 0; j < D - 1; ++j)
-    load(ra[j], rb[j], j);
-  for (int64_t kb0 = 0; kb0 < nk; kb0 += D) {
+      for (int r = 0; r < 4; ++r)
+        cp_async16(dst + r * 512, in ? a_row[r >> 1][r & 1] + off : W, in ? 16 : 0);
+      cp_async_commit();
+    };
+    constexpr int DB = staged_b_depth(NT);
+    uint4 rb[DB][NT];
 #pragma unroll
-    for (int j = 0; j < D; ++j) {
-      // Slot (j + D - 1) % D was consumed at step j - 1: refill it D - 1 k-blocks ahead.
-      load(ra[(j + D - 1) % D], rb[(j + D - 1) % D], kb0 + j + D - 1);
-      if (kb0 + j < nk) kblock_mma<FP8, NT>(acc, ra[j], rb[j]);
+    for (int st = 0; st < kStages - 1; ++st)
+      issue(st);
+#pragma unroll
+    for (int j = 0; j < DB - 1; ++j)
+      load_b(rb[j], j);
+    for (int kb0 = 0; kb0 < nk; kb0 += DB) {
+#pragma unroll
+      for (int j = 0; j < DB; ++j) {
+        const int kb = kb0 + j;
+        load_b(rb[(j + DB - 1) % DB], kb + DB - 1);
+        if (kb < nk) {
+          cp_async_wait<kStages - 2>();  // this lane's copies of k-block kb have landed
+          const uint8_t* src = mine + (kb % kStages) * kStageBytes;
+          uint4 a[2][2];
+#pragma unroll
+          for (int r = 0; r < 4; ++r)
+            a[r >> 1][r & 1] = *reinterpret_cast<const uint4*>(src + r * 512);
+          issue(kb + kStages - 1);  // into the stage read at kb - 1
+          kblock_mma<FP8, NT>(acc, a, rb[j]);
+        }
+      }
+    }
+    cp_async_wait<0>();
+  } else {
+    uint4 ra[D][2][2], rb[D][NT];
+    auto load = [&](uint4(&a)[2][2], uint4(&b)[NT], int kb) {
+      const int64_t off = static_cast<int64_t>(kb) * kKBlock;
+      const bool in = off + lane_k < kbytes;  // k tail (K * elem is a multiple of 16)
+#pragma unroll
+      for (int mt = 0; mt < 2; ++mt)
+#pragma unroll
+        for (int h = 0; h < 2; ++h)
+          a[mt][h] = in ? ld_stream(a_row[mt][h] + off) : zero;
+      load_b(b, kb);
+    };
+#pragma unroll
+    for (int j = 0; j < D - 1; ++j)
+      load(ra[j], rb[j], j);
+    for (int kb0 = 0; kb0 < nk; kb0 += D) {
+#pragma unroll
+      for (int j = 0; j < D; ++j) {
+        // Slot (j + D - 1) % D was consumed at step j - 1: refill it D - 1 k-blocks ahead.
+        load(ra[(j + D - 1) % D], rb[(j + D - 1) % D], kb0 + j + D - 1);
+        if (kb0 + j < nk) kblock_mma<FP8, NT>(acc, ra[j], rb[j]);
+      }
     }
   }
 
@@ -213,12 +284,15 @@ __device__ __forceinline__ void warp_tile(const MoeExpertsLaunch& p, const Scrat
   }
 }
 
-// grid (2 max_tiles, ceil(F / 128)), kThreads threads: block (2 t + half, y) takes pairs
-// 32 half .. 32 half + 31 of tile t (NT <= 4 keeps the registers within three blocks per
-// multiprocessor; the two halves of a full tile run as neighbouring blocks, so the second read
-// of the weights mostly hits L2), and its warp w features 128 y + 32 w .. + 31.
-template <bool FP8, bool UP>
-__global__ void __launch_bounds__(kThreads, 3) grouped_swap_kernel(MoeExpertsLaunch p, Scratch s) {
+// grid (2 max_tiles, ceil(F / 128)), kThreads threads (STAGED: kStagedSmem bytes of dynamic
+// shared memory): block (2 t + half, y) takes pairs 32 half .. 32 half + 31 of tile t (NT <= 4
+// keeps the registers within three blocks per multiprocessor, four staged; the two halves of a
+// full tile run as neighbouring blocks, so the second read of the weights mostly hits L2), and
+// its warp w features 128 y + 32 w .. + 31.
+template <bool FP8, bool UP, bool STAGED>
+__global__ void __launch_bounds__(kThreads, STAGED ? 4 : 3)
+    grouped_swap_kernel(MoeExpertsLaunch p, Scratch s) {
+  extern __shared__ __align__(16) uint8_t smem[];
   const int tile = blockIdx.x >> 1, half = blockIdx.x & 1;
   const int e = s.tiles[2 * tile];
   if (e < 0) return;
@@ -226,31 +300,46 @@ __global__ void __launch_bounds__(kThreads, 3) grouped_swap_kernel(MoeExpertsLau
   const int rows = min(kHalfTile, s.offsets[e] + s.counts[e] - row0);
   if (rows <= 0) return;
   const int64_t F = UP ? p.inter : p.hidden;
-  const int64_t fw = static_cast<int64_t>(blockIdx.y) * kBlockF + (threadIdx.x >> 5) * kWarpF;
+  const int warp = threadIdx.x >> 5;
+  const int64_t fw = static_cast<int64_t>(blockIdx.y) * kBlockF + warp * kWarpF;
   if (fw >= F) return;  // warp-uniform; no block-wide synchronization follows
+  uint8_t* ring = STAGED ? smem + warp * kStages * kStageBytes : nullptr;
   switch ((rows + 7) / 8) {
     case 1:
-      warp_tile<FP8, UP, 1>(p, s, e, row0, rows, fw);
+      warp_tile<FP8, UP, 1, STAGED>(p, s, e, row0, rows, fw, ring);
       break;
     case 2:
-      warp_tile<FP8, UP, 2>(p, s, e, row0, rows, fw);
+      warp_tile<FP8, UP, 2, STAGED>(p, s, e, row0, rows, fw, ring);
       break;
     case 3:
-      warp_tile<FP8, UP, 3>(p, s, e, row0, rows, fw);
+      warp_tile<FP8, UP, 3, STAGED>(p, s, e, row0, rows, fw, ring);
       break;
     default:
-      warp_tile<FP8, UP, 4>(p, s, e, row0, rows, fw);
+      warp_tile<FP8, UP, 4, STAGED>(p, s, e, row0, rows, fw, ring);
       break;
   }
 }
 
-template <bool FP8, bool UP>
+template <bool FP8, bool UP, bool STAGED>
 void launch_one(const MoeExpertsLaunch& p, const Scratch& s, int64_t max_tiles,
                 cudaStream_t stream) {
+  constexpr int smem = STAGED ? kStagedSmem : 0;
+  if constexpr (STAGED) {
+    static const bool configured = [] {
+      STRATA_CUDA_CHECK(cudaFuncSetAttribute(grouped_swap_kernel<FP8, UP, true>,
+                                             cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+      // Four blocks per multiprocessor need 4 x 48 KB of the unified L1 as shared memory.
+      STRATA_CUDA_CHECK(cudaFuncSetAttribute(grouped_swap_kernel<FP8, UP, true>,
+                                             cudaFuncAttributePreferredSharedMemoryCarveout,
+                                             cudaSharedmemCarveoutMaxShared));
+      return true;
+    }();
+    (void)configured;
+  }
   const int64_t F = UP ? p.inter : p.hidden;
   const dim3 grid(static_cast<unsigned>(2 * max_tiles),
                   static_cast<unsigned>((F + kBlockF - 1) / kBlockF));
-  grouped_swap_kernel<FP8, UP><<<grid, kThreads, 0, stream>>>(p, s);
+  grouped_swap_kernel<FP8, UP, STAGED><<<grid, kThreads, smem, stream>>>(p, s);
   STRATA_CUDA_LAUNCH_CHECK();
 }
 
@@ -258,13 +347,21 @@ void launch_one(const MoeExpertsLaunch& p, const Scratch& s, int64_t max_tiles,
 
 void launch_grouped_swap(const MoeExpertsLaunch& p, const Scratch& s, int64_t max_tiles,
                          cudaStream_t stream) {
-  if (p.w8a8) {
-    launch_one<true, true>(p, s, max_tiles, stream);
-    launch_one<true, false>(p, s, max_tiles, stream);
-  } else {
-    launch_one<false, true>(p, s, max_tiles, stream);
-    launch_one<false, false>(p, s, max_tiles, stream);
-  }
+  auto both = [&](auto fp8, auto staged) {
+    constexpr bool kFp8 = decltype(fp8)::value, kStaged = decltype(staged)::value;
+    launch_one<kFp8, true, kStaged>(p, s, max_tiles, stream);
+    launch_one<kFp8, false, kStaged>(p, s, max_tiles, stream);
+  };
+  using T = std::true_type;
+  using F = std::false_type;
+  if (p.w8a8 && p.swap_regs)
+    both(T{}, F{});
+  else if (p.w8a8)
+    both(T{}, T{});
+  else if (p.swap_regs)
+    both(F{}, F{});
+  else
+    both(F{}, T{});
 }
 
 }  // namespace strata::cuda::moe

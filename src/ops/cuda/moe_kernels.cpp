@@ -1,7 +1,8 @@
-// Registrations of moe_route and moe_experts on the CUDA backend. moe_experts has five kernels,
+// Registrations of moe_route and moe_experts on the CUDA backend. moe_experts has six kernels,
 // registered here in order (the first that supports the arguments runs): the FP8 decode kernel
 // (e4m3 experts, T <= 8), the decode kernel for T <= 8, the grouped kernel with the weights on
-// mma's M side (bf16 or W8A8, T up to kSwapMaxTokens: few pairs per expert), the grouped kernel
+// mma's M side (bf16 or W8A8, T up to kSwapMaxTokens: few pairs per expert; the weights staged
+// through shared memory, then the same with them streamed through registers), the grouped kernel
 // with shared-memory tiles on the tensor cores (bf16 or W8A8, any T), then the grouped kernel
 // with f32 GEMMs on CUDA cores (every dtype and shape). Each can be switched off for A/B
 // comparisons with STRATA_CUDA_DISABLE_KERNELS=moe_experts:cuda.NAME[,...].
@@ -209,10 +210,11 @@ MoeExpertsLaunch launch_of(const MoeExpertsArgs& a) {
 }
 
 void experts_run(const MoeExpertsArgs& a, OpContext& ctx, bool grouped, bool mma = false,
-                 bool swap = false) {
+                 bool swap = false, bool swap_regs = false) {
   MoeExpertsLaunch p = launch_of(a);
   p.mma = mma;
   p.swap = swap;
+  p.swap_regs = swap_regs;
   Tensor scratch = Tensor::empty(Shape{static_cast<int64_t>(moe_scratch_bytes(p, grouped))},
                                  DType::U8, Device::Cuda);
   p.scratch = scratch.raw();
@@ -271,7 +273,7 @@ void gemv_run(const MoeExpertsArgs& a, OpContext& ctx) {
   experts_run(a, ctx, false);
 }
 
-bool grouped_swap_supports(const MoeExpertsArgs& a, std::string* why) {
+bool swap_supports(const MoeExpertsArgs& a, std::string* why, const char* name) {
   if (!experts_common(a, why)) return false;
   ArgCheck c(why);
   const std::string reason = moe_mma_unsupported(launch_shape_of(a));
@@ -279,12 +281,21 @@ bool grouped_swap_supports(const MoeExpertsArgs& a, std::string* why) {
   c.require(a.x.dim(0) <= kSwapMaxTokens,
             fmt::format("T = {} above the swapped kernel's {} (many pairs per expert)", a.x.dim(0),
                         kSwapMaxTokens));
-  c.require(!kernel_disabled(MoeExpertsArgs::kName, "cuda.grouped_swap"),
+  c.require(!kernel_disabled(MoeExpertsArgs::kName, name),
             "disabled by STRATA_CUDA_DISABLE_KERNELS");
   return c;
 }
+bool grouped_swap_supports(const MoeExpertsArgs& a, std::string* why) {
+  return swap_supports(a, why, "cuda.grouped_swap");
+}
 void grouped_swap_run(const MoeExpertsArgs& a, OpContext& ctx) {
   experts_run(a, ctx, true, true, true);
+}
+bool grouped_swap_regs_supports(const MoeExpertsArgs& a, std::string* why) {
+  return swap_supports(a, why, "cuda.grouped_swap_regs");
+}
+void grouped_swap_regs_run(const MoeExpertsArgs& a, OpContext& ctx) {
+  experts_run(a, ctx, true, true, true, true);
 }
 
 bool grouped_mma_supports(const MoeExpertsArgs& a, std::string* why) {
@@ -315,6 +326,8 @@ STRATA_REGISTER_KERNEL(MoeExpertsArgs, "cuda.fp8_decode", Device::Cuda, fp8_deco
 STRATA_REGISTER_KERNEL(MoeExpertsArgs, "cuda.decode", Device::Cuda, gemv_supports, gemv_run);
 STRATA_REGISTER_KERNEL(MoeExpertsArgs, "cuda.grouped_swap", Device::Cuda, grouped_swap_supports,
                        grouped_swap_run);
+STRATA_REGISTER_KERNEL(MoeExpertsArgs, "cuda.grouped_swap_regs", Device::Cuda,
+                       grouped_swap_regs_supports, grouped_swap_regs_run);
 STRATA_REGISTER_KERNEL(MoeExpertsArgs, "cuda.grouped_mma", Device::Cuda, grouped_mma_supports,
                        grouped_mma_run);
 STRATA_REGISTER_KERNEL(MoeExpertsArgs, "cuda.grouped", Device::Cuda, grouped_supports, grouped_run);
