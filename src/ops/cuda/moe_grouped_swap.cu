@@ -6,14 +6,19 @@
 //   up:   C[f][n] = W_up[e][f] . A[n],  A[n] = x[token] (bf16) or xq[pair] (e4m3, W8A8)
 //         epilogue h = act(relu(act(C * su))^2), stored act or quantized with down_in (W8A8)
 //   down: C[f][n] = W_down[e][f] . h[n], epilogue d[pair][f] = act(C * sd)
-// With ~24 pairs per expert (512 tokens) or ~3 (a batch of 64), the cost is streaming the
-// experts' weights once; the shared-memory tiles of moe_grouped_mma.cu are bound by shared-memory
-// traffic there. Here a warp owns 32 output features (two m16 tiles) for up to 32 of a tile's
-// pairs (NT = ceil(pairs / 8) n8 tiles, 1..4, a template so small tiles multiply no zero
-// columns): every weight byte goes from global memory straight into the registers of the one
-// warp that uses it (16-byte loads, a register ring D k-blocks deep), once per 32 pairs; the
-// pairs' rows (small and read by every warp of the tile) come through the caches. No shared
-// memory. (All 64 pairs of a tile in one warp needs ~228 registers: measured with ptxas.)
+// With ~24 pairs per expert (512 tokens) or ~3 (a batch of 64), the cost should be streaming
+// the experts' weights once; the shared-memory tiles of moe_grouped_mma.cu are bound by
+// shared-memory traffic there. Here a warp owns 32 output features (two m16 tiles) for up to 32
+// of a tile's pairs (NT = ceil(pairs / 8) n8 tiles, 1..4, a template so small tiles multiply no
+// zero columns; all 64 pairs of a tile in one warp needs ~228 registers, measured with ptxas):
+// every weight byte is copied once per 32 pairs by the one warp that uses it, 16 bytes per lane
+// and row, through a private shared-memory ring (written and read back by the same lane: no
+// bank conflicts, no synchronization; a register ring 2-3 k-blocks deep measured the same on
+// the H200, within 4%); the pairs' rows (small, read by every warp of the tile) come through
+// the caches into a register ring. Measured (docs/BENCHMARKS.md, issue 10): 0.73 ms per Nano-3
+// MoE layer at 512 tokens against 0.95 ms for moe_grouped_mma.cu, but only ~32-38% of DRAM
+// bandwidth (ncu): the weight stream, 64 bytes per row at a time from 32 rows per warp, is not
+// yet at the bandwidth it should reach.
 //
 // k permutation. mma.m16n8k16 (PTX ISA), lane = 4 grp + tig: A's registers a0..a3 hold rows
 // (grp, grp + 8) at k slots (2 tig, 2 tig + 1) and (8 + 2 tig, 9 + 2 tig); B's b0, b1 hold column
@@ -29,8 +34,6 @@
 // e4m3 (W8A8): both operands are converted to f16 in registers with integer operations
 // (e4m3_f16_bits.h: exact, each value times 2^-8) and multiplied with mma f16 -> f32; the
 // epilogue scale carries the 2^16. sm_90 has no e4m3 mma.sync of its own.
-#include <type_traits>
-
 #include "ops/cuda/e4m3_f16_bits.h"
 #include "ops/cuda/moe_common.cuh"
 
@@ -45,17 +48,12 @@ constexpr int kBlockF = kWarps * kWarpF;  // output features per block
 constexpr int kKBlock = 64;               // bytes of k per row per k-block (16 per lane)
 constexpr int kHalfTile = kTile / 2;      // pairs per block: at most 4 n8 tiles
 
-// Register ring depth (k-blocks in flight) per n8 count: deeper where the tile is thin, so the
-// registers stay about constant (A: 16 D, B: 4 NT D, accumulators: 8 NT).
-constexpr int ring_depth(int nt) {
-  return nt <= 2 ? 4 : 3;
-}
-// Staged variant: the weights' k-blocks go through a per-warp shared-memory ring of kStages
-// (cp.async, no registers held while in flight), the pairs' rows through a register ring.
+// The weights' k-blocks go through a per-warp shared-memory ring of kStages (cp.async: no
+// registers held while in flight), the pairs' rows through a register ring of b_depth(NT).
 constexpr int kStages = 6;
 constexpr int kStageBytes = 4 * 32 * 16;  // 4 rows per lane x 32 lanes x 16 bytes
-constexpr int kStagedSmem = kWarps * kStages * kStageBytes;
-constexpr int staged_b_depth(int nt) {
+constexpr int kSmemBytes = kWarps * kStages * kStageBytes;
+constexpr int b_depth(int nt) {
   return nt <= 2 ? 3 : 2;
 }
 
@@ -71,15 +69,6 @@ __device__ __forceinline__ void cp_async_commit() {
 template <int N>
 __device__ __forceinline__ void cp_async_wait() {
   asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
-}
-
-// 16 bytes streamed from global memory, not kept in L1 (the weights: read once per tile).
-__device__ __forceinline__ uint4 ld_stream(const uint8_t* p) {
-  uint4 v;
-  asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
-               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-               : "l"(p));
-  return v;
 }
 
 __device__ __forceinline__ uint32_t word(const uint4& v, int i) {
@@ -150,12 +139,11 @@ __device__ __forceinline__ void kblock_mma(float (&acc)[2][NT][4], const uint4 (
   }
 }
 
-// The warp's 32 features x the tile's pairs (NT n8 tiles), then the epilogue. STAGED: the
-// weights through the warp's shared-memory ring `ring` (kStages x kStageBytes).
-template <bool FP8, bool UP, int NT, bool STAGED>
+// The warp's 32 features x the tile's pairs (NT n8 tiles), the weights through the warp's
+// shared-memory ring `ring` (kStages x kStageBytes), then the epilogue.
+template <bool FP8, bool UP, int NT>
 __device__ __forceinline__ void warp_tile(const MoeExpertsLaunch& p, const Scratch& s, int e,
                                           int32_t row0, int rows, int64_t fw, uint8_t* ring) {
-  constexpr int D = ring_depth(NT);
   constexpr int64_t kElem = FP8 ? 1 : 2;
   const int64_t K = UP ? p.hidden : p.inter, F = UP ? p.inter : p.hidden;
   const int64_t kbytes = K * kElem;
@@ -193,70 +181,45 @@ __device__ __forceinline__ void warp_tile(const MoeExpertsLaunch& p, const Scrat
     for (int nt = 0; nt < NT; ++nt)
       b[nt] = in ? __ldg(reinterpret_cast<const uint4*>(b_row[nt] + off)) : zero;
   };
-  if constexpr (STAGED) {
-    // Lane l's 16 bytes of row r (0..3 = grp, grp + 8, grp + 16, grp + 24) of a stage sit at
-    // r * 512 + 16 l: each lane reads back only what it copied (no warp synchronization), and
-    // consecutive lanes hit consecutive banks.
-    uint8_t* mine = ring + 16 * lane;
-    auto issue = [&](int kb) {  // always commits one group (empty past the end)
-      const int64_t off = static_cast<int64_t>(kb) * kKBlock;
-      const bool in = off + lane_k < kbytes;
-      uint8_t* dst = mine + (kb % kStages) * kStageBytes;
+  // Lane l's 16 bytes of row r (0..3 = grp, grp + 8, grp + 16, grp + 24) of a stage sit at
+  // r * 512 + 16 l: each lane reads back only what it copied (no warp synchronization), and
+  // consecutive lanes hit consecutive banks.
+  uint8_t* mine = ring + 16 * lane;
+  auto issue = [&](int kb) {  // always commits one group (empty past the end)
+    const int64_t off = static_cast<int64_t>(kb) * kKBlock;
+    const bool in = off + lane_k < kbytes;
+    uint8_t* dst = mine + (kb % kStages) * kStageBytes;
 #pragma unroll
-      for (int r = 0; r < 4; ++r)
-        cp_async16(dst + r * 512, in ? a_row[r >> 1][r & 1] + off : W, in ? 16 : 0);
-      cp_async_commit();
-    };
-    constexpr int DB = staged_b_depth(NT);
-    uint4 rb[DB][NT];
+    for (int r = 0; r < 4; ++r)
+      cp_async16(dst + r * 512, in ? a_row[r >> 1][r & 1] + off : W, in ? 16 : 0);
+    cp_async_commit();
+  };
+  constexpr int DB = b_depth(NT);
+  uint4 rb[DB][NT];
 #pragma unroll
-    for (int st = 0; st < kStages - 1; ++st)
-      issue(st);
+  for (int st = 0; st < kStages - 1; ++st)
+    issue(st);
 #pragma unroll
-    for (int j = 0; j < DB - 1; ++j)
-      load_b(rb[j], j);
-    for (int kb0 = 0; kb0 < nk; kb0 += DB) {
+  for (int j = 0; j < DB - 1; ++j)
+    load_b(rb[j], j);
+  for (int kb0 = 0; kb0 < nk; kb0 += DB) {
 #pragma unroll
-      for (int j = 0; j < DB; ++j) {
-        const int kb = kb0 + j;
-        load_b(rb[(j + DB - 1) % DB], kb + DB - 1);
-        if (kb < nk) {
-          cp_async_wait<kStages - 2>();  // this lane's copies of k-block kb have landed
-          const uint8_t* src = mine + (kb % kStages) * kStageBytes;
-          uint4 a[2][2];
+    for (int j = 0; j < DB; ++j) {
+      const int kb = kb0 + j;
+      load_b(rb[(j + DB - 1) % DB], kb + DB - 1);
+      if (kb < nk) {
+        cp_async_wait<kStages - 2>();  // this lane's copies of k-block kb have landed
+        const uint8_t* src = mine + (kb % kStages) * kStageBytes;
+        uint4 a[2][2];
 #pragma unroll
-          for (int r = 0; r < 4; ++r)
-            a[r >> 1][r & 1] = *reinterpret_cast<const uint4*>(src + r * 512);
-          issue(kb + kStages - 1);  // into the stage read at kb - 1
-          kblock_mma<FP8, NT>(acc, a, rb[j]);
-        }
-      }
-    }
-    cp_async_wait<0>();
-  } else {
-    uint4 ra[D][2][2], rb[D][NT];
-    auto load = [&](uint4(&a)[2][2], uint4(&b)[NT], int kb) {
-      const int64_t off = static_cast<int64_t>(kb) * kKBlock;
-      const bool in = off + lane_k < kbytes;  // k tail (K * elem is a multiple of 16)
-#pragma unroll
-      for (int mt = 0; mt < 2; ++mt)
-#pragma unroll
-        for (int h = 0; h < 2; ++h)
-          a[mt][h] = in ? ld_stream(a_row[mt][h] + off) : zero;
-      load_b(b, kb);
-    };
-#pragma unroll
-    for (int j = 0; j < D - 1; ++j)
-      load(ra[j], rb[j], j);
-    for (int kb0 = 0; kb0 < nk; kb0 += D) {
-#pragma unroll
-      for (int j = 0; j < D; ++j) {
-        // Slot (j + D - 1) % D was consumed at step j - 1: refill it D - 1 k-blocks ahead.
-        load(ra[(j + D - 1) % D], rb[(j + D - 1) % D], kb0 + j + D - 1);
-        if (kb0 + j < nk) kblock_mma<FP8, NT>(acc, ra[j], rb[j]);
+        for (int r = 0; r < 4; ++r)
+          a[r >> 1][r & 1] = *reinterpret_cast<const uint4*>(src + r * 512);
+        issue(kb + kStages - 1);  // into the stage read at kb - 1
+        kblock_mma<FP8, NT>(acc, a, rb[j]);
       }
     }
   }
+  cp_async_wait<0>();
 
   // c0, c1: feature grp, pairs 2 tig, 2 tig + 1 of the n8 tile; c2, c3: feature grp + 8.
   const float scale = (UP ? up_scale(p, e) : down_scale(p, e)) * (FP8 ? 65536.f : 1.f);
@@ -284,14 +247,13 @@ __device__ __forceinline__ void warp_tile(const MoeExpertsLaunch& p, const Scrat
   }
 }
 
-// grid (2 max_tiles, ceil(F / 128)), kThreads threads (STAGED: kStagedSmem bytes of dynamic
-// shared memory): block (2 t + half, y) takes pairs 32 half .. 32 half + 31 of tile t (NT <= 4
-// keeps the registers within three blocks per multiprocessor, four staged; the two halves of a
-// full tile run as neighbouring blocks, so the second read of the weights mostly hits L2), and
-// its warp w features 128 y + 32 w .. + 31.
-template <bool FP8, bool UP, bool STAGED>
-__global__ void __launch_bounds__(kThreads, STAGED ? 4 : 3)
-    grouped_swap_kernel(MoeExpertsLaunch p, Scratch s) {
+// grid (2 max_tiles, ceil(F / 128)), kThreads threads, kSmemBytes of dynamic shared memory: block
+// (2 t + half, y) takes pairs 32 half .. 32 half + 31 of tile t (NT <= 4 keeps the registers within
+// three blocks per multiprocessor, four staged; the two halves of a full tile run as neighbouring
+// blocks, so the second read of the weights mostly hits L2), and its warp w features 128 y + 32 w
+// .. + 31.
+template <bool FP8, bool UP>
+__global__ void __launch_bounds__(kThreads, 4) grouped_swap_kernel(MoeExpertsLaunch p, Scratch s) {
   extern __shared__ __align__(16) uint8_t smem[];
   const int tile = blockIdx.x >> 1, half = blockIdx.x & 1;
   const int e = s.tiles[2 * tile];
@@ -303,43 +265,40 @@ __global__ void __launch_bounds__(kThreads, STAGED ? 4 : 3)
   const int warp = threadIdx.x >> 5;
   const int64_t fw = static_cast<int64_t>(blockIdx.y) * kBlockF + warp * kWarpF;
   if (fw >= F) return;  // warp-uniform; no block-wide synchronization follows
-  uint8_t* ring = STAGED ? smem + warp * kStages * kStageBytes : nullptr;
+  uint8_t* ring = smem + warp * kStages * kStageBytes;
   switch ((rows + 7) / 8) {
     case 1:
-      warp_tile<FP8, UP, 1, STAGED>(p, s, e, row0, rows, fw, ring);
+      warp_tile<FP8, UP, 1>(p, s, e, row0, rows, fw, ring);
       break;
     case 2:
-      warp_tile<FP8, UP, 2, STAGED>(p, s, e, row0, rows, fw, ring);
+      warp_tile<FP8, UP, 2>(p, s, e, row0, rows, fw, ring);
       break;
     case 3:
-      warp_tile<FP8, UP, 3, STAGED>(p, s, e, row0, rows, fw, ring);
+      warp_tile<FP8, UP, 3>(p, s, e, row0, rows, fw, ring);
       break;
     default:
-      warp_tile<FP8, UP, 4, STAGED>(p, s, e, row0, rows, fw, ring);
+      warp_tile<FP8, UP, 4>(p, s, e, row0, rows, fw, ring);
       break;
   }
 }
 
-template <bool FP8, bool UP, bool STAGED>
+template <bool FP8, bool UP>
 void launch_one(const MoeExpertsLaunch& p, const Scratch& s, int64_t max_tiles,
                 cudaStream_t stream) {
-  constexpr int smem = STAGED ? kStagedSmem : 0;
-  if constexpr (STAGED) {
-    static const bool configured = [] {
-      STRATA_CUDA_CHECK(cudaFuncSetAttribute(grouped_swap_kernel<FP8, UP, true>,
-                                             cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-      // Four blocks per multiprocessor need 4 x 48 KB of the unified L1 as shared memory.
-      STRATA_CUDA_CHECK(cudaFuncSetAttribute(grouped_swap_kernel<FP8, UP, true>,
-                                             cudaFuncAttributePreferredSharedMemoryCarveout,
-                                             cudaSharedmemCarveoutMaxShared));
-      return true;
-    }();
-    (void)configured;
-  }
+  static const bool configured = [] {
+    STRATA_CUDA_CHECK(cudaFuncSetAttribute(
+        grouped_swap_kernel<FP8, UP>, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes));
+    // Four blocks per multiprocessor need 4 x 48 KB of the unified L1 as shared memory.
+    STRATA_CUDA_CHECK(cudaFuncSetAttribute(grouped_swap_kernel<FP8, UP>,
+                                           cudaFuncAttributePreferredSharedMemoryCarveout,
+                                           cudaSharedmemCarveoutMaxShared));
+    return true;
+  }();
+  (void)configured;
   const int64_t F = UP ? p.inter : p.hidden;
   const dim3 grid(static_cast<unsigned>(2 * max_tiles),
                   static_cast<unsigned>((F + kBlockF - 1) / kBlockF));
-  grouped_swap_kernel<FP8, UP, STAGED><<<grid, kThreads, smem, stream>>>(p, s);
+  grouped_swap_kernel<FP8, UP><<<grid, kThreads, kSmemBytes, stream>>>(p, s);
   STRATA_CUDA_LAUNCH_CHECK();
 }
 
@@ -347,21 +306,13 @@ void launch_one(const MoeExpertsLaunch& p, const Scratch& s, int64_t max_tiles,
 
 void launch_grouped_swap(const MoeExpertsLaunch& p, const Scratch& s, int64_t max_tiles,
                          cudaStream_t stream) {
-  auto both = [&](auto fp8, auto staged) {
-    constexpr bool kFp8 = decltype(fp8)::value, kStaged = decltype(staged)::value;
-    launch_one<kFp8, true, kStaged>(p, s, max_tiles, stream);
-    launch_one<kFp8, false, kStaged>(p, s, max_tiles, stream);
-  };
-  using T = std::true_type;
-  using F = std::false_type;
-  if (p.w8a8 && p.swap_regs)
-    both(T{}, F{});
-  else if (p.w8a8)
-    both(T{}, T{});
-  else if (p.swap_regs)
-    both(F{}, F{});
-  else
-    both(F{}, T{});
+  if (p.w8a8) {
+    launch_one<true, true>(p, s, max_tiles, stream);
+    launch_one<true, false>(p, s, max_tiles, stream);
+  } else {
+    launch_one<false, true>(p, s, max_tiles, stream);
+    launch_one<false, false>(p, s, max_tiles, stream);
+  }
 }
 
 }  // namespace strata::cuda::moe

@@ -1,8 +1,7 @@
-// Registrations of moe_route and moe_experts on the CUDA backend. moe_experts has six kernels,
+// Registrations of moe_route and moe_experts on the CUDA backend. moe_experts has five kernels,
 // registered here in order (the first that supports the arguments runs): the FP8 decode kernel
 // (e4m3 experts, T <= 8), the decode kernel for T <= 8, the grouped kernel with the weights on
-// mma's M side (bf16 or W8A8, T up to kSwapMaxTokens: few pairs per expert; the weights staged
-// through shared memory, then the same with them streamed through registers), the grouped kernel
+// mma's M side (bf16 or W8A8, T up to kSwapMaxTokens: few pairs per expert), the grouped kernel
 // with shared-memory tiles on the tensor cores (bf16 or W8A8, any T), then the grouped kernel
 // with f32 GEMMs on CUDA cores (every dtype and shape). Each can be switched off for A/B
 // comparisons with STRATA_CUDA_DISABLE_KERNELS=moe_experts:cuda.NAME[,...].
@@ -26,8 +25,11 @@ using ops::MoeRouteArgs;
 
 constexpr int64_t kDecodeMaxTokens = 8;
 // Tokens up to which the swapped grouped GEMMs run (above: the shared-memory tiles). At top-6 of
-// 128 experts, T tokens give ~T / 21 pairs per expert. Measured on the H200: see
-// docs/BENCHMARKS.md (issue 10, "grouped MoE for few tokens per expert").
+// 128 experts, T tokens give ~T / 21 pairs per expert. Measured on the H200 (Nano-3 FP8 MoE per
+// layer, docs/BENCHMARKS.md issue 10 "grouped MoE for few tokens per expert"): swapped 730 /
+// 1,030 / 1,747 / 3,253 us against 950 / 1,328 / 2,099 / 3,676 us at 512 / 1,024 / 2,048 /
+// 4,096 tokens (the gap narrowing: above 4,096 not measured). At T <= 8 the FP8 decode kernel,
+// registered first, measured faster (batch 8: 9.5 ms per step against 11.7).
 constexpr int64_t kSwapMaxTokens = 4096;
 
 bool route_supports(const MoeRouteArgs& a, std::string* why) {
@@ -210,11 +212,10 @@ MoeExpertsLaunch launch_of(const MoeExpertsArgs& a) {
 }
 
 void experts_run(const MoeExpertsArgs& a, OpContext& ctx, bool grouped, bool mma = false,
-                 bool swap = false, bool swap_regs = false) {
+                 bool swap = false) {
   MoeExpertsLaunch p = launch_of(a);
   p.mma = mma;
   p.swap = swap;
-  p.swap_regs = swap_regs;
   Tensor scratch = Tensor::empty(Shape{static_cast<int64_t>(moe_scratch_bytes(p, grouped))},
                                  DType::U8, Device::Cuda);
   p.scratch = scratch.raw();
@@ -273,7 +274,7 @@ void gemv_run(const MoeExpertsArgs& a, OpContext& ctx) {
   experts_run(a, ctx, false);
 }
 
-bool swap_supports(const MoeExpertsArgs& a, std::string* why, const char* name) {
+bool grouped_swap_supports(const MoeExpertsArgs& a, std::string* why) {
   if (!experts_common(a, why)) return false;
   ArgCheck c(why);
   const std::string reason = moe_mma_unsupported(launch_shape_of(a));
@@ -281,21 +282,12 @@ bool swap_supports(const MoeExpertsArgs& a, std::string* why, const char* name) 
   c.require(a.x.dim(0) <= kSwapMaxTokens,
             fmt::format("T = {} above the swapped kernel's {} (many pairs per expert)", a.x.dim(0),
                         kSwapMaxTokens));
-  c.require(!kernel_disabled(MoeExpertsArgs::kName, name),
+  c.require(!kernel_disabled(MoeExpertsArgs::kName, "cuda.grouped_swap"),
             "disabled by STRATA_CUDA_DISABLE_KERNELS");
   return c;
 }
-bool grouped_swap_supports(const MoeExpertsArgs& a, std::string* why) {
-  return swap_supports(a, why, "cuda.grouped_swap");
-}
 void grouped_swap_run(const MoeExpertsArgs& a, OpContext& ctx) {
   experts_run(a, ctx, true, true, true);
-}
-bool grouped_swap_regs_supports(const MoeExpertsArgs& a, std::string* why) {
-  return swap_supports(a, why, "cuda.grouped_swap_regs");
-}
-void grouped_swap_regs_run(const MoeExpertsArgs& a, OpContext& ctx) {
-  experts_run(a, ctx, true, true, true, true);
 }
 
 bool grouped_mma_supports(const MoeExpertsArgs& a, std::string* why) {
@@ -326,8 +318,6 @@ STRATA_REGISTER_KERNEL(MoeExpertsArgs, "cuda.fp8_decode", Device::Cuda, fp8_deco
 STRATA_REGISTER_KERNEL(MoeExpertsArgs, "cuda.decode", Device::Cuda, gemv_supports, gemv_run);
 STRATA_REGISTER_KERNEL(MoeExpertsArgs, "cuda.grouped_swap", Device::Cuda, grouped_swap_supports,
                        grouped_swap_run);
-STRATA_REGISTER_KERNEL(MoeExpertsArgs, "cuda.grouped_swap_regs", Device::Cuda,
-                       grouped_swap_regs_supports, grouped_swap_regs_run);
 STRATA_REGISTER_KERNEL(MoeExpertsArgs, "cuda.grouped_mma", Device::Cuda, grouped_mma_supports,
                        grouped_mma_run);
 STRATA_REGISTER_KERNEL(MoeExpertsArgs, "cuda.grouped", Device::Cuda, grouped_supports, grouped_run);
