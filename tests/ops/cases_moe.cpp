@@ -1,5 +1,6 @@
 // Cases: moe_route (Nano-3's 128 experts top-6, group-limited routing, Super's 512 top-22) and
-// moe_experts (FP8 decode, decode and grouped kernels; bf16, f32, FP8 W8A16 and W8A8) including
+// moe_experts (FP8 decode, decode, swapped and tiled grouped kernels; bf16, f32, FP8 W8A16 and
+// W8A8; the harness runs every kernel that supports a case) including
 // the full Nano-3 expert shapes, T = 1..8 for the decode kernels and widths that are multiples
 // of 16 but not of the FP8 kernel's 64-value chunks.
 #include <algorithm>
@@ -136,8 +137,10 @@ Outcome run_experts(const ExpS& s, Rng& rng) {
     std::vector<int32_t> row = distinct(rng, s.k, s.E);
     if (s.skewed) {  // expert 0 first, the other slots keep distinct experts
       auto zero = std::find(row.begin(), row.end(), 0);
-      if (zero != row.end()) std::swap(*zero, row.front());
-      else row.front() = 0;
+      if (zero != row.end())
+        std::swap(*zero, row.front());
+      else
+        row.front() = 0;
     }
     ids.insert(ids.end(), row.begin(), row.end());
   }
@@ -210,14 +213,23 @@ std::vector<OpCase> experts_cases() {
       {"skewed tails", 97, 5, 2, 272, 208, bf, WK::Act, true},
       {"many tokens", 4097, 16, 2, 256, 192, bf, WK::Act},
       {"many tokens", 4097, 16, 2, 256, 192, bf, WK::Fp8W8A8},
+      // The swapped grouped GEMMs (weights on mma's M side, 32 pairs per block, 1..4 n8 tiles;
+      // up to 4096 tokens): few pairs per expert on the Nano-3 shapes, ~12 per expert over 128,
+      // and the largest T they take.
+      {"nano3", 2, E, k, H, I, bf, WK::Act},
+      {"nano3", 3, E, k, H, I, bf, WK::Fp8W8A8},
+      {"nano3", 17, E, k, H, I, bf, WK::Act},
+      {"128 experts", 255, E, k, 256, 192, bf, WK::Fp8W8A8},
+      {"128 experts", 255, E, k, 256, 192, bf, WK::Act},
+      {"many tokens", 4096, 16, 2, 256, 192, bf, WK::Fp8W8A8},
   };
   std::vector<OpCase> out;
   for (const ExpS& s : shapes)
-    out.push_back({"moe_experts",
-                   fmt::format("{} T={} E={} top{} H={} I={} {} {}{}", s.name, s.T, s.E, s.k, s.H,
-                               s.I, dt(s.act), kind_name(s.kind),
-                               s.skewed ? " (expert 0 in every token)" : ""),
-                   true, [s](Rng& rng) { return run_experts(s, rng); }});
+    out.push_back(
+        {"moe_experts",
+         fmt::format("{} T={} E={} top{} H={} I={} {} {}{}", s.name, s.T, s.E, s.k, s.H, s.I,
+                     dt(s.act), kind_name(s.kind), s.skewed ? " (expert 0 in every token)" : ""),
+         true, [s](Rng& rng) { return run_experts(s, rng); }});
   return out;
 }
 

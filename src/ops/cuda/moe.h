@@ -34,7 +34,8 @@ struct MoeExpertsLaunch {
   DType wt = DType::BF16;                                 // every expert's weight dtype
   bool w8a8 = false;  // e4m3 weights with input scales: activations quantized per expert
   bool vec_up = false, vec_down = false;  // every weight row 16-byte aligned (chunked loads)
-  bool mma = false;  // grouped path: GEMMs on the tensor cores (moe_mma_unsupported == "")
+  bool mma = false;   // grouped path: GEMMs on the tensor cores (moe_mma_unsupported == "")
+  bool swap = false;  // ... with the weights on mma's M side (few pairs per expert; needs mma)
   ExpertTables tables;
   Mat ids, weights;  // [T, k] i32, f32
   Mat out;           // [T, H] act

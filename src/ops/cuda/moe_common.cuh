@@ -52,5 +52,9 @@ __device__ __forceinline__ void store_hidden(const MoeExpertsLaunch& p, const Sc
 // through store_hidden) then down (d written per pair). Needs moe_mma_shape_ok (moe.h).
 void launch_grouped_mma(const MoeExpertsLaunch& p, const Scratch& s, int64_t max_tiles,
                         cudaStream_t stream);
+// The same GEMMs with the weights on mma's M side, streamed to registers (moe_grouped_swap.cu):
+// for few pairs per expert. Same shape requirements.
+void launch_grouped_swap(const MoeExpertsLaunch& p, const Scratch& s, int64_t max_tiles,
+                         cudaStream_t stream);
 
 }  // namespace strata::cuda::moe

@@ -57,6 +57,32 @@ Scratch carve(const MoeExpertsLaunch& p, bool grouped, size_t* total) {
   return s;
 }
 
+// W8A8, bf16 x with 16-byte aligned rows and H % 8 == 0: the same, 8 values per thread (one
+// 16-byte load, one 8-byte store). grid (pairs, ceil(H / 8 / 128)), 128 threads.
+__global__ void quantize_pairs_vec_kernel(MoeExpertsLaunch p, Scratch s) {
+  const int64_t pair = blockIdx.x;
+  const int64_t c = (static_cast<int64_t>(blockIdx.y) * blockDim.x + threadIdx.x) * 8;
+  if (c >= p.hidden) return;
+  const int e = expert_of(p, pair);
+  if (!valid_expert(p, e)) return;
+  const float in = p.tables.up_in[e];
+  const uint4 v = *reinterpret_cast<const uint4*>(static_cast<const bf16*>(p.x.p) +
+                                                  (pair / p.top_k) * p.x.ld + c);
+  const uint32_t w[4] = {v.x, v.y, v.z, v.w};
+  uint32_t q[2] = {0, 0};
+#pragma unroll
+  for (int i = 0; i < 8; ++i) {
+    const uint32_t bits = (w[i / 2] >> (16 * (i % 2))) & 0xffffu;
+    const float x = __uint_as_float(bits << 16);  // bf16 -> f32
+    q[i / 4] |= static_cast<uint32_t>(f32_to_fp8_sat(x / in)) << (8 * (i % 4));
+  }
+  *reinterpret_cast<uint2*>(s.xq + pair * p.hidden + c) = make_uint2(q[0], q[1]);
+}
+bool quantize_vectorizable(const MoeExpertsLaunch& p) {
+  return p.x.dt == DType::BF16 && p.hidden % 8 == 0 &&
+         reinterpret_cast<uintptr_t>(p.x.p) % 16 == 0 && (p.x.rows == 1 || p.x.ld % 8 == 0);
+}
+
 // W8A8: xq[pair] = sat_e4m3(x[t] / up_in[e]). grid (pairs, ceil(H / 256)).
 template <class TA>
 __global__ void quantize_pairs_kernel(MoeExpertsLaunch p, Scratch s) {
@@ -127,22 +153,41 @@ __global__ void count_kernel(MoeExpertsLaunch p, Scratch s, int64_t pairs, int* 
     atomicAdd(errors, 1);
 }
 
-// One thread: offsets of each expert's rows in the sorted list and the tile table.
-__global__ void plan_kernel(MoeExpertsLaunch p, Scratch s, int64_t max_tiles) {
-  if (threadIdx.x != 0 || blockIdx.x != 0) return;
-  int32_t off = 0;
-  int64_t tile = 0;
-  for (int e = 0; e < p.experts; ++e) {
-    s.offsets[e] = off;
-    s.cursor[e] = 0;
-    for (int32_t r = 0; r < s.counts[e] && tile < max_tiles; r += kTile, ++tile) {
-      s.tiles[2 * tile] = e;
-      s.tiles[2 * tile + 1] = off + r;
-    }
-    off += s.counts[e];
+// One warp: offsets of each expert's rows in the sorted list and the tile table (experts in
+// order, 32 at a time, by warp prefix sums of their row and tile counts).
+__device__ __forceinline__ int32_t warp_inclusive_sum(int32_t v) {
+  const int lane = threadIdx.x & 31;
+#pragma unroll
+  for (int o = 1; o < 32; o <<= 1) {
+    const int32_t n = __shfl_up_sync(0xffffffffu, v, o);
+    if (lane >= o) v += n;
   }
-  for (; tile < max_tiles; ++tile)
-    s.tiles[2 * tile] = -1;
+  return v;
+}
+__global__ void plan_kernel(MoeExpertsLaunch p, Scratch s, int64_t max_tiles) {
+  if (blockIdx.x != 0 || threadIdx.x >= 32) return;
+  const int lane = threadIdx.x;
+  int32_t off = 0;   // rows of the experts before this chunk
+  int64_t tile = 0;  // tiles of the experts before this chunk
+  for (int e0 = 0; e0 < p.experts; e0 += 32) {
+    const int e = e0 + lane;
+    const int32_t count = e < p.experts ? s.counts[e] : 0, tiles = (count + kTile - 1) / kTile;
+    const int32_t rows_incl = warp_inclusive_sum(count), tiles_incl = warp_inclusive_sum(tiles);
+    if (e < p.experts) {
+      const int32_t first = off + rows_incl - count;
+      s.offsets[e] = first;
+      s.cursor[e] = 0;
+      const int64_t t0 = tile + tiles_incl - tiles;
+      for (int32_t t = 0; t < tiles && t0 + t < max_tiles; ++t) {
+        s.tiles[2 * (t0 + t)] = e;
+        s.tiles[2 * (t0 + t) + 1] = first + t * kTile;
+      }
+    }
+    off += __shfl_sync(0xffffffffu, rows_incl, 31);
+    tile += __shfl_sync(0xffffffffu, tiles_incl, 31);
+  }
+  for (int64_t t = tile + lane; t < max_tiles; t += 32)
+    s.tiles[2 * t] = -1;
 }
 
 __global__ void scatter_kernel(MoeExpertsLaunch p, Scratch s, int64_t pairs) {
@@ -331,19 +376,24 @@ void launch_moe_grouped(const MoeExpertsLaunch& p, int* index_errors, void* stre
     using TW = decltype(tw);
     constexpr bool Q = decltype(q)::value;
     if constexpr (Q) {
-      quantize_pairs_kernel<TA>
-          <<<dim3(static_cast<unsigned>(pairs), grid_1d(p.hidden, 256)), 256, 0, st>>>(p, s);
+      if (quantize_vectorizable(p))
+        quantize_pairs_vec_kernel<<<dim3(static_cast<unsigned>(pairs), grid_1d(p.hidden / 8, 128)),
+                                    128, 0, st>>>(p, s);
+      else
+        quantize_pairs_kernel<TA>
+            <<<dim3(static_cast<unsigned>(pairs), grid_1d(p.hidden, 256)), 256, 0, st>>>(p, s);
       STRATA_CUDA_LAUNCH_CHECK();
     }
-    if (p.mma) {
+    if (p.mma && p.swap) {
+      moe::launch_grouped_swap(p, s, max_tiles, st);
+    } else if (p.mma) {
       moe::launch_grouped_mma(p, s, max_tiles, st);
     } else {
       grouped_gemm_kernel<TA, TW, Q, true>
           <<<dim3(static_cast<unsigned>(max_tiles), grid_1d(p.inter, kTile)), 256, 0, st>>>(p, s);
       STRATA_CUDA_LAUNCH_CHECK();
       grouped_gemm_kernel<TA, TW, Q, false>
-          <<<dim3(static_cast<unsigned>(max_tiles), grid_1d(p.hidden, kTile)), 256, 0, st>>>(p,
-                                                                                              s);
+          <<<dim3(static_cast<unsigned>(max_tiles), grid_1d(p.hidden, kTile)), 256, 0, st>>>(p, s);
       STRATA_CUDA_LAUNCH_CHECK();
     }
     combine_kernel<TA>

@@ -1,7 +1,10 @@
-// Registrations of moe_route and moe_experts on the CUDA backend. moe_experts has four kernels,
-// registered here in order: the FP8 decode kernel (e4m3 experts, T <= 8), the decode kernel
-// for T <= 8, the grouped kernel with its GEMMs on the tensor cores (bf16 or W8A8, any T), then
-// the grouped kernel with f32 GEMMs on CUDA cores (every dtype and shape).
+// Registrations of moe_route and moe_experts on the CUDA backend. moe_experts has five kernels,
+// registered here in order (the first that supports the arguments runs): the FP8 decode kernel
+// (e4m3 experts, T <= 8), the decode kernel for T <= 8, the grouped kernel with the weights on
+// mma's M side (bf16 or W8A8, T up to kSwapMaxTokens: few pairs per expert), the grouped kernel
+// with shared-memory tiles on the tensor cores (bf16 or W8A8, any T), then the grouped kernel
+// with f32 GEMMs on CUDA cores (every dtype and shape). Each can be switched off for A/B
+// comparisons with STRATA_CUDA_DISABLE_KERNELS=moe_experts:cuda.NAME[,...].
 #ifdef STRATA_HAVE_CUDA
 #include <algorithm>
 #include <cstring>
@@ -21,6 +24,13 @@ using ops::MoeExpertsArgs;
 using ops::MoeRouteArgs;
 
 constexpr int64_t kDecodeMaxTokens = 8;
+// Tokens up to which the swapped grouped GEMMs run (above: the shared-memory tiles). At top-6 of
+// 128 experts, T tokens give ~T / 21 pairs per expert. Measured on the H200 (Nano-3 FP8 MoE per
+// layer, docs/BENCHMARKS.md issue 10 "grouped MoE for few tokens per expert"): swapped 730 /
+// 1,030 / 1,747 / 3,253 us against 950 / 1,328 / 2,099 / 3,676 us at 512 / 1,024 / 2,048 /
+// 4,096 tokens (the gap narrowing: above 4,096 not measured). At T <= 8 the FP8 decode kernel,
+// registered first, measured faster (batch 8: 9.5 ms per step against 11.7).
+constexpr int64_t kSwapMaxTokens = 4096;
 
 bool route_supports(const MoeRouteArgs& a, std::string* why) {
   ArgCheck c(why);
@@ -203,9 +213,11 @@ MoeExpertsLaunch launch_of(const MoeExpertsArgs& a, DeviceContext& dc) {
   return p;
 }
 
-void experts_run(const MoeExpertsArgs& a, OpContext& ctx, bool grouped, bool mma = false) {
+void experts_run(const MoeExpertsArgs& a, OpContext& ctx, bool grouped, bool mma = false,
+                 bool swap = false) {
   MoeExpertsLaunch p = launch_of(a, context_of(ctx));
   p.mma = mma;
+  p.swap = swap;
   Tensor scratch = Tensor::empty(Shape{static_cast<int64_t>(moe_scratch_bytes(p, grouped))},
                                  DType::U8, Device::Cuda);
   p.scratch = scratch.raw();
@@ -224,6 +236,8 @@ bool fp8_decode_supports(const MoeExpertsArgs& a, std::string* why) {
             fmt::format("expert weights {} are not e4m3", (*a.up)[0].weight.str()));
   c.require(T <= kDecodeMaxTokens,
             fmt::format("T = {} above the decode kernel's {}", T, kDecodeMaxTokens));
+  c.require(!kernel_disabled(MoeExpertsArgs::kName, "cuda.fp8_decode"),
+            "disabled by STRATA_CUDA_DISABLE_KERNELS");
   c.require(H % 16 == 0 && I % 16 == 0,
             fmt::format("H = {} and I = {} must be multiples of 16 (16-byte weight rows)", H, I));
   c.require(reinterpret_cast<uintptr_t>(a.x.raw()) % 16 == 0 && (T == 1 || a.x.stride(0) % 8 == 0),
@@ -254,10 +268,28 @@ bool gemv_supports(const MoeExpertsArgs& a, std::string* why) {
   ArgCheck c(why);
   c.require(a.x.dim(0) <= kDecodeMaxTokens,
             fmt::format("T = {} above the decode kernel's {}", a.x.dim(0), kDecodeMaxTokens));
+  c.require(!kernel_disabled(MoeExpertsArgs::kName, "cuda.decode"),
+            "disabled by STRATA_CUDA_DISABLE_KERNELS");
   return c;
 }
 void gemv_run(const MoeExpertsArgs& a, OpContext& ctx) {
   experts_run(a, ctx, false);
+}
+
+bool grouped_swap_supports(const MoeExpertsArgs& a, std::string* why) {
+  if (!experts_common(a, why)) return false;
+  ArgCheck c(why);
+  const std::string reason = moe_mma_unsupported(launch_shape_of(a));
+  c.require(reason.empty(), reason);
+  c.require(a.x.dim(0) <= kSwapMaxTokens,
+            fmt::format("T = {} above the swapped kernel's {} (many pairs per expert)", a.x.dim(0),
+                        kSwapMaxTokens));
+  c.require(!kernel_disabled(MoeExpertsArgs::kName, "cuda.grouped_swap"),
+            "disabled by STRATA_CUDA_DISABLE_KERNELS");
+  return c;
+}
+void grouped_swap_run(const MoeExpertsArgs& a, OpContext& ctx) {
+  experts_run(a, ctx, true, true, true);
 }
 
 bool grouped_mma_supports(const MoeExpertsArgs& a, std::string* why) {
@@ -286,6 +318,8 @@ STRATA_REGISTER_KERNEL(MoeRouteArgs, "cuda", Device::Cuda, route_supports, route
 STRATA_REGISTER_KERNEL(MoeExpertsArgs, "cuda.fp8_decode", Device::Cuda, fp8_decode_supports,
                        fp8_decode_run);
 STRATA_REGISTER_KERNEL(MoeExpertsArgs, "cuda.decode", Device::Cuda, gemv_supports, gemv_run);
+STRATA_REGISTER_KERNEL(MoeExpertsArgs, "cuda.grouped_swap", Device::Cuda, grouped_swap_supports,
+                       grouped_swap_run);
 STRATA_REGISTER_KERNEL(MoeExpertsArgs, "cuda.grouped_mma", Device::Cuda, grouped_mma_supports,
                        grouped_mma_run);
 STRATA_REGISTER_KERNEL(MoeExpertsArgs, "cuda.grouped", Device::Cuda, grouped_supports, grouped_run);
