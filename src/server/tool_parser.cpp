@@ -212,6 +212,7 @@ ToolStreamDelta ToolParser::drain(bool final) {
       if (!streamer_) {
         streamer_ = std::make_shared<GuidedToolCalls>(std::nullopt, *key);
         fed_ = 0;
+        block_base_ = calls_emitted_;
       }
       const size_t upto = close != std::string::npos ? close
                           : final ? buffer_.size()
@@ -220,7 +221,8 @@ ToolStreamDelta ToolParser::drain(bool final) {
       if (upto > open_.size() + fed_) {
         for (ToolCallDelta& d : streamer_->push(std::string_view(buffer_).substr(
                  open_.size() + fed_, upto - open_.size() - fed_))) {
-          d.index += calls_emitted_;
+          d.index += block_base_;
+          if (d.header) ++calls_emitted_;  // counted once its name is out
           out.pieces.push_back(std::move(d));
         }
         fed_ = upto - open_.size();
@@ -234,7 +236,7 @@ ToolStreamDelta ToolParser::drain(bool final) {
     const int32_t streamed = streamer_ ? streamer_->calls() : 0;
     streamer_.reset();
     if (streamed > 0) {
-      calls_emitted_ += streamed;  // already sent piece by piece
+      // Already sent piece by piece (and counted).
     } else if (calls) {
       for (ToolCall& c : *calls)
         out.calls.push_back(std::move(c));

@@ -82,6 +82,7 @@ class ToolParser {
   int32_t calls_emitted_ = 0;
   std::shared_ptr<GuidedToolCalls> streamer_;  // the open block's scanner (streamed parsers)
   size_t fed_ = 0;                             // bytes of the open block fed to it
+  int32_t block_base_ = 0;                     // calls before the open block
 };
 
 }  // namespace strata::server

@@ -91,13 +91,19 @@ struct SchemaPool {
             n->required.push_back(true);
           }
         }
+      // additionalProperties absent: none when properties are declared (xgrammar's strict
+      // mode, vLLM's default backend: a guided object holds what its schema names), any when
+      // the schema declares no properties at all.
       n->additional = any;
+      n->additional_allowed = !s.contains("properties");
       if (s.contains("additionalProperties")) {
         const json& ap = s["additionalProperties"];
-        if (ap.is_boolean())
+        if (ap.is_boolean()) {
           n->additional_allowed = ap.get<bool>();
-        else
+        } else {
+          n->additional_allowed = true;
           n->additional = compile(ap);
+        }
       }
       return n;
     }

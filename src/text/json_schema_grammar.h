@@ -3,7 +3,8 @@
 //
 // The schema subset compiled exactly:
 //   type object  (properties, required, additionalProperties: false | true | a schema; absent
-//                 means true, as in JSON Schema)
+//                 means false when properties are declared, as xgrammar's strict mode that vLLM
+//                 uses by default, and any when none are)
 //   type array   (items, minItems, maxItems)
 //   type string, number, integer, boolean, null; a list of types ("type": ["string", "null"])
 //   enum, const  (matched as their compact JSON text, nlohmann's dump())

@@ -80,7 +80,8 @@ TEST(OpHarness, TableCoversEveryOp) {
                                                {"moe_route", kCasesMoeRoute},
                                                {"moe_experts", kCasesMoeExperts},
                                                {"cast", kCasesCast},
-                                               {"sample", 1}};
+                                               {"sample", 1},
+                                               {"token_mask", 4}};
   int total = 0;
   for (const auto& [op, n] : at_least) {
     EXPECT_GE(count[op], n) << "harness cases for op " << op;

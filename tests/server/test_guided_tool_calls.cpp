@@ -172,7 +172,8 @@ TEST(GuidedToolCalls, RequiredThroughTheServerStreamingAndNot) {
 }
 
 TEST(GuidedToolCalls, NamedThroughTheServerStreamingAndNot) {
-  const std::string args = R"({"city": "Zürich"})";
+  // ASCII: the scripted engine decodes token by token (a split character would not survive).
+  const std::string args = R"({"city": "Oslo", "days": [1, 2]})";
   const Answer a = ask(args, R"({"type":"function","function":{"name":"get_weather"}})");
   const json& msg = a.body["choices"][0]["message"];
   EXPECT_EQ(a.body["choices"][0]["finish_reason"], "stop");  // vLLM: a named call keeps "stop"

@@ -109,6 +109,9 @@ TEST(JsonSchemaGrammar, ObjectsWithAdditionalPropertiesAndNesting) {
                     {"additionalProperties", {{"type", "boolean"}}}},
                    {{R"({"n":1,"x":true})", A}, {R"({"x":false})", A}, {R"({"x":1})", R},
                     {R"({"n":true})", R}});
+  // Declared properties without additionalProperties: only those (strict, as vLLM's xgrammar).
+  n += check_table({{"type", "object"}, {"properties", {{"n", {{"type", "integer"}}}}}},
+                   {{R"({"n":1})", A}, {"{}", A}, {R"({"n":1,"x":2})", R}, {R"({"x":2})", R}});
   n += check_table({{"type", "array"}, {"items", {{"type", "integer"}}}, {"minItems", 1},
                     {"maxItems", 2}},
                    {{"[1]", A}, {"[1, 2]", A}, {"[", P}, {"[1,", P}, {"[]", R}, {"[1,2,3]", R},
@@ -116,7 +119,7 @@ TEST(JsonSchemaGrammar, ObjectsWithAdditionalPropertiesAndNesting) {
   n += check_table({{"anyOf", {{{"type", "integer"}}, {{"type", "array"}}}}},
                    {{"5", A}, {"[true]", A}, {"\"5\"", R}});
   n += check_table(json::object(), {{"12", A}, {"\"s\"", A}, {"{\"k\":[]}", A}, {"}", R}});
-  EXPECT_EQ(n, 6 + 4 + 8 + 3 + 4);
+  EXPECT_EQ(n, 6 + 4 + 4 + 8 + 3 + 4);
 }
 
 TEST(JsonSchemaGrammar, RequiredToolsSchemaAcceptsOnlyDeclaredCalls) {
@@ -130,7 +133,7 @@ TEST(JsonSchemaGrammar, RequiredToolsSchemaAcceptsOnlyDeclaredCalls) {
       schema,
       {{R"([{"name":"get_weather","parameters":{"city":"Oslo"}}])", A},
        {R"([{"name":"now","parameters":{}},{"parameters":{"city":"x"},"name":"get_weather"}])", A},
-       {R"([{"name":"now","parameters":{"x":1}}])", A},  // no additionalProperties: false there
+       {R"([{"name":"now","parameters":{"x":1}}])", R},  // declared properties: none others
        {R"([{"name":"get_weather","parameters":{}}])", R},
        {R"([{"name":"sleep","parameters":{}}])", R},
        {R"([{"name":"now"}])", R},
