@@ -95,7 +95,8 @@ void LLMEngine::validate(const EngineRequest& r) const {
         "max_tokens {} ({} in all)",
         max_len, prompt_len, r.params.max_tokens, prompt_len + r.params.max_tokens);
   if (r.params.guided_json) {
-    if (!impl_->tokenizer) fail("guided decoding needs a tokenizer (the model is served without one)");
+    if (!impl_->tokenizer)
+      fail("guided decoding needs a tokenizer (the model is served without one)");
     if (impl_->config.eos_ids.empty()) fail("guided decoding needs the model's EOS id");
   }
   if (r.params.n > executor_->request_slots())

@@ -51,15 +51,18 @@ std::vector<OpCase> token_mask_cases() {
                      a.mask = Tensor::empty(Shape{s.B, W}, DType::I32);
                      auto* words = reinterpret_cast<uint32_t*>(a.mask.data<int32_t>());
                      for (int64_t b = 0; b < s.B; ++b) {
-                       // Row densities: all allowed, none, sparse (a grammar outside strings),
-                       // dense (inside a string), then random.
-                       const int kind = static_cast<int>(b % 5);
+                       // Row densities: random first (so a one-row case masks some and
+                       // keeps some), then all allowed, none, sparse (a grammar outside
+                       // strings), dense (inside a string).
+                       const int kind = static_cast<int>((b + 4) % 5);
                        for (int64_t w = 0; w < W; ++w) {
                          uint32_t x = static_cast<uint32_t>(rng.next());
                          if (kind == 0) x = ~0u;
                          if (kind == 1) x = 0u;
-                         if (kind == 2) x &= static_cast<uint32_t>(rng.next()) & static_cast<uint32_t>(rng.next());
-                         if (kind == 3) x |= static_cast<uint32_t>(rng.next());
+                         const auto r1 = static_cast<uint32_t>(rng.next());
+                         const auto r2 = static_cast<uint32_t>(rng.next());
+                         if (kind == 2) x &= r1 & r2;
+                         if (kind == 3) x |= r1;
                          words[b * W + w] = x;
                        }
                      }
