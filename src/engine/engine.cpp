@@ -11,6 +11,8 @@
 #include "core/check.h"
 #include "core/log.h"
 #include "engine/token_ids.h"
+#include "text/grammar_mask.h"
+#include "text/token_bytes.h"
 
 namespace strata::engine {
 
@@ -50,6 +52,7 @@ struct LLMEngine::Impl {
     std::vector<bool> done;
     bool scheduled = false;
     double queue_seconds = 0, first_token_seconds = -1;
+    std::vector<text::JsonGrammarState> grammar;  // [n] guided decoding: each completion's state
   };
   model::NemotronHModel& model;
   const text::Tokenizer* tokenizer;
@@ -60,6 +63,9 @@ struct LLMEngine::Impl {
   std::deque<StepPlan> in_flight;      // launched, not yet collected (at most two)
   std::mt19937_64 seeds{std::random_device{}()};
   EngineStats stats;
+  // Guided decoding: the vocabulary's bytes and their trie, built at the first guided request.
+  std::vector<std::optional<std::string>> vocab_bytes;
+  std::unique_ptr<text::TokenTrie> trie;
 
   Impl(model::NemotronHModel& m, const text::Tokenizer* tok, const EngineConfig& c)
       : model(m), tokenizer(tok), config(c), output(tok, c.eos_ids) {}
@@ -88,6 +94,11 @@ void LLMEngine::validate(const EngineRequest& r) const {
         "this model's maximum context length is {} tokens; the request has {} prompt tokens and "
         "max_tokens {} ({} in all)",
         max_len, prompt_len, r.params.max_tokens, prompt_len + r.params.max_tokens);
+  if (r.params.guided_json) {
+    if (!impl_->tokenizer)
+      fail("guided decoding needs a tokenizer (the model is served without one)");
+    if (impl_->config.eos_ids.empty()) fail("guided decoding needs the model's EOS id");
+  }
   if (r.params.n > executor_->request_slots())
     fail("n = {} exceeds the sequences the engine can run at once ({})", r.params.n,
          executor_->request_slots());
@@ -106,6 +117,14 @@ bool LLMEngine::add_request(EngineRequest request) {
   l.seed = request.params.seed ? *request.params.seed : I.seeds();
   l.unfinished = request.params.n;
   l.done.assign(static_cast<size_t>(request.params.n), false);
+  if (request.params.guided_json) {
+    if (!I.trie) {
+      I.vocab_bytes = text::vocabulary_bytes(*I.tokenizer);
+      I.trie = std::make_unique<text::TokenTrie>(I.vocab_bytes);
+    }
+    l.grammar.assign(static_cast<size_t>(request.params.n),
+                     text::JsonGrammarState(*request.params.guided_json));
+  }
   l.request = std::move(request);
   const std::string id = l.request.id;
   I.live.emplace(id, std::move(l));
@@ -198,6 +217,15 @@ void LLMEngine::launch(const StepPlan& plan) {
     batch.rows.push_back(row);
     batch.logit_bias.push_back(std::move(bias));
     batch.penalty_tokens.push_back(std::move(penalized));
+    std::vector<uint32_t> mask;
+    if (sc.samples && l && !l->grammar.empty()) {
+      // The state has this sequence's every token: guided rows are never planned ahead.
+      const int64_t V = I.model.config().vocab_size;
+      mask.resize(static_cast<size_t>((V + 31) / 32));
+      I.trie->mask(l->grammar[static_cast<size_t>(sc.seq.index)], I.config.eos_ids, V,
+                   mask.data());
+    }
+    batch.token_mask.push_back(std::move(mask));
   }
   executor_->launch(chunks, batch);
   scheduler_->advance(plan);
@@ -215,10 +243,10 @@ std::vector<RequestOutput> LLMEngine::step() {
     launch(plan);
   }
   // Plan and launch the next step while the device runs the one in flight (its tokens reach
-  // the next step on the device). Penalties need each sequence's tokens on the host, so with a
-  // penalised request live the engine runs one step at a time.
+  // the next step on the device). Penalties and guided decoding's mask need each sequence's
+  // tokens on the host, so with such a request live the engine runs one step at a time.
   const bool penalties = std::any_of(I.live.begin(), I.live.end(), [](const auto& kv) {
-    return kv.second.request.params.penalized();
+    return kv.second.request.params.needs_host_tokens();
   });
   if (I.in_flight.size() == 1 && !penalties) {
     const StepPlan next = scheduler_->schedule();
@@ -271,6 +299,16 @@ std::vector<RequestOutput> LLMEngine::step() {
         lpp = &lp;
       }
       reason = I.output.on_token(sc.seq.request_id, sc.seq.index, id, lpp, &d);
+      if (!l.grammar.empty() && reason == FinishReason::None) {
+        // The mask admits only tokens the state accepts; a refusal here is a bug, not input.
+        const auto ui = static_cast<size_t>(id);
+        text::JsonGrammarState& g = l.grammar[static_cast<size_t>(sc.seq.index)];
+        if (ui >= I.vocab_bytes.size() || !I.vocab_bytes[ui] || !g.advance(*I.vocab_bytes[ui])) {
+          reason = FinishReason::Error;
+          out.error = fmt::format("guided decoding: token {} is outside the grammar", id);
+          I.output.finish(sc.seq.request_id, sc.seq.index, reason, &d);
+        }
+      }
       if (l.first_token_seconds < 0) {
         l.first_token_seconds = since(l.request.arrival);
         I.stats.prompt_tokens += static_cast<int64_t>(l.request.prompt.size());

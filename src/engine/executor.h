@@ -74,6 +74,8 @@ struct SamplingBatch {
     bool in_prompt = false;
   };
   std::vector<std::vector<PenaltyToken>> penalty_tokens;  // [B]
+  // Guided decoding: per row, ceil(V / 32) words of allowed-token bits (empty = all allowed).
+  std::vector<std::vector<uint32_t>> token_mask;  // [B]
 };
 
 class Executor {

@@ -10,6 +10,7 @@
 #include "engine/executor.h"
 #include "engine/executor_in_flight.h"
 #include "ops/sample_plan.h"
+#include "ops/token_mask_args.h"
 
 #ifdef STRATA_HAVE_CUDA
 #include <cuda_runtime.h>
@@ -99,6 +100,30 @@ void Executor::enqueue_sample(const Tensor& logits, const SamplingBatch& batch) 
           *t = t->to(ctx_->device);
           ++ctx_->h2d_copies;
         }
+  }
+  // Guided rows: disallowed tokens lose before any other processing.
+  const bool any_mask = std::any_of(batch.token_mask.begin(), batch.token_mask.end(),
+                                    [](const auto& m) { return !m.empty(); });
+  if (any_mask) {
+    const int64_t V = logits.dim(1), W = (V + 31) / 32;
+    ops::TokenMaskArgs m;
+    m.logits = logits;
+    m.mask = Tensor::empty(Shape{B, W}, DType::I32);
+    auto* words = reinterpret_cast<uint32_t*>(m.mask.data<int32_t>());
+    for (int64_t b = 0; b < B; ++b) {
+      const auto ub = static_cast<size_t>(b);
+      const bool has = ub < batch.token_mask.size() && !batch.token_mask[ub].empty();
+      if (has && static_cast<int64_t>(batch.token_mask[ub].size()) != W)
+        fail("executor: row {} has a token mask of {} words for {} logits", b,
+             batch.token_mask[ub].size(), V);
+      for (int64_t w = 0; w < W; ++w)
+        words[b * W + w] = has ? batch.token_mask[ub][static_cast<size_t>(w)] : ~0u;
+    }
+    if (ctx_->device != Device::Host) {
+      m.mask = m.mask.to(ctx_->device);
+      ++ctx_->h2d_copies;
+    }
+    ops::run(*ctx_, m);
   }
   // Every output in one buffer: one copy back.
   const int64_t words = InFlight::words(B, K, lp);

@@ -4,12 +4,17 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "ops/ops.h"
+
+namespace strata::text {
+class JsonSchemaGrammar;  // text/json_schema_grammar.h
+}
 
 namespace strata::engine {
 
@@ -35,6 +40,10 @@ struct SamplingParams {
   bool skip_special_tokens = true;
   bool spaces_between_special_tokens = true;
   bool detokenize = true;  // false: token ids only (--skip-tokenizer-init)
+  // Guided decoding: the output is constrained to one JSON value of this schema (vLLM's
+  // tool_choice "required" and named functions). Needs a tokenizer and an EOS id; EOS is
+  // allowed only once the value is complete.
+  std::shared_ptr<const text::JsonSchemaGrammar> guided_json;
 
   // Throws strata::Error naming the parameter and its range when out of range.
   // `vocab_size` bounds logit_bias and stop_token_ids; `max_logprobs` bounds logprobs.
@@ -46,6 +55,9 @@ struct SamplingParams {
   bool penalized() const {
     return presence_penalty != 0.f || frequency_penalty != 0.f || repetition_penalty != 1.f;
   }
+  // Rows that need their previous token on the host when they are built (the engine does not
+  // overlap steps while such a request is live): penalties, and guided decoding's mask.
+  bool needs_host_tokens() const { return penalized() || guided_json != nullptr; }
 };
 
 }  // namespace strata::engine

@@ -12,8 +12,6 @@ namespace strata::server {
 
 namespace {
 
-// Bytes read per read_some while waiting for a request.
-constexpr size_t kReadChunk = 16 * 1024;
 // While an answer is in flight the read loop only watches for a disconnect; bytes a client
 // pipelines meanwhile are kept up to this much, then reading pauses until the answer ends.
 constexpr size_t kMaxPipelinedBytes = 64 * 1024;
@@ -93,7 +91,7 @@ void HttpSession::do_read() {
   if (reading_ || closed_) return;
   if (in_flight_ && buffer_.size() >= kMaxPipelinedBytes) return;  // resumed when answered
   reading_ = true;
-  socket_.async_read_some(buffer_.prepare(kReadChunk),
+  socket_.async_read_some(asio::buffer(read_chunk_),
                           [self = shared_from_this()](beast::error_code ec, size_t n) {
                             self->on_read(ec, n);
                           });
@@ -107,6 +105,7 @@ void HttpSession::on_read(beast::error_code ec, size_t n) {
     fail();
     return;
   }
+  asio::buffer_copy(buffer_.prepare(n), asio::buffer(read_chunk_.data(), n));
   buffer_.commit(n);
   if (!in_flight_) parse_buffered();
   do_read();

@@ -11,6 +11,7 @@
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/http.hpp>
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <deque>
@@ -81,6 +82,11 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   tcp::socket socket_;
   std::shared_ptr<HttpShared> shared_;
   asio::steady_timer deadline_;
+  // Reads land in read_chunk_ and are appended to buffer_ on completion: the parser consumes
+  // buffer_ while a read is pending (pipelined bytes parsed when an answer ends), and a
+  // flat_buffer that is consumed to empty rewinds, so a read into buffer_.prepare() would land
+  // past the bytes it later commits (the lost keep-alive answer).
+  std::array<char, 16 * 1024> read_chunk_{};
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
   std::string remote_;

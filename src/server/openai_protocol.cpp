@@ -11,6 +11,7 @@
 #include "server/reasoning_parser.h"
 #include "server/tool_parser.h"
 #include "text/chat_request.h"
+#include "text/json_schema_grammar.h"
 #include "text/tokenizer.h"
 
 namespace strata::server {
@@ -226,9 +227,10 @@ void check_tools(const json* tools) {
 }
 
 // tool_choice as vLLM applies it: "none" by default, "auto" when tools are given; "auto" needs
-// --enable-auto-tool-choice and a parser; "required" and a named function need guided
-// decoding, which strata does not have, so they are refused instead of silently not enforced.
-ToolChoice tool_choice(const Fields& f, const json* tools, const ServingContext& ctx) {
+// --enable-auto-tool-choice and a parser; "required" and a named function are guided decoding
+// (need no parser): `*name` gets the named function.
+ToolChoice tool_choice(const Fields& f, const json* tools, const ServingContext& ctx,
+                       std::string* name) {
   const json* tc = f.get("tool_choice");
   if (tc && !tools && !(tc->is_string() && *tc == "none"))
     reject("When using `tool_choice`, `tools` must be set.", "tool_choice");
@@ -247,19 +249,13 @@ ToolChoice tool_choice(const Fields& f, const json* tools, const ServingContext&
       for (const json& t : *tools)
         if (t["function"]["name"] == (*fn)["name"]) found = true;
       if (!found) reject("tool_choice names a function that is not in tools", "tool_choice");
-      reject(
-          "a named tool_choice needs guided decoding, which strata does not support; use "
-          "\"auto\"",
-          "tool_choice");
+      *name = (*fn)["name"].get<std::string>();
+      return ToolChoice::Named;
     } else {
       reject("tool_choice must be a string or an object", "tool_choice");
     }
   }
-  if (choice == "required")
-    reject(
-        "tool_choice \"required\" needs guided decoding, which strata does not support; use "
-        "\"auto\"",
-        "tool_choice");
+  if (choice == "required") return ToolChoice::Required;
   if (choice == "auto") {
     if (!ctx.enable_auto_tool_choice || ctx.tool_call_parser.empty())
       reject(
@@ -269,6 +265,29 @@ ToolChoice tool_choice(const Fields& f, const json* tools, const ServingContext&
     return ToolChoice::Auto;
   }
   return ToolChoice::None;
+}
+
+// The schema guided decoding constrains a named or "required" tool choice to (vLLM's): the
+// function's parameters, or an array of {"name", "parameters"} over every tool.
+std::shared_ptr<const text::JsonSchemaGrammar> tool_grammar(ToolChoice choice,
+                                                            const std::string& name,
+                                                            const json& tools) {
+  json schema;
+  if (choice == ToolChoice::Required) {
+    schema = text::JsonSchemaGrammar::required_tools_schema(tools);
+  } else {
+    schema = json{{"type", "object"}, {"properties", json::object()}};
+    for (const json& t : tools)
+      if (t["function"]["name"] == name && t["function"].contains("parameters") &&
+          t["function"]["parameters"].is_object())
+        schema = t["function"]["parameters"];
+  }
+  try {
+    return std::make_shared<const text::JsonSchemaGrammar>(schema);
+  } catch (const Error& e) {
+    reject(fmt::format("the tool's parameters schema cannot guide decoding: {}", e.what()),
+           "tools");
+  }
 }
 
 // Whether the rendered prompt leaves the model inside <think>: the Nemotron templates end it
@@ -301,10 +320,13 @@ ParsedRequest parse_chat(std::string_view body, const ServingContext& ctx,
   check_messages(f.get("messages"));
   const json* tools = f.get("tools");
   check_tools(tools);
-  plan.tool_choice = tool_choice(f, tools, ctx);
+  plan.tool_choice = tool_choice(f, tools, ctx, &plan.tool_name);
   if (plan.tool_choice == ToolChoice::Auto) {
     plan.tool_call_parser = ctx.tool_call_parser;
     plan.tools = *tools;
+  } else if (plan.tool_choice != ToolChoice::None) {
+    plan.tools = *tools;
+    params.guided_json = tool_grammar(plan.tool_choice, plan.tool_name, *tools);
   }
   if (f.get("chat_template"))
     reject("chat_template in a request is not allowed (start the server with --chat-template)",
@@ -337,7 +359,9 @@ ParsedRequest parse_chat(std::string_view body, const ServingContext& ctx,
   if (ids.empty()) reject("the rendered prompt is empty", "messages");
   truncate_prompt(f, ctx, ids);
 
-  plan.reasoning_parser = ctx.reasoning_parser;
+  // A guided output is the grammar's JSON from its first token: no reasoning to split off.
+  if (plan.tool_choice == ToolChoice::None || plan.tool_choice == ToolChoice::Auto)
+    plan.reasoning_parser = ctx.reasoning_parser;
   plan.thinking_enabled = thinking_from_prompt(prompt, ctx.chat->thinking_enabled(chat));
   plan.emit_reasoning = ctx.emit_reasoning;
   plan.emit_reasoning_content = ctx.emit_reasoning_content;

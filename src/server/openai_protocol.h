@@ -52,7 +52,8 @@ struct ServingContext {
 };
 
 enum class Endpoint { Completions, ChatCompletions };
-enum class ToolChoice { None, Auto };
+// Named and Required are guided: the output is constrained to JSON (text/json_schema_grammar.h).
+enum class ToolChoice { None, Auto, Named, Required };
 
 // Everything the response builder needs about one HTTP request.
 struct ResponsePlan {
@@ -80,6 +81,7 @@ struct ResponsePlan {
   ToolChoice tool_choice = ToolChoice::None;
   std::string tool_call_parser;  // with ToolChoice::Auto
   nlohmann::ordered_json tools;  // the request's tools (qwen3_coder types values by them)
+  std::string tool_name;         // with ToolChoice::Named: the function
   bool emit_reasoning = true, emit_reasoning_content = true;
 };
 

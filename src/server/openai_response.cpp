@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "server/guided_tool_calls.h"
 #include "server/openai_logprobs.h"
 #include "server/reasoning_parser.h"
 #include "server/tool_parser.h"
@@ -18,6 +19,25 @@ namespace {
 json finish_json(FinishReason r) {
   const char* name = engine::finish_reason_name(r);
   return name ? json(name) : json(nullptr);
+}
+
+// Streamed pieces of guided tool calls (vLLM: the name in a call's first delta, then pieces
+// of its arguments).
+json tool_call_deltas_json(const std::vector<ToolCallDelta>& deltas) {
+  json out = json::array();
+  for (const ToolCallDelta& d : deltas) {
+    json c = json::object();
+    c["index"] = d.index;
+    if (d.header) {
+      c["id"] = d.header->id;
+      c["type"] = "function";
+      c["function"] = {{"name", d.header->name}, {"arguments", d.arguments}};
+    } else {
+      c["function"] = {{"arguments", d.arguments}};
+    }
+    out.push_back(std::move(c));
+  }
+  return out;
 }
 
 json tool_calls_json(const std::vector<ToolCall>& calls, int32_t first_index, bool streaming) {
@@ -53,6 +73,7 @@ struct ChoiceState {
   // Chat streaming.
   std::unique_ptr<ReasoningParser> reasoning;
   std::unique_ptr<ToolParser> tools;
+  std::unique_ptr<GuidedToolCalls> guided;  // tool_choice named / "required"
   bool tool_calls_sent = false;
 };
 
@@ -115,6 +136,12 @@ struct ResponseBuilder::Impl {
       content = std::move(s.content);
       has_content = s.has_content;
     }
+    if (guided()) {
+      // The whole output is the grammar's JSON: tool calls only, content "" (vLLM).
+      parts.calls = GuidedToolCalls::parse(named(), content);
+      parts.content = "";
+      return parts;
+    }
     if (plan.tool_choice == ToolChoice::Auto && has_content) {
       auto tp = ToolParser::create(plan.tool_call_parser, plan.tools);
       if (tp) {
@@ -126,6 +153,21 @@ struct ResponseBuilder::Impl {
     }
     if (has_content) parts.content = std::move(content);
     return parts;
+  }
+
+  bool guided() const {
+    return plan.tool_choice == ToolChoice::Named || plan.tool_choice == ToolChoice::Required;
+  }
+  std::optional<std::string> named() const {
+    if (plan.tool_choice == ToolChoice::Named) return plan.tool_name;
+    return std::nullopt;
+  }
+  // vLLM: "tool_calls" for auto and "required" calls that ended normally; a named call keeps
+  // the output's own reason ("stop").
+  json finish_with_calls(FinishReason r, bool calls) const {
+    if (calls && r == FinishReason::Stop && plan.tool_choice != ToolChoice::Named)
+      return "tool_calls";
+    return finish_json(r);
   }
 
   void put_reasoning(json& msg, const std::optional<std::string>& reasoning) const {
@@ -171,6 +213,15 @@ struct ResponseBuilder::Impl {
         content = std::move(s.content);
         has_content = s.has_content;
       }
+      if (c.guided) {
+        std::vector<ToolCallDelta> t = c.guided->push(content);
+        content.clear();
+        has_content = false;
+        if (!t.empty()) {
+          delta["tool_calls"] = tool_call_deltas_json(t);
+          c.tool_calls_sent = true;
+        }
+      }
       if (c.tools) {
         ToolStreamDelta t = c.tools->push(content);
         if (finishing) {
@@ -178,11 +229,15 @@ struct ResponseBuilder::Impl {
           t.content += rest.content;
           for (ToolCall& call : rest.calls)
             t.calls.push_back(std::move(call));
+          for (ToolCallDelta& piece : rest.pieces)
+            t.pieces.push_back(std::move(piece));
         }
         content = std::move(t.content);
         has_content = !content.empty();
-        if (!t.calls.empty()) {
-          delta["tool_calls"] = tool_calls_json(t.calls, t.first_index, /*streaming=*/true);
+        if (!t.calls.empty() || !t.pieces.empty()) {
+          json calls = tool_calls_json(t.calls, t.first_index, /*streaming=*/true);
+          for (json& piece : tool_call_deltas_json(t.pieces)) calls.push_back(std::move(piece));
+          delta["tool_calls"] = std::move(calls);
           c.tool_calls_sent = true;
         }
       }
@@ -200,9 +255,7 @@ struct ResponseBuilder::Impl {
     }
     choice["finish_reason"] = nullptr;
     if (finishing) {
-      choice["finish_reason"] = c.tool_calls_sent && d.finish == FinishReason::Stop
-                                    ? json("tool_calls")
-                                    : finish_json(d.finish);
+      choice["finish_reason"] = finish_with_calls(d.finish, c.tool_calls_sent);
       choice["stop_reason"] = stop_reason_json(c);
     }
     if (plan.return_token_ids || !plan.detokenize) {
@@ -249,6 +302,7 @@ ResponseBuilder::ResponseBuilder(ResponsePlan plan, const ServingContext& ctx)
         c.reasoning = ReasoningParser::create(s.plan.reasoning_parser, s.plan.thinking_enabled);
       if (s.plan.tool_choice == ToolChoice::Auto)
         c.tools = ToolParser::create(s.plan.tool_call_parser, s.plan.tools);
+      if (s.guided()) c.guided = std::make_unique<GuidedToolCalls>(s.named());
     }
   }
 }
@@ -374,7 +428,7 @@ json ResponseBuilder::body() const {
       msg["content"] = parts.content ? json(*parts.content) : json(nullptr);
       s.put_reasoning(msg, parts.reasoning);
       msg["tool_calls"] = tool_calls_json(parts.calls, 0, /*streaming=*/false);
-      if (!parts.calls.empty() && c.finish == FinishReason::Stop) finish = "tool_calls";
+      if (!parts.calls.empty()) finish = s.finish_with_calls(c.finish, true);
       choice["message"] = std::move(msg);
       choice["logprobs"] =
           s.plan.logprobs >= 0 ? s.logprob_fmt.chat(c.logprobs, s.plan.logprobs) : json(nullptr);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <optional>
 
+#include "server/guided_tool_calls.h"
 #include "server/openai_protocol.h"
 
 namespace strata::server {
@@ -25,12 +26,15 @@ ToolCall make_call(std::string name, std::string arguments) {
   return ToolCall{random_id("chatcmpl-tool-"), std::move(name), std::move(arguments)};
 }
 
-// Nemotron-Nano-v2: <TOOLCALL>[{"name": ..., "arguments": {...}}, ...]</TOOLCALL>.
+// Nemotron-Nano-v2: <TOOLCALL>[{"name": ..., "arguments": {...}}, ...]</TOOLCALL>. Arguments
+// are the model's own text of the value (what streaming sends piece by piece), or the decoded
+// text when the model wrote them as a JSON string.
 class NemotronJsonParser final : public ToolParser {
  public:
   NemotronJsonParser() : ToolParser("<TOOLCALL>", "</TOOLCALL>") {}
 
  protected:
+  std::optional<std::string> streamed_arguments_key() const override { return "arguments"; }
   std::optional<std::vector<ToolCall>> parse_block(std::string_view inner) const override {
     json list;
     try {
@@ -51,6 +55,11 @@ class NemotronJsonParser final : public ToolParser {
       }
       calls.push_back(make_call(item["name"].get<std::string>(), std::move(arguments)));
     }
+    // The same text the streamed pieces carry (the list is valid JSON, so the scanner finds
+    // every call).
+    const std::vector<ToolCall> raw = GuidedToolCalls::parse(std::nullopt, inner, "arguments");
+    if (raw.size() == calls.size())
+      for (size_t i = 0; i < calls.size(); ++i) calls[i].arguments = raw[i].arguments;
     return calls;
   }
 };
@@ -148,6 +157,8 @@ std::unique_ptr<ToolParser> ToolParser::create(std::string_view name, const json
   return nullptr;
 }
 
+ToolParser::~ToolParser() = default;
+
 ToolParseResult ToolParser::parse(std::string_view text) const {
   ToolParseResult out;
   size_t at = 0;
@@ -196,12 +207,37 @@ ToolStreamDelta ToolParser::drain(bool final) {
       break;
     }
     const size_t close = buffer_.find(close_, open_.size());
+    if (auto key = streamed_arguments_key()) {
+      // Stream what the block holds so far (less a possible start of the closing marker).
+      if (!streamer_) {
+        streamer_ = std::make_shared<GuidedToolCalls>(std::nullopt, *key);
+        fed_ = 0;
+        block_base_ = calls_emitted_;
+      }
+      const size_t upto = close != std::string::npos ? close
+                          : final ? buffer_.size()
+                                  : std::max(open_.size(),
+                                             buffer_.size() - partial_suffix(buffer_, close_));
+      if (upto > open_.size() + fed_) {
+        for (ToolCallDelta& d : streamer_->push(std::string_view(buffer_).substr(
+                 open_.size() + fed_, upto - open_.size() - fed_))) {
+          d.index += block_base_;
+          if (d.header) ++calls_emitted_;  // counted once its name is out
+          out.pieces.push_back(std::move(d));
+        }
+        fed_ = upto - open_.size();
+      }
+    }
     if (close == std::string::npos && !final) break;  // wait for the end of the call
     const size_t end = close == std::string::npos ? buffer_.size() : close + close_.size();
     const std::string_view inner = std::string_view(buffer_).substr(
         open_.size(), (close == std::string::npos ? buffer_.size() : close) - open_.size());
     auto calls = parse_block(inner);
-    if (calls) {
+    const int32_t streamed = streamer_ ? streamer_->calls() : 0;
+    streamer_.reset();
+    if (streamed > 0) {
+      // Already sent piece by piece (and counted).
+    } else if (calls) {
       for (ToolCall& c : *calls)
         out.calls.push_back(std::move(c));
       calls_emitted_ += static_cast<int32_t>(calls->size());

@@ -5,9 +5,11 @@
 //     <tool_call>\n<function=f>\n<parameter=k>\nvalue\n</parameter>\n</function>\n</tool_call>
 // Text outside the markers stays content. A block that does not parse leaves the whole text as
 // content (vLLM's behaviour on malformed output); an unclosed block at the end is parsed as if
-// closed. Streaming: content streams as it comes; the
-// text from an opening marker is held until its closing marker (or the end), then each call is
-// sent as one delta (id, type, name and the full arguments), which OpenAI clients accumulate.
+// closed. Streaming: content streams as it comes. nemotron_json streams each call as vLLM does:
+// its id and name once known, then pieces of its arguments as they are generated (a block that
+// turns out malformed after a call was streamed cannot be taken back: it is dropped). Other
+// parsers hold the text from an opening marker until its closing marker (or the end), then send
+// each call as one delta (id, type, name and the full arguments).
 #pragma once
 
 #include <memory>
@@ -31,11 +33,22 @@ struct ToolParseResult {
   std::vector<ToolCall> calls;
 };
 
+// A piece of a streamed call: the first carries its id and name (header), later ones more of
+// its arguments.
+struct ToolCallDelta {
+  int32_t index = 0;               // the call's index among the choice's calls
+  std::optional<ToolCall> header;  // first delta: id and name (arguments empty)
+  std::string arguments;           // a piece of the arguments
+};
+
 struct ToolStreamDelta {
   std::string content;
   std::vector<ToolCall> calls;  // complete calls, in order
   int32_t first_index = 0;      // the index of calls[0] among the completion's calls
+  std::vector<ToolCallDelta> pieces;  // calls streamed piece by piece
 };
+
+class GuidedToolCalls;  // server/guided_tool_calls.h
 
 class ToolParser {
  public:
@@ -44,7 +57,7 @@ class ToolParser {
   static std::unique_ptr<ToolParser> create(std::string_view name,
                                             const nlohmann::ordered_json& tools);
   static bool known(std::string_view name);
-  virtual ~ToolParser() = default;
+  virtual ~ToolParser();
 
   // The whole content at once (non-streaming).
   ToolParseResult parse(std::string_view text) const;
@@ -58,6 +71,8 @@ class ToolParser {
       : open_(std::move(open)), close_(std::move(close)) {}
   // The calls in the text between one pair of markers; nullopt when it does not parse.
   virtual std::optional<std::vector<ToolCall>> parse_block(std::string_view inner) const = 0;
+  // A parser whose blocks are JSON lists of {"name", <key>} streams them piece by piece.
+  virtual std::optional<std::string> streamed_arguments_key() const { return std::nullopt; }
 
  private:
   ToolStreamDelta drain(bool final);
@@ -65,6 +80,9 @@ class ToolParser {
   std::string buffer_;
   bool in_call_ = false;
   int32_t calls_emitted_ = 0;
+  std::shared_ptr<GuidedToolCalls> streamer_;  // the open block's scanner (streamed parsers)
+  size_t fed_ = 0;                             // bytes of the open block fed to it
+  int32_t block_base_ = 0;                     // calls before the open block
 };
 
 }  // namespace strata::server

@@ -85,7 +85,8 @@ TEST(OpHarness, TableCoversEveryOp) {
                                                {"moe_experts", kCasesMoeExperts},
                                                {"moe_experts_w8a8", kCasesMoeExpertsW8A8},
                                                {"cast", kCasesCast},
-                                               {"sample", 1}};
+                                               {"sample", 1},
+                                               {"token_mask", 4}};
   int total = 0;
   for (const auto& [op, n] : at_least) {
     EXPECT_GE(count[op], n) << "harness cases for op " << op;

@@ -152,6 +152,8 @@ TEST(ToolParser, StreamingEqualsWholeTextForEveryCut) {
       {"nemotron_json",
        "<TOOLCALL>[{\"name\": \"a\", \"arguments\": {}}, {\"name\": \"b\", \"arguments\": {\"y\": "
        "[1, 2]}}]</TOOLCALL>"},
+      {"nemotron_json",
+       "<TOOLCALL>{\"arguments\": \"{\\\"a\\\": [1]}\", \"name\": \"s\"}</TOOLCALL>"},
       {"nemotron_json", "text with <TOOL but no call"},
       {"nemotron_json", "<TOOLCALL>[broken</TOOLCALL>tail"},
       {"qwen3_coder",
@@ -161,23 +163,36 @@ TEST(ToolParser, StreamingEqualsWholeTextForEveryCut) {
   };
   std::mt19937 rng(5);
   size_t runs = 0;
+  int pieces = 0;  // calls that arrived as pieces
   for (const auto& [name, text] : cases) {
     const ToolParseResult whole = ToolParser::create(name, json())->parse(text);
     for (int trial = 0; trial < 60; ++trial) {
       auto p = ToolParser::create(name, json());
       std::string content;
       std::vector<ToolCall> calls;
-      for (const std::string& d : random_cuts(text, rng, 1 + trial % 7)) {
-        ToolStreamDelta s = p->push(d);
-        EXPECT_EQ(s.first_index, static_cast<int32_t>(calls.size()));
+      // Whole calls, or pieces (nemotron_json: the name first, then argument pieces) that
+      // concatenate to the calls.
+      auto take = [&](ToolStreamDelta& s) {
         content += s.content;
         for (ToolCall& c : s.calls)
           calls.push_back(std::move(c));
+        for (ToolCallDelta& piece : s.pieces) {
+          if (piece.header) {
+            EXPECT_EQ(piece.index, static_cast<int32_t>(calls.size()));
+            calls.push_back(*piece.header);
+            ++pieces;
+          }
+          ASSERT_LT(piece.index, static_cast<int32_t>(calls.size()));
+          calls[static_cast<size_t>(piece.index)].arguments += piece.arguments;
+        }
+      };
+      for (const std::string& d : random_cuts(text, rng, 1 + trial % 7)) {
+        ToolStreamDelta s = p->push(d);
+        EXPECT_EQ(s.first_index, static_cast<int32_t>(calls.size()));
+        take(s);
       }
       ToolStreamDelta end = p->finish();
-      content += end.content;
-      for (ToolCall& c : end.calls)
-        calls.push_back(std::move(c));
+      take(end);
       ASSERT_EQ(content, whole.content) << text;
       ASSERT_EQ(calls.size(), whole.calls.size()) << text;
       for (size_t i = 0; i < calls.size(); ++i) {
@@ -189,6 +204,7 @@ TEST(ToolParser, StreamingEqualsWholeTextForEveryCut) {
     }
   }
   EXPECT_EQ(runs, cases.size() * 60);
+  EXPECT_EQ(pieces, 60 * (1 + 2 + 1));  // the nemotron_json calls: streamed, not held
 }
 
 std::string template_text(const std::string& name) {

@@ -231,6 +231,7 @@ TEST(ProtocolResponses, ChatStreamStartsWithTheRoleAndCarriesReasoningAndToolCal
     EXPECT_EQ(first["delta"], json({{"role", "assistant"}, {"content", ""}}));
     std::string reasoning, content;
     json calls = json::array();
+    int call_deltas = 0;
     json finish;
     for (size_t i = 1; i < chunks.size(); ++i) {
       const json& ch = chunks[i]["choices"][0];
@@ -242,8 +243,21 @@ TEST(ProtocolResponses, ChatStreamStartsWithTheRoleAndCarriesReasoningAndToolCal
       }
       if (d.contains("content")) content += d["content"].get<std::string>();
       if (d.contains("tool_calls"))
-        for (const json& c : d["tool_calls"])
-          calls.push_back(c);
+        for (const json& c : d["tool_calls"]) {
+          // Accumulated as OpenAI clients do: the first delta of a call has its id, type and
+          // name; later ones more of its arguments (nemotron_json streams them in pieces).
+          const size_t at = c["index"];
+          if (at == calls.size()) {
+            calls.push_back(c);
+            ++call_deltas;
+            continue;
+          }
+          ASSERT_LT(at, calls.size());
+          EXPECT_FALSE(c.contains("id"));
+          calls[at]["function"]["arguments"] = calls[at]["function"]["arguments"].get<std::string>() +
+                                               c["function"]["arguments"].get<std::string>();
+          ++call_deltas;
+        }
       if (!ch["finish_reason"].is_null()) {
         EXPECT_TRUE(finish.is_null()) << "two finishes";
         finish = ch["finish_reason"];
@@ -258,6 +272,7 @@ TEST(ProtocolResponses, ChatStreamStartsWithTheRoleAndCarriesReasoningAndToolCal
     EXPECT_EQ(calls[0]["function"]["name"], "get_weather");
     EXPECT_EQ(json::parse(calls[0]["function"]["arguments"].get<std::string>()),
               json({{"city", "Paris"}}));
+    EXPECT_GT(call_deltas, 1) << "the arguments stream in pieces, after the name";
     EXPECT_EQ(finish, "tool_calls");
   }
 }

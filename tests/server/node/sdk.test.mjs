@@ -292,6 +292,53 @@ describe('reasoning and tool calls (scripted engine, Nemotron-3 template and par
   });
 });
 
+describe('tool_choice required and named (scripted engine writing the guided JSON)', () => {
+  const tools = [{ type: 'function', function: { name: 'get_weather', description: 'Weather of a city',
+    parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } } }];
+  let server;
+  before(async () => {
+    server = await startServer(FIXTURE, ['--script', '[{"name": "get_weather", "parameters": {"city": "Paris"}}]',
+                                         '--chat-template', NANO3_TEMPLATE]);
+  });
+  after(async () => stop(server));
+
+  for (const [choice, finishWanted] of [['required', 'tool_calls'],
+                                        [{ type: 'function', function: { name: 'get_weather' } }, 'stop']]) {
+    const label = typeof choice === 'string' ? choice : 'named';
+    test(`${label}: tool_calls whole and streamed (finish ${finishWanted})`, async () => {
+      const ai = client(server.url);
+      const req = { model: 'demo', messages: [{ role: 'user', content: 'Weather in Paris?' }], tools,
+                    tool_choice: choice, max_tokens: 200 };
+      const r = await ai.chat.completions.create(req);
+      const m = r.choices[0].message;
+      assert.equal(r.choices[0].finish_reason, finishWanted);
+      assert.equal(m.tool_calls.length, 1);
+      assert.equal(m.tool_calls[0].function.name, 'get_weather');
+      const args = JSON.parse(m.tool_calls[0].function.arguments);
+      // Named: the whole output is the arguments (the scripted engine writes the required form).
+      if (label === 'required') assert.deepEqual(args, { city: 'Paris' });
+      let name = '';
+      let streamedArgs = '';
+      let pieces = 0;
+      let finish = null;
+      for await (const chunk of await ai.chat.completions.create({ ...req, stream: true })) {
+        const c = chunk.choices[0];
+        if (!c) continue;
+        for (const call of c.delta.tool_calls ?? []) {
+          name += call.function?.name ?? '';
+          streamedArgs += call.function?.arguments ?? '';
+          pieces += 1;
+        }
+        if (c.finish_reason) finish = c.finish_reason;
+      }
+      assert.equal(name, 'get_weather');
+      assert.equal(streamedArgs, m.tool_calls[0].function.arguments);
+      assert.ok(pieces > 1, 'the arguments arrive in pieces after the name');
+      assert.equal(finish, finishWanted);
+    });
+  }
+});
+
 describe('API key', () => {
   let server;
   before(async () => { server = await startServer(FIXTURE, ['--api-key', 'sk-good']); });
