@@ -578,6 +578,11 @@ bool JsonGrammarState::advance(std::string_view bytes) {
   return true;
 }
 
+bool JsonGrammarState::in_plain_string() const {
+  return alts_.size() == 1 && !alts_[0].frames.empty() &&
+         alts_[0].frames.back().kind == Kind::String && alts_[0].frames.back().phase == kStrBody;
+}
+
 bool JsonGrammarState::complete() const {
   for (const Alt& a : alts_) {
     if (a.frames.empty()) return true;
