@@ -79,7 +79,8 @@ TEST(GrammarMask, TrieMaskEqualsBruteForceOnTheDemoVocabulary) {
         if (t.advance(*b)) slow[static_cast<size_t>(id / 32)] |= 1u << (id % 32);
       }
       if (s.complete())
-        for (int32_t id : eos) slow[static_cast<size_t>(id / 32)] |= 1u << (id % 32);
+        for (int32_t id : eos)
+          slow[static_cast<size_t>(id / 32)] |= 1u << (id % 32);
       for (int64_t w = 0; w < W; ++w) {
         ASSERT_EQ(fast[static_cast<size_t>(w)], slow[static_cast<size_t>(w)])
             << d.schema.dump() << " after " << d.text.substr(0, i) << ": word " << w;
