@@ -8,7 +8,9 @@ namespace strata::server {
 
 namespace {
 
-bool is_ws(char c) { return c == ' ' || c == '\n' || c == '\t' || c == '\r'; }
+bool is_ws(char c) {
+  return c == ' ' || c == '\n' || c == '\t' || c == '\r';
+}
 
 }  // namespace
 
@@ -29,7 +31,8 @@ std::vector<ToolCallDelta> GuidedToolCalls::push(std::string_view text) {
     out.push_back(std::move(d));
     return out;
   }
-  for (char c : text) scan(c, out);
+  for (char c : text)
+    scan(c, out);
   flush_arguments(out);
   return out;
 }
@@ -163,7 +166,8 @@ void GuidedToolCalls::scan(char c, std::vector<ToolCallDelta>& out) {
         flush_arguments(out);
       }
       return;
-    default: return;
+    default:
+      return;
   }
 }
 

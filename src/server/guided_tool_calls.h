@@ -41,18 +41,18 @@ class GuidedToolCalls {
   // "required": a scanner of the array, its strings, and each element's keys.
   int depth_ = 0;
   bool in_string_ = false, escape_ = false;
-  std::string string_;             // the raw bytes of the string being read (depth 2 keys)
-  std::string key_;                // the element's current key
-  bool after_colon_ = false;       // a depth-2 value is due or running
-  bool in_params_ = false;         // inside the element's "parameters" value
-  int params_depth_ = 0;           // depth at which the parameters value started
-  bool in_name_ = false;           // inside the element's "name" string
+  std::string string_;               // the raw bytes of the string being read (depth 2 keys)
+  std::string key_;                  // the element's current key
+  bool after_colon_ = false;         // a depth-2 value is due or running
+  bool in_params_ = false;           // inside the element's "parameters" value
+  int params_depth_ = 0;             // depth at which the parameters value started
+  bool in_name_ = false;             // inside the element's "name" string
   std::optional<std::string> name_;  // the element's name once read
-  std::string args_pending_;       // arguments not sent yet (the name is not known yet)
-  bool args_string_ = false;       // the arguments value is a JSON string
-  std::string args_raw_;           // its raw text until it ends
-  bool args_seen_ = false;         // the element has arguments
-  int32_t calls_ = 0;              // calls begun
+  std::string args_pending_;         // arguments not sent yet (the name is not known yet)
+  bool args_string_ = false;         // the arguments value is a JSON string
+  std::string args_raw_;             // its raw text until it ends
+  bool args_seen_ = false;           // the element has arguments
+  int32_t calls_ = 0;                // calls begun
   bool element_call_begun_ = false;
 };
 

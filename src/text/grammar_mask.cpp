@@ -35,10 +35,21 @@ void TokenTrie::walk(int32_t node, const JsonGrammarState& state, int64_t V,
   for (int32_t c = nodes_[static_cast<size_t>(node)].first_child; c >= 0;
        c = nodes_[static_cast<size_t>(c)].next_sibling) {
     const Node& n = nodes_[static_cast<size_t>(c)];
+    auto mark = [&] {
+      for (int32_t id : n.tokens)
+        if (id < V) words[id / 32] |= 1u << (id % 32);
+    };
+    // Inside a string's text a printable ASCII byte changes nothing: no copy, no advance (most
+    // of a vocabulary's bytes, where most of it is allowed).
+    if (n.byte >= 0x20 && n.byte < 0x7F && n.byte != '"' && n.byte != '\\' &&
+        state.in_plain_string()) {
+      mark();
+      if (n.first_child >= 0) walk(c, state, V, words);
+      continue;
+    }
     JsonGrammarState next = state;
     if (!next.advance(n.byte)) continue;  // every token below shares the rejected prefix
-    for (int32_t id : n.tokens)
-      if (id < V) words[id / 32] |= 1u << (id % 32);
+    mark();
     if (n.first_child >= 0) walk(c, next, V, words);
   }
 }

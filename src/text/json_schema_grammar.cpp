@@ -13,12 +13,12 @@ struct SchemaNode {
   Kind kind = Kind::AnyOf;
   // Object: declared properties (name as its raw JSON-escaped bytes, without quotes).
   std::vector<std::pair<std::string, const SchemaNode*>> props;
-  std::vector<bool> required;                   // parallel to props
+  std::vector<bool> required;  // parallel to props
   bool additional_allowed = true;
-  const SchemaNode* additional = nullptr;       // the schema of other keys' values
+  const SchemaNode* additional = nullptr;  // the schema of other keys' values
   // Array.
   const SchemaNode* items = nullptr;
-  int64_t min_items = 0, max_items = -1;        // -1 = unbounded
+  int64_t min_items = 0, max_items = -1;  // -1 = unbounded
   // Literals: compact JSON texts (booleans, null, enum, const).
   std::vector<std::string> literals;
   // AnyOf.
@@ -121,7 +121,8 @@ struct SchemaPool {
       if (!s["enum"].is_array() || s["enum"].empty())
         fail("JSON schema: enum must be a non-empty array");
       std::vector<std::string> texts;
-      for (const auto& v : s["enum"]) texts.push_back(v.dump());
+      for (const auto& v : s["enum"])
+        texts.push_back(v.dump());
       return literal(std::move(texts));
     }
     for (const char* key : {"anyOf", "oneOf"})
@@ -178,9 +179,7 @@ json JsonSchemaGrammar::required_tools_schema(const json& tools) {
                          {"parameters", params}}},
                        {"required", json::array({"name", "parameters"})}});
   }
-  return {{"type", "array"},
-          {"minItems", 1},
-          {"items", {{"type", "object"}, {"anyOf", options}}}};
+  return {{"type", "array"}, {"minItems", 1}, {"items", {{"type", "object"}, {"anyOf", options}}}};
 }
 
 // ---- the automaton --------------------------------------------------------------------------
@@ -199,11 +198,24 @@ enum : uint8_t { kArrOpen, kArrItem, kArrAfterItem, kArrNext };
 // String phases.
 enum : uint8_t { kStrBody, kStrEscape, kStrHex, kStrUtf8 };
 // Number phases; the terminal ones end a number.
-enum : uint8_t { kNumStart, kNumMinus, kNumZero, kNumInt, kNumDot, kNumFrac, kNumE, kNumESign,
-                 kNumExp };
+enum : uint8_t {
+  kNumStart,
+  kNumMinus,
+  kNumZero,
+  kNumInt,
+  kNumDot,
+  kNumFrac,
+  kNumE,
+  kNumESign,
+  kNumExp
+};
 
-bool is_ws(uint8_t c) { return c == ' ' || c == '\n' || c == '\t' || c == '\r'; }
-bool is_digit(uint8_t c) { return c >= '0' && c <= '9'; }
+bool is_ws(uint8_t c) {
+  return c == ' ' || c == '\n' || c == '\t' || c == '\r';
+}
+bool is_digit(uint8_t c) {
+  return c >= '0' && c <= '9';
+}
 bool is_hex(uint8_t c) {
   return is_digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
 }
@@ -245,12 +257,17 @@ class Stepper {
         start_value(std::move(a), n, c);
         return;
       }
-      case Kind::Literal: return literal(std::move(a), c);
+      case Kind::Literal:
+        return literal(std::move(a), c);
       case Kind::String:
-      case Kind::Key: return string(std::move(a), c);
-      case Kind::Number: return number(std::move(a), c);
-      case Kind::Object: return object(std::move(a), c);
-      case Kind::Array: return array(std::move(a), c);
+      case Kind::Key:
+        return string(std::move(a), c);
+      case Kind::Number:
+        return number(std::move(a), c);
+      case Kind::Object:
+        return object(std::move(a), c);
+      case Kind::Array:
+        return array(std::move(a), c);
     }
   }
 
@@ -267,7 +284,8 @@ class Stepper {
     f.node = n;
     switch (n->kind) {
       case NK::AnyOf:
-        for (const SchemaNode* o : n->options) start_value(a, o, c);
+        for (const SchemaNode* o : n->options)
+          start_value(a, o, c);
         return;
       case NK::Object:
         if (c != '{') return;
@@ -356,14 +374,22 @@ class Stepper {
           // UTF-8 lead byte: how many continuation bytes, and the range of the first.
           f.lo = 0x80;
           f.hi = 0xBF;
-          if (c >= 0xC2 && c <= 0xDF) f.left = 1;
-          else if (c == 0xE0) f.left = 2, f.lo = 0xA0;
-          else if ((c >= 0xE1 && c <= 0xEC) || c == 0xEE || c == 0xEF) f.left = 2;
-          else if (c == 0xED) f.left = 2, f.hi = 0x9F;
-          else if (c == 0xF0) f.left = 3, f.lo = 0x90;
-          else if (c >= 0xF1 && c <= 0xF3) f.left = 3;
-          else if (c == 0xF4) f.left = 3, f.hi = 0x8F;
-          else return;
+          if (c >= 0xC2 && c <= 0xDF)
+            f.left = 1;
+          else if (c == 0xE0)
+            f.left = 2, f.lo = 0xA0;
+          else if ((c >= 0xE1 && c <= 0xEC) || c == 0xEE || c == 0xEF)
+            f.left = 2;
+          else if (c == 0xED)
+            f.left = 2, f.hi = 0x9F;
+          else if (c == 0xF0)
+            f.left = 3, f.lo = 0x90;
+          else if (c >= 0xF1 && c <= 0xF3)
+            f.left = 3;
+          else if (c == 0xF4)
+            f.left = 3, f.hi = 0x8F;
+          else
+            return;
           f.phase = kStrUtf8;
         }
         break;
@@ -388,7 +414,8 @@ class Stepper {
         f.hi = 0xBF;
         if (--f.left == 0) f.phase = kStrBody;
         break;
-      default: return;
+      default:
+        return;
     }
     if (f.kind == Kind::Key) {
       f.key.push_back(static_cast<char>(c));
@@ -442,15 +469,30 @@ class Stepper {
       case kNumStart:
         next = c == '-' ? kNumMinus : c == '0' ? kNumZero : is_digit(c) ? kNumInt : 0xFF;
         break;
-      case kNumMinus: next = c == '0' ? kNumZero : is_digit(c) ? kNumInt : 0xFF; break;
-      case kNumZero: next = (c == '.' && !integer) ? kNumDot : 0xFF; break;
-      case kNumInt: next = is_digit(c) ? kNumInt : (c == '.' && !integer) ? kNumDot : 0xFF; break;
-      case kNumDot: next = is_digit(c) ? kNumFrac : 0xFF; break;
-      case kNumFrac: next = is_digit(c) ? kNumFrac : 0xFF; break;
-      case kNumE: next = (c == '+' || c == '-') ? kNumESign : is_digit(c) ? kNumExp : 0xFF; break;
+      case kNumMinus:
+        next = c == '0' ? kNumZero : is_digit(c) ? kNumInt : 0xFF;
+        break;
+      case kNumZero:
+        next = (c == '.' && !integer) ? kNumDot : 0xFF;
+        break;
+      case kNumInt:
+        next = is_digit(c) ? kNumInt : (c == '.' && !integer) ? kNumDot : 0xFF;
+        break;
+      case kNumDot:
+        next = is_digit(c) ? kNumFrac : 0xFF;
+        break;
+      case kNumFrac:
+        next = is_digit(c) ? kNumFrac : 0xFF;
+        break;
+      case kNumE:
+        next = (c == '+' || c == '-') ? kNumESign : is_digit(c) ? kNumExp : 0xFF;
+        break;
       case kNumESign:
-      case kNumExp: next = is_digit(c) ? kNumExp : 0xFF; break;
-      default: break;
+      case kNumExp:
+        next = is_digit(c) ? kNumExp : 0xFF;
+        break;
+      default:
+        break;
     }
     if (next == 0xFF && !integer && (c == 'e' || c == 'E') &&
         (f.phase == kNumZero || f.phase == kNumInt || f.phase == kNumFrac))
@@ -507,7 +549,8 @@ class Stepper {
       case kObjComma:
         if (c == '"') return open_key();
         return;
-      default: return;
+      default:
+        return;
     }
   }
 
@@ -541,7 +584,8 @@ class Stepper {
           out_.push_back(std::move(a));
         }
         return;
-      default: return;
+      default:
+        return;
     }
   }
 
@@ -562,7 +606,8 @@ JsonGrammarState::JsonGrammarState(const JsonSchemaGrammar& g) : pool_(g.pool())
 bool JsonGrammarState::advance(uint8_t byte) {
   std::vector<Alt> next;
   Stepper s(next);
-  for (Alt& a : alts_) s.feed(std::move(a), byte);
+  for (Alt& a : alts_)
+    s.feed(std::move(a), byte);
   // Identical alternatives (two anyOf options that reached the same frames) are kept once.
   std::vector<Alt> unique;
   unique.reserve(next.size());
@@ -576,6 +621,11 @@ bool JsonGrammarState::advance(std::string_view bytes) {
   for (char c : bytes)
     if (!advance(static_cast<uint8_t>(c))) return false;
   return true;
+}
+
+bool JsonGrammarState::in_plain_string() const {
+  return alts_.size() == 1 && !alts_[0].frames.empty() &&
+         alts_[0].frames.back().kind == Kind::String && alts_[0].frames.back().phase == kStrBody;
 }
 
 bool JsonGrammarState::complete() const {

@@ -60,6 +60,9 @@ class JsonGrammarState {
   bool dead() const { return alts_.empty(); }
   // The bytes so far form one complete value of the schema (EOS may be sampled now).
   bool complete() const;
+  // Inside a string value's text (one alternative, no escape or character pending): a printable
+  // ASCII byte other than '"' and '\\' leaves the state exactly as it is (the mask's fast path).
+  bool in_plain_string() const;
 
   enum class Kind : uint8_t { Value, Literal, String, Key, Number, Object, Array };
   struct Frame {

@@ -14,7 +14,7 @@ int byte_fallback(const std::string& s) {
   int v = 0;
   for (size_t i = 3; i < 5; ++i) {
     const char c = s[i];
-    const int d = c >= '0' && c <= '9' ? c - '0'
+    const int d = c >= '0' && c <= '9'   ? c - '0'
                   : c >= 'A' && c <= 'F' ? c - 'A' + 10
                   : c >= 'a' && c <= 'f' ? c - 'a' + 10
                                          : -1;

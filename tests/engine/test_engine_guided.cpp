@@ -10,9 +10,9 @@
 #include <map>
 
 #include "engine/engine.h"
-#include "text/json_schema_grammar.h"
 #include "model/nemotron_h/load.h"
 #include "text/generation_config.h"
+#include "text/json_schema_grammar.h"
 #include "text/tokenizer.h"
 
 namespace strata::engine {
@@ -79,10 +79,14 @@ void expect_set_mode_arguments(const json& args, const std::string& text) {
   ASSERT_TRUE(args.is_object()) << text;
   ASSERT_TRUE(args.contains("mode") && args.contains("loud")) << text;
   for (const auto& [k, v] : args.items()) {
-    if (k == "mode") EXPECT_TRUE(v == "eco" || v == "sport" || v == "comfort") << text;
-    else if (k == "loud") EXPECT_TRUE(v.is_boolean()) << text;
-    else if (k == "level") EXPECT_TRUE(v == 1 || v == 2 || v == 3) << text;
-    else ADD_FAILURE() << "undeclared key " << k << " in " << text;
+    if (k == "mode")
+      EXPECT_TRUE(v == "eco" || v == "sport" || v == "comfort") << text;
+    else if (k == "loud")
+      EXPECT_TRUE(v.is_boolean()) << text;
+    else if (k == "level")
+      EXPECT_TRUE(v == 1 || v == 2 || v == 3) << text;
+    else
+      ADD_FAILURE() << "undeclared key " << k << " in " << text;
   }
 }
 

@@ -136,9 +136,8 @@ json accumulate(const std::vector<json>& chunks, std::string* finish, int* name_
                          {"function", {{"name", d["function"]["name"]}, {"arguments", ""}}}});
         ++*name_deltas;
       }
-      calls[i]["function"]["arguments"] =
-          calls[i]["function"]["arguments"].get<std::string>() +
-          d["function"]["arguments"].get<std::string>();
+      calls[i]["function"]["arguments"] = calls[i]["function"]["arguments"].get<std::string>() +
+                                          d["function"]["arguments"].get<std::string>();
     }
   }
   return calls;
