@@ -197,6 +197,8 @@ fi
 
 # ---- the scratch tree ----
 JOBS=${JOBS:-$(nproc)}
+# What the scratch copy is taken from (recorded in a --build-only archive).
+FROM_COMMIT="$(cd "$ROOT" && git rev-parse --short HEAD 2>/dev/null)$(cd "$ROOT" && git diff --quiet HEAD 2>/dev/null || echo +local-edits)"
 if [ -n "$PREBUILT" ]; then
   # Nothing to build or mutate: each mutant's binaries are in $UNPACKED/<name>/. The tests find
   # committed fixtures through the source path baked in at build time: point it at this tree.
@@ -341,7 +343,7 @@ if [ -n "$BUILD_ONLY" ]; then
   build "$LOG/final.build.log" > /dev/null 2>&1
   for n in $SELECTED; do mutations | awk -F' \\|\\|\\| ' -v n="$n" '$1 == n'; done > "$BINS_ALL/mutations.txt"
   echo "$SCRATCH" > "$BINS_ALL/SRC_ROOT"
-  echo "$(cd "$ROOT" && git rev-parse --short HEAD)$(cd "$ROOT" && git diff --quiet HEAD || echo +local-edits)" > "$BINS_ALL/COMMIT"
+  echo "$FROM_COMMIT" > "$BINS_ALL/COMMIT"
   # One binary kind after another, baseline first, so each copy follows a near-identical one
   # within xz's window.
   list="mutations.txt SRC_ROOT COMMIT"

@@ -199,7 +199,8 @@ Expected emulate(const SsmScanArgs& a, const std::vector<int32_t>& lens,
 SsmScanArgs make_args(const Shape5& s, Rng& rng, int64_t T) {
   SsmScanArgs a;
   const int64_t xw = s.Hm * s.P, bw = s.G * s.N, lead = s.aligned ? 8 : 17;
-  const int64_t width = lead + xw + 2 * bw + s.Hm;
+  // Aligned: the row stride too is a multiple of 8 elements (16 bytes), as the model's rows are.
+  const int64_t used = lead + xw + 2 * bw + s.Hm, width = s.aligned ? (used + 7) / 8 * 8 : used;
   const Tensor row = normal_tensor(rng, Shape{T, width}, DType::BF16, 1.f);
   a.x = row.slice(1, lead, xw);
   a.B = row.slice(1, lead + xw, bw);
