@@ -57,7 +57,7 @@ class DeviceContextsGpu : public ::testing::Test {
     EngineConfig e;
     e.executor.device = Device::Cuda;
     e.executor.max_num_seqs = 8;
-    e.executor.max_model_len = 96;
+    e.executor.max_model_len = 128;  // the longest request: 70 prompt + 27 generated tokens
     e.executor.gpu_memory_utilization = 0.3;  // three engines share the GPU
     e.max_num_batched_tokens = 64;            // chunked prefills, mixed steps
     return e;
