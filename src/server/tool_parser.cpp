@@ -1,6 +1,7 @@
 #include "server/tool_parser.h"
 
 #include <algorithm>
+#include <functional>
 #include <optional>
 
 #include "server/guided_tool_calls.h"
@@ -26,6 +27,39 @@ ToolCall make_call(std::string name, std::string arguments) {
   return ToolCall{random_id("chatcmpl-tool-"), std::move(name), std::move(arguments)};
 }
 
+// JSON text as Python's json.dumps writes it (", " and ": " separators, non-ASCII kept): the
+// arguments text vLLM's qwen3_coder parser produces.
+std::string python_dump(const json& j) {
+  if (j.is_object()) {
+    std::string s = "{";
+    for (auto it = j.begin(); it != j.end(); ++it) {
+      if (it != j.begin()) s += ", ";
+      s += dump(json(it.key())) + ": " + python_dump(it.value());
+    }
+    return s + "}";
+  }
+  if (j.is_array()) {
+    std::string s = "[";
+    for (size_t i = 0; i < j.size(); ++i)
+      s += (i ? ", " : "") + python_dump(j[i]);
+    return s + "]";
+  }
+  return dump(j);
+}
+
+// Nemotron's JSON blocks through the guided-decoding scanner (arguments under "arguments").
+class JsonBlockStreamer final : public BlockStreamer {
+ public:
+  JsonBlockStreamer() : scanner_(std::nullopt, "arguments") {}
+  std::vector<ToolCallDelta> push(std::string_view text, bool) override {
+    return scanner_.push(text);
+  }
+  int32_t calls() const override { return scanner_.calls(); }
+
+ private:
+  GuidedToolCalls scanner_;
+};
+
 // Nemotron-Nano-v2: <TOOLCALL>[{"name": ..., "arguments": {...}}, ...]</TOOLCALL>. Arguments
 // are the model's own text of the value (what streaming sends piece by piece), or the decoded
 // text when the model wrote them as a JSON string.
@@ -34,7 +68,9 @@ class NemotronJsonParser final : public ToolParser {
   NemotronJsonParser() : ToolParser("<TOOLCALL>", "</TOOLCALL>") {}
 
  protected:
-  std::optional<std::string> streamed_arguments_key() const override { return "arguments"; }
+  std::unique_ptr<BlockStreamer> make_streamer() const override {
+    return std::make_unique<JsonBlockStreamer>();
+  }
   std::optional<std::vector<ToolCall>> parse_block(std::string_view inner) const override {
     json list;
     try {
@@ -67,47 +103,107 @@ class NemotronJsonParser final : public ToolParser {
 // Nemotron-3-Nano (vLLM's qwen3_coder format):
 // <tool_call>\n<function=NAME>\n<parameter=KEY>\nVALUE\n</parameter>\n</function>\n</tool_call>
 // Values are typed by the tool's JSON schema when it names a type, else read as JSON when they
-// parse, else kept as strings.
+// parse, else kept as strings. A parameter ends at </parameter>, at the next <parameter= or at
+// </function>; a function at </function> or the end of its block.
+using TypedValue = std::function<json(const std::string& function, const std::string& key,
+                                      const std::string& value)>;
+
+class Qwen3CoderStreamer final : public BlockStreamer {
+ public:
+  explicit Qwen3CoderStreamer(TypedValue typed) : typed_(std::move(typed)) {}
+
+  std::vector<ToolCallDelta> push(std::string_view text, bool complete) override {
+    text_.append(text);
+    std::vector<ToolCallDelta> out;
+    while (true) {
+      if (!in_function_) {
+        const size_t fn = text_.find("<function=", at_);
+        if (fn == std::string::npos) break;
+        const size_t name_end = text_.find('>', fn);
+        if (name_end == std::string::npos) break;
+        function_ = text_.substr(fn + 10, name_end - fn - 10);
+        ToolCallDelta d;
+        d.index = calls_++;
+        d.header = make_call(function_, "");
+        out.push_back(std::move(d));
+        in_function_ = true;
+        params_ = 0;
+        at_ = name_end + 1;
+        continue;
+      }
+      const size_t fn_end = text_.find("</function>", at_);
+      const size_t ps = text_.find("<parameter=", at_);
+      if (ps != std::string::npos && (fn_end == std::string::npos || ps < fn_end)) {
+        const size_t key_end = text_.find('>', ps);
+        if (key_end == std::string::npos) break;
+        const size_t stops[] = {text_.find("</parameter>", key_end),
+                                text_.find("<parameter=", key_end), fn_end};
+        size_t pe = std::string::npos;
+        for (size_t e : stops) pe = std::min(pe, e);
+        if (pe == std::string::npos && !complete) break;  // the value may go on
+        if (pe == std::string::npos) pe = text_.size();
+        std::string value = text_.substr(key_end + 1, pe - key_end - 1);
+        if (value.starts_with("\n")) value.erase(0, 1);
+        if (value.ends_with("\n")) value.pop_back();
+        const std::string key = text_.substr(ps + 11, key_end - ps - 11);
+        out.push_back(piece((params_++ == 0 ? "{" : ", ") + dump(json(key)) + ": " +
+                            python_dump(typed_(function_, key, value))));
+        at_ = text_.compare(pe, 12, "</parameter>") == 0 ? pe + 12 : pe;
+        continue;
+      }
+      if (fn_end == std::string::npos && !complete) break;
+      out.push_back(piece(params_ == 0 ? "{}" : "}"));
+      in_function_ = false;
+      at_ = fn_end == std::string::npos ? text_.size() : fn_end + 11;
+      if (fn_end == std::string::npos) break;
+    }
+    if (complete && in_function_) {  // the block ended inside a parameter's name
+      out.push_back(piece(params_ == 0 ? "{}" : "}"));
+      in_function_ = false;
+    }
+    return out;
+  }
+  int32_t calls() const override { return calls_; }
+
+ private:
+  ToolCallDelta piece(std::string arguments) const {
+    ToolCallDelta d;
+    d.index = calls_ - 1;
+    d.arguments = std::move(arguments);
+    return d;
+  }
+  TypedValue typed_;
+  std::string text_;
+  size_t at_ = 0;
+  bool in_function_ = false;
+  std::string function_;
+  int params_ = 0;
+  int32_t calls_ = 0;
+};
+
 class Qwen3CoderParser final : public ToolParser {
  public:
   explicit Qwen3CoderParser(json tools)
       : ToolParser("<tool_call>", "</tool_call>"), tools_(std::move(tools)) {}
 
  protected:
+  std::unique_ptr<BlockStreamer> make_streamer() const override {
+    return std::make_unique<Qwen3CoderStreamer>(
+        [this](const std::string& f, const std::string& k, const std::string& v) {
+          return typed_value(f, k, v);
+        });
+  }
+  // The calls of a whole block: the streamer's pieces joined, so streamed and non-streamed
+  // arguments are the same text. A block with no complete <function=NAME> does not parse.
   std::optional<std::vector<ToolCall>> parse_block(std::string_view inner) const override {
     std::vector<ToolCall> calls;
-    size_t at = 0;
-    while (true) {
-      const size_t fn = inner.find("<function=", at);
-      if (fn == std::string_view::npos) break;
-      const size_t name_end = inner.find('>', fn);
-      if (name_end == std::string_view::npos) return std::nullopt;
-      const std::string name(inner.substr(fn + 10, name_end - fn - 10));
-      size_t fn_end = inner.find("</function>", name_end);
-      if (fn_end == std::string_view::npos) fn_end = inner.size();  // unclosed: to the end
-      const std::string_view body = inner.substr(name_end + 1, fn_end - name_end - 1);
-      json args = json::object();
-      size_t p = 0;
-      while (true) {
-        const size_t ps = body.find("<parameter=", p);
-        if (ps == std::string_view::npos) break;
-        const size_t key_end = body.find('>', ps);
-        if (key_end == std::string_view::npos) return std::nullopt;
-        const std::string key(body.substr(ps + 11, key_end - ps - 11));
-        size_t pe = body.find("</parameter>", key_end);
-        if (pe == std::string_view::npos) {  // unclosed: up to the next parameter or the end
-          pe = body.find("<parameter=", key_end);
-          if (pe == std::string_view::npos) pe = body.size();
-        }
-        std::string value(body.substr(key_end + 1, pe - key_end - 1));
-        if (value.starts_with("\n")) value.erase(0, 1);
-        if (value.ends_with("\n")) value.pop_back();
-        args[key] = typed_value(name, key, value);
-        p = pe;
+    for (ToolCallDelta& d : make_streamer()->push(inner, true)) {
+      if (d.header) {
+        calls.push_back(std::move(*d.header));
+        calls.back().id = random_id("chatcmpl-tool-");
+      } else {
+        calls[static_cast<size_t>(d.index)].arguments += d.arguments;
       }
-      calls.push_back(make_call(name, dump(args)));
-      at = fn_end;
-      if (at >= inner.size()) break;
     }
     if (calls.empty()) return std::nullopt;
     return calls;
@@ -207,20 +303,22 @@ ToolStreamDelta ToolParser::drain(bool final) {
       break;
     }
     const size_t close = buffer_.find(close_, open_.size());
-    if (auto key = streamed_arguments_key()) {
+    {
       // Stream what the block holds so far (less a possible start of the closing marker).
       if (!streamer_) {
-        streamer_ = std::make_shared<GuidedToolCalls>(std::nullopt, *key);
+        streamer_ = make_streamer();
         fed_ = 0;
         block_base_ = calls_emitted_;
       }
+      const bool complete = close != std::string::npos || final;
       const size_t upto = close != std::string::npos ? close
                           : final ? buffer_.size()
                                   : std::max(open_.size(),
                                              buffer_.size() - partial_suffix(buffer_, close_));
-      if (upto > open_.size() + fed_) {
-        for (ToolCallDelta& d : streamer_->push(std::string_view(buffer_).substr(
-                 open_.size() + fed_, upto - open_.size() - fed_))) {
+      if (upto > open_.size() + fed_ || complete) {
+        const size_t from = std::min(open_.size() + fed_, upto);
+        for (ToolCallDelta& d :
+             streamer_->push(std::string_view(buffer_).substr(from, upto - from), complete)) {
           d.index += block_base_;
           if (d.header) ++calls_emitted_;  // counted once its name is out
           out.pieces.push_back(std::move(d));

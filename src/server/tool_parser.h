@@ -5,11 +5,11 @@
 //     <tool_call>\n<function=f>\n<parameter=k>\nvalue\n</parameter>\n</function>\n</tool_call>
 // Text outside the markers stays content. A block that does not parse leaves the whole text as
 // content (vLLM's behaviour on malformed output); an unclosed block at the end is parsed as if
-// closed. Streaming: content streams as it comes. nemotron_json streams each call as vLLM does:
-// its id and name once known, then pieces of its arguments as they are generated (a block that
-// turns out malformed after a call was streamed cannot be taken back: it is dropped). Other
-// parsers hold the text from an opening marker until its closing marker (or the end), then send
-// each call as one delta (id, type, name and the full arguments).
+// closed. Streaming: content streams as it comes, and each call as vLLM streams it: its id and
+// name once known, then pieces of its arguments (nemotron_json: as they are generated;
+// qwen3_coder: one piece per parameter once its value has ended, then the closing brace). A
+// block that turns out malformed after a call was streamed cannot be taken back: it is dropped.
+// The concatenated pieces equal the non-streamed arguments.
 #pragma once
 
 #include <memory>
@@ -48,7 +48,14 @@ struct ToolStreamDelta {
   std::vector<ToolCallDelta> pieces;  // calls streamed piece by piece
 };
 
-class GuidedToolCalls;  // server/guided_tool_calls.h
+// Streams the calls of one open block: its text in (in pieces), call deltas out. `complete`:
+// the block has ended (its closing marker or the end of the output): finish any open call.
+class BlockStreamer {
+ public:
+  virtual ~BlockStreamer() = default;
+  virtual std::vector<ToolCallDelta> push(std::string_view text, bool complete) = 0;
+  virtual int32_t calls() const = 0;  // calls whose header went out
+};
 
 class ToolParser {
  public:
@@ -71,8 +78,8 @@ class ToolParser {
       : open_(std::move(open)), close_(std::move(close)) {}
   // The calls in the text between one pair of markers; nullopt when it does not parse.
   virtual std::optional<std::vector<ToolCall>> parse_block(std::string_view inner) const = 0;
-  // A parser whose blocks are JSON lists of {"name", <key>} streams them piece by piece.
-  virtual std::optional<std::string> streamed_arguments_key() const { return std::nullopt; }
+  // The streamer of one block (made when a block opens).
+  virtual std::unique_ptr<BlockStreamer> make_streamer() const = 0;
 
  private:
   ToolStreamDelta drain(bool final);
@@ -80,7 +87,7 @@ class ToolParser {
   std::string buffer_;
   bool in_call_ = false;
   int32_t calls_emitted_ = 0;
-  std::shared_ptr<GuidedToolCalls> streamer_;  // the open block's scanner (streamed parsers)
+  std::unique_ptr<BlockStreamer> streamer_;  // the open block's scanner
   size_t fed_ = 0;                             // bytes of the open block fed to it
   int32_t block_base_ = 0;                     // calls before the open block
 };

@@ -136,6 +136,9 @@ TEST(ToolParser, Qwen3CoderTypesValuesByTheSchema) {
       json::parse(r.calls[0].arguments),
       json::parse(
           R"({"city": "San Francisco", "days": 3, "zip": "94105", "opts": {"units": "metric"}})"));
+  // The text vLLM's parser gives (Python's json.dumps separators), streamed or not.
+  EXPECT_EQ(r.calls[0].arguments,
+            R"({"city": "San Francisco", "days": 3, "zip": "94105", "opts": {"units": "metric"}})");
   // Without a schema, values that read as JSON are JSON.
   auto bare = ToolParser::create("qwen3_coder", json());
   const ToolParseResult b = bare->parse(
@@ -160,6 +163,8 @@ TEST(ToolParser, StreamingEqualsWholeTextForEveryCut) {
        "pre "
        "<tool_call>\n<function=f>\n<parameter=k>\nv\n</parameter>\n</function>\n</"
        "tool_call><tool_call>\n<function=g>\n</function>\n</tool_call>"},
+      {"qwen3_coder",
+       "<tool_call>\n<function=f>\n<parameter=a>\n[1, 2]\n</parameter>\n<parameter=b>\nx y"},
   };
   std::mt19937 rng(5);
   size_t runs = 0;
@@ -170,8 +175,8 @@ TEST(ToolParser, StreamingEqualsWholeTextForEveryCut) {
       auto p = ToolParser::create(name, json());
       std::string content;
       std::vector<ToolCall> calls;
-      // Whole calls, or pieces (nemotron_json: the name first, then argument pieces) that
-      // concatenate to the calls.
+      // Whole calls, or pieces (the name first, then argument pieces) that concatenate to the
+      // calls.
       auto take = [&](ToolStreamDelta& s) {
         content += s.content;
         for (ToolCall& c : s.calls)
@@ -204,7 +209,7 @@ TEST(ToolParser, StreamingEqualsWholeTextForEveryCut) {
     }
   }
   EXPECT_EQ(runs, cases.size() * 60);
-  EXPECT_EQ(pieces, 60 * (1 + 2 + 1));  // the nemotron_json calls: streamed, not held
+  EXPECT_EQ(pieces, 60 * (1 + 2 + 1 + 2 + 1));  // every call streamed, not held
 }
 
 std::string template_text(const std::string& name) {
