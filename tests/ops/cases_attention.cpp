@@ -104,8 +104,9 @@ class SplitsOverride {
 
 // Split-K over long contexts (flash-decoding): contexts 1, 17, 4097 and 16400 in one decode
 // step, a mixed step with a chunk at a long context, and a short prefill chunk continuing a
-// 16K context (short: the host reference's time); each with the split off (1), forced (5: splits past a short context have no
-// keys) and the heuristics' choice (0), on bf16 and e4m3 caches.
+// 16K context (short: the host reference's time); each with the split off (1), forced (5:
+// splits past a short context have no keys) and the heuristics' choice (0), on bf16 and e4m3
+// caches.
 void add_split_cases(std::vector<OpCase>& out) {
   const S shapes[] = {
       {"split decode", Nano3::q_heads, Nano3::kv_heads, 128, 16, {1, 1, 1, 1},
