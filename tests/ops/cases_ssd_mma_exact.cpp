@@ -256,7 +256,7 @@ Outcome run_exact(const Shape5& s, Rng& rng) {
           const size_t i = static_cast<size_t>(t * xw + c);
           const double d = load_as_f64(dev.raw(), dev.dtype(), static_cast<size_t>(t * dev.stride(0) + c));
           ++compared;
-          const double half_ulp = std::fabs(ex->y[i]) * std::ldexp(1.0, -9) + 1e-30;
+          const double half_ulp = half_ulp_bf16(ex->y[i]);
           *worst = std::max(*worst, std::fabs(d - ex->y[i]) / (ex->y_err[i] + half_ulp));
           // 1e-30: f32 subnormals (fully decayed terms) err absolutely, not relatively.
           if (!std::isfinite(d) || !bf16_within(d, ex->y[i], ex->y_err[i] + 1e-30))

@@ -43,6 +43,13 @@ inline double round_bf16_f64(double v) {
   return std::nearbyint(v / q) * q;         // default rounding mode: to nearest, ties to even
 }
 
+// Half the bf16 spacing at v (for reporting err / band: the rounding of a result adds this).
+inline double half_ulp_bf16(double v) {
+  int ex = 0;
+  std::frexp(v, &ex);
+  return std::ldexp(1.0, std::max(ex, -125) - 9);
+}
+
 // A value held in a narrow dtype and how far the device's may lie from it.
 struct Bounded {
   double v = 0.0, e = 0.0;

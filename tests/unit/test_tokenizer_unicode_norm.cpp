@@ -94,7 +94,7 @@ TEST(UnicodeNormalizers, TokenizerWithNfcEncodesBothSpellingsAlike) {
 
 // The fixture HF tokenizers made (tools/fixtures/make_normalizers.py). Until it is committed
 // the test says so and skips; once committed, kFixtureCommitted makes its absence a failure.
-constexpr bool kFixtureCommitted = false;
+constexpr bool kFixtureCommitted = true;
 
 TEST(UnicodeNormalizers, MatchHfTokenizersFixture) {
   const std::filesystem::path path =
