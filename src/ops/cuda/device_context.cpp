@@ -154,10 +154,11 @@ DeviceContext& current_context() {
   fail("the CUDA backend is not initialized (call cuda::init_backend first)");
 }
 
-ContextScope::ContextScope(DeviceContext& c)
-    : prev_(t_current), prev_alloc_(set_thread_device_allocator(Device::Cuda, &c.arena())) {
+ContextScope::ContextScope(DeviceContext& c) : prev_(t_current) {
+  // The device first: if selecting it throws, nothing of this thread's state has changed.
   STRATA_CUDA_CHECK(cudaGetDevice(&prev_device_));
   if (prev_device_ != c.device()) STRATA_CUDA_CHECK(cudaSetDevice(c.device()));
+  prev_alloc_ = set_thread_device_allocator(Device::Cuda, &c.arena());
   t_current = &c;
 }
 
