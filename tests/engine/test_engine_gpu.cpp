@@ -6,6 +6,8 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
+#include <cstdio>
 #include <map>
 
 #include "../common/require_gpu.h"
@@ -116,28 +118,79 @@ TEST_F(EngineGpu, GraphReplayEqualsThePaddedEagerStepAtEveryBucket) {
 }
 
 // Batched on the device vs each alone: bf16 GEMMs of other row counts may round differently,
-// so a token may differ where the alone run's top two logits are within the bf16 noise; the
-// first such divergence ends that request's comparison (the continuations then differ).
+// so a token may differ where the alone run's top two logits are within that rounding noise.
+// The noise is measured, not assumed: the largest difference between the two runs' logprobs of
+// the same token at the positions where they agree. A divergence is excused only when the two
+// runs picked each other's second choice and the two top-two gaps together are within a few
+// times that noise; it ends that request's comparison (the continuations then differ).
 TEST_F(EngineGpu, BatchedGreedyEqualsAloneOnTheDevice) {
+  struct Trace {
+    std::vector<int32_t> ids;
+    std::vector<TokenLogprobs> logprobs;  // the sampled token's and the top two, per token
+  };
+  auto traced = [](LLMEngine& e, std::vector<EngineRequest> reqs) {
+    std::map<std::string, Trace> out;
+    for (auto& r : reqs) {
+      r.params.logprobs = 2;
+      EXPECT_TRUE(e.add_request(r));
+    }
+    while (e.has_unfinished())
+      for (const RequestOutput& o : e.step()) {
+        EXPECT_TRUE(o.error.empty()) << o.error;
+        for (const auto& d : o.completions) {
+          Trace& t = out[o.request_id];
+          t.ids.insert(t.ids.end(), d.token_ids.begin(), d.token_ids.end());
+          t.logprobs.insert(t.logprobs.end(), d.logprobs.begin(), d.logprobs.end());
+        }
+      }
+    return out;
+  };
   const auto reqs = requests();
   LLMEngine batched(*m_, nullptr, config(16, true, false));
-  const auto together = run(batched, reqs);
-  int64_t equal = 0, total = 0;
+  const auto together = traced(batched, reqs);
+  std::map<std::string, Trace> alone;
   for (const auto& r : reqs) {
-    LLMEngine alone(*m_, nullptr, config(1, true, false));
-    const auto one = run(alone, {r}).at(r.id);
-    ASSERT_EQ(one.size(), together.at(r.id).size());
-    total += static_cast<int64_t>(one.size());
-    size_t i = 0;
-    while (i < one.size() && one[i] == together.at(r.id)[i]) ++i;
-    equal += static_cast<int64_t>(i);
-    if (i < one.size())
-      std::printf("request %s diverges at token %zu of %zu (batched vs alone)\n", r.id.c_str(), i,
-                  one.size());
+    LLMEngine e(*m_, nullptr, config(1, true, false));
+    alone[r.id] = traced(e, {r}).at(r.id);
   }
-  // A random bf16 model has few near ties: nearly every token must agree.
-  EXPECT_GE(static_cast<double>(equal), 0.9 * static_cast<double>(total))
-      << equal << " of " << total << " tokens agree";
+  double noise = 0.0;
+  std::map<std::string, size_t> agree;  // tokens equal before the first divergence
+  int64_t compared = 0;
+  for (const auto& r : reqs) {
+    const Trace &a = alone.at(r.id), &b = together.at(r.id);
+    ASSERT_EQ(a.ids.size(), static_cast<size_t>(r.params.max_tokens)) << r.id;
+    ASSERT_EQ(b.ids.size(), a.ids.size()) << r.id;
+    ASSERT_EQ(a.logprobs.size(), a.ids.size()) << r.id;
+    ASSERT_EQ(b.logprobs.size(), b.ids.size()) << r.id;
+    size_t i = 0;
+    for (; i < a.ids.size() && a.ids[i] == b.ids[i]; ++i)
+      noise = std::max(noise, static_cast<double>(
+                                  std::fabs(a.logprobs[i].logprob - b.logprobs[i].logprob)));
+    agree[r.id] = i;
+    compared += static_cast<int64_t>(i);
+  }
+  int64_t excused = 0;
+  for (const auto& r : reqs) {
+    const size_t i = agree.at(r.id);
+    const Trace &a = alone.at(r.id), &b = together.at(r.id);
+    if (i == a.ids.size()) continue;
+    std::printf("request %s diverges at token %zu of %zu (batched vs alone; noise %.3g)\n",
+                r.id.c_str(), i, a.ids.size(), noise);
+    const auto &ta = a.logprobs[i].top, &tb = b.logprobs[i].top;
+    ASSERT_GE(ta.size(), 2u);
+    ASSERT_GE(tb.size(), 2u);
+    EXPECT_TRUE(ta[0].first == tb[1].first && ta[1].first == tb[0].first)
+        << r.id << ": the runs did not just swap their top two tokens";
+    const double gaps = (ta[0].second - ta[1].second) + (tb[0].second - tb[1].second);
+    // Each logit moves by about the noise between the runs; swapping two needs their relative
+    // move to cover both gaps: at most twice the noise, doubled again as margin.
+    EXPECT_LE(gaps, 4.0 * noise) << r.id << ": not a near tie (top-two gaps " << gaps << ")";
+    ++excused;
+  }
+  EXPECT_GT(compared, 0);
+  EXPECT_LE(excused, static_cast<int64_t>(reqs.size()));
+  std::printf("%lld tokens equal before divergences, %lld divergences at near ties\n",
+              static_cast<long long>(compared), static_cast<long long>(excused));
 }
 
 }  // namespace
