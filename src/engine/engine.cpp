@@ -48,8 +48,8 @@ struct LLMEngine::Impl {
   struct Live {
     EngineRequest request;
     uint64_t seed = 0;
-    int32_t unfinished = 0;
-    std::vector<bool> done;
+    std::vector<bool> done;  // [n] each completion finished
+    bool all_done() const { return std::find(done.begin(), done.end(), false) == done.end(); }
     bool scheduled = false;
     double queue_seconds = 0, first_token_seconds = -1;
     std::vector<text::JsonGrammarState> grammar;  // [n] guided decoding: each completion's state
@@ -115,7 +115,6 @@ bool LLMEngine::add_request(EngineRequest request) {
   I.output.add(request);
   Impl::Live l;
   l.seed = request.params.seed ? *request.params.seed : I.seeds();
-  l.unfinished = request.params.n;
   l.done.assign(static_cast<size_t>(request.params.n), false);
   if (request.params.guided_json) {
     if (!I.trie) {
@@ -319,7 +318,6 @@ std::vector<RequestOutput> LLMEngine::step() {
     if (reason != FinishReason::None) {
       scheduler_->finish(sc.seq);  // a row it has in the step in flight is dropped at commit
       l.done[static_cast<size_t>(sc.seq.index)] = true;
-      --l.unfinished;
     }
     out.queue_seconds = l.queue_seconds;
     out.first_token_seconds = l.first_token_seconds;
@@ -327,7 +325,7 @@ std::vector<RequestOutput> LLMEngine::step() {
   }
   for (auto& [id, out] : by_request) {
     auto it = I.live.find(id);
-    if (it->second.unfinished == 0) {
+    if (it->second.all_done()) {
       out.finished = true;
       I.output.remove(id);
       I.live.erase(it);
