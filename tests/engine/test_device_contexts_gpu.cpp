@@ -12,16 +12,17 @@
 
 #include "../common/require_gpu.h"
 #include "../model/model_test_util.h"
+#include "engine_gpu_util.h"
 #include "engine/device.h"
 #include "engine/engine.h"
-#include "model/nemotron_h/load.h"
 #include "ops/cuda/cuda_backend.h"
 #include "ops/ops.h"
 
 namespace strata::engine {
 namespace {
 
-using Tokens = std::map<std::string, std::vector<int32_t>>;
+using Tokens = testing::TokensById;
+using testing::run_requests;
 
 class DeviceContextsGpu : public ::testing::Test {
  protected:
@@ -32,26 +33,8 @@ class DeviceContextsGpu : public ::testing::Test {
     }
     OpContext ctx;
     prepare_device(Device::Cuda, ctx);
-    // A tiny model of every layer kind (MoE included: per-context expert tables), bf16.
-    c_ = model::testing::tiny_hybrid_config(DType::BF16);
-    c_.vocab_size = 128;
-    c_.hidden_size = 64;
-    c_.mamba_num_heads = 8;
-    c_.mamba_head_dim = 8;
-    c_.ssm_state_size = 16;
-    c_.num_attention_heads = 4;
-    c_.num_key_value_heads = 2;
-    c_.head_dim = 64;
-    for (auto& w : c_.mlp_intermediate_sizes) w = 64;
-    c_.moe_intermediate_size = 32;
-    c_.moe_shared_expert_intermediate_size = 48;
-    c_.finalize();
-    model::LoadOptions lo;
-    lo.device = Device::Cuda;
-    lo.format = model::LoadFormat::Dummy;
-    lo.dummy_config = c_;
-    lo.dummy = {.seed = 21, .dtype = DType::BF16};
-    m_ = model::load_model(lo);  // in the default context; read by every context below
+    c_ = testing::gpu_tiny_config();
+    m_ = testing::load_gpu_tiny(c_, 21);  // in the default context; read by every context below
   }
   EngineConfig config() const {
     EngineConfig e;
@@ -75,17 +58,6 @@ class DeviceContextsGpu : public ::testing::Test {
     }
     return r;
   }
-  static Tokens run(LLMEngine& e, const std::vector<EngineRequest>& reqs) {
-    Tokens out;
-    for (const auto& r : reqs) EXPECT_TRUE(e.add_request(r));
-    while (e.has_unfinished())
-      for (const RequestOutput& o : e.step()) {
-        EXPECT_TRUE(o.error.empty()) << o.error;
-        for (const auto& d : o.completions)
-          out[o.request_id].insert(out[o.request_id].end(), d.token_ids.begin(), d.token_ids.end());
-      }
-    return out;
-  }
   model::ModelConfig c_;
   std::unique_ptr<model::NemotronHModel> m_;
 };
@@ -95,7 +67,7 @@ TEST_F(DeviceContextsGpu, TwoContextsRunTwoEnginesAtOnceAndEachMatchesTheDefault
   Tokens alone;
   {
     LLMEngine e(*m_, nullptr, config());
-    alone = run(e, reqs);
+    alone = run_requests(e, reqs);
   }
   std::unique_ptr<cuda::DeviceContext> ca = cuda::DeviceContext::create(0);
   std::unique_ptr<cuda::DeviceContext> cb = cuda::DeviceContext::create(0);
@@ -119,8 +91,8 @@ TEST_F(DeviceContextsGpu, TwoContextsRunTwoEnginesAtOnceAndEachMatchesTheDefault
     EXPECT_EQ(eb->executor().context().device_context, cb.get());
     const cuda::CopyCounters def_before = def.copy_counters();
     const cuda::ArenaStats def_arena_before = def.arena_stats();
-    std::thread ta([&] { a = run(*ea, reqs); });
-    std::thread tb([&] { b = run(*eb, reqs); });
+    std::thread ta([&] { a = run_requests(*ea, reqs); });
+    std::thread tb([&] { b = run_requests(*eb, reqs); });
     ta.join();
     tb.join();
     const cuda::CopyCounters def_after = def.copy_counters();

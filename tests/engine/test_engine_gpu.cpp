@@ -12,30 +12,15 @@
 
 #include "../common/require_gpu.h"
 #include "../model/model_test_util.h"
+#include "engine_gpu_util.h"
 #include "engine/device.h"
 #include "engine/engine.h"
-#include "model/nemotron_h/load.h"
 #include "ops/cuda/cuda_backend.h"
 
 namespace strata::engine {
 namespace {
 
-model::ModelConfig gpu_tiny_config() {
-  model::ModelConfig c = model::testing::tiny_hybrid_config(DType::BF16);
-  c.vocab_size = 128;
-  c.hidden_size = 64;
-  c.mamba_num_heads = 8;
-  c.mamba_head_dim = 8;
-  c.ssm_state_size = 16;
-  c.num_attention_heads = 4;
-  c.num_key_value_heads = 2;
-  c.head_dim = 64;
-  for (auto& w : c.mlp_intermediate_sizes) w = 64;
-  c.moe_intermediate_size = 32;
-  c.moe_shared_expert_intermediate_size = 48;
-  c.finalize();
-  return c;
-}
+using testing::run_requests;
 
 class EngineGpu : public ::testing::Test {
  protected:
@@ -46,13 +31,8 @@ class EngineGpu : public ::testing::Test {
     }
     OpContext ctx;
     prepare_device(Device::Cuda, ctx);
-    c_ = gpu_tiny_config();
-    model::LoadOptions lo;
-    lo.device = Device::Cuda;
-    lo.format = model::LoadFormat::Dummy;
-    lo.dummy_config = c_;
-    lo.dummy = {.seed = 9, .dtype = DType::BF16};
-    m_ = model::load_model(lo);
+    c_ = testing::gpu_tiny_config();
+    m_ = testing::load_gpu_tiny(c_, 9);
   }
   EngineConfig config(int64_t max_seqs, bool graphs, bool pad_eager) const {
     EngineConfig e;
@@ -81,17 +61,6 @@ class EngineGpu : public ::testing::Test {
     }
     return r;
   }
-  std::map<std::string, std::vector<int32_t>> run(LLMEngine& e, const std::vector<EngineRequest>& reqs) {
-    std::map<std::string, std::vector<int32_t>> out;
-    for (const auto& r : reqs) EXPECT_TRUE(e.add_request(r));
-    while (e.has_unfinished())
-      for (const RequestOutput& o : e.step()) {
-        EXPECT_TRUE(o.error.empty()) << o.error;
-        for (const auto& d : o.completions)
-          out[o.request_id].insert(out[o.request_id].end(), d.token_ids.begin(), d.token_ids.end());
-      }
-    return out;
-  }
   model::ModelConfig c_;
   std::unique_ptr<model::NemotronHModel> m_;
 };
@@ -100,7 +69,7 @@ TEST_F(EngineGpu, GraphReplayEqualsThePaddedEagerStepAtEveryBucket) {
   const auto reqs = requests();
   LLMEngine graphs(*m_, nullptr, config(16, true, false));
   LLMEngine eager(*m_, nullptr, config(16, false, true));
-  const auto a = run(graphs, reqs), b = run(eager, reqs);
+  const auto a = run_requests(graphs, reqs), b = run_requests(eager, reqs);
   int64_t compared = 0;
   for (const auto& r : reqs) {
     EXPECT_EQ(a.at(r.id), b.at(r.id)) << r.id;
@@ -188,7 +157,6 @@ TEST_F(EngineGpu, BatchedGreedyEqualsAloneOnTheDevice) {
     ++excused;
   }
   EXPECT_GT(compared, 0);
-  EXPECT_LE(excused, static_cast<int64_t>(reqs.size()));
   std::printf("%lld tokens equal before divergences, %lld divergences at near ties\n",
               static_cast<long long>(compared), static_cast<long long>(excused));
 }
