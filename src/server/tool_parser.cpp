@@ -200,7 +200,6 @@ class Qwen3CoderParser final : public ToolParser {
     for (ToolCallDelta& d : make_streamer()->push(inner, true)) {
       if (d.header) {
         calls.push_back(std::move(*d.header));
-        calls.back().id = random_id("chatcmpl-tool-");
       } else {
         calls[static_cast<size_t>(d.index)].arguments += d.arguments;
       }

@@ -147,19 +147,7 @@ Outcome run_experts(const ExpS& s, Rng& rng) {
   a.ids = i32_tensor(ids, Shape{s.T, s.k});
   a.weights = uniform_tensor(rng, Shape{s.T, s.k}, DType::F32, 0.1f, 1.f);
   a.out = Tensor::empty(Shape{s.T, s.H}, s.act);
-  // Device copies of the experts (visit() does not list them); kept alive for the case.
-  auto to_device = [up, down](MoeExpertsArgs& dev, std::vector<std::shared_ptr<void>>& keep) {
-    auto dup = std::make_shared<std::vector<LinearWeight>>(*up);
-    auto ddown = std::make_shared<std::vector<LinearWeight>>(*down);
-    for (auto& w : *dup)
-      w.weight = w.weight.to(Device::Cuda);
-    for (auto& w : *ddown)
-      w.weight = w.weight.to(Device::Cuda);
-    dev.up = dup.get();
-    dev.down = ddown.get();
-    keep.push_back(dup);
-    keep.push_back(ddown);
-  };
+  const MoeDevicePrep to_device = experts_to_device(up, down);
   Tolerance tol;
   tol.reduction = s.H + s.I;     // the up sum over H, the down sum over I
   tol.roundings = 1;             // the combined output
@@ -172,7 +160,7 @@ Outcome run_experts(const ExpS& s, Rng& rng) {
   }
   return run_case(
       a, s.act, tol,
-      std::function<void(MoeExpertsArgs&, std::vector<std::shared_ptr<void>>&)>(to_device));
+      to_device);
 }
 
 std::string kind_name(WK k) {

@@ -193,18 +193,7 @@ Outcome run_w8a8(const W8S& s, Rng& rng) {
     return fmt::format("{} of {} elements outside the W8A8 reference's band:\n{}", bad, compared,
                        first);
   };
-  auto to_device = [up, down](MoeExpertsArgs& dev, std::vector<std::shared_ptr<void>>& keep) {
-    auto dup = std::make_shared<std::vector<LinearWeight>>(*up);
-    auto ddown = std::make_shared<std::vector<LinearWeight>>(*down);
-    for (auto& w : *dup)
-      w.weight = w.weight.to(Device::Cuda);
-    for (auto& w : *ddown)
-      w.weight = w.weight.to(Device::Cuda);
-    dev.up = dup.get();
-    dev.down = ddown.get();
-    keep.push_back(dup);
-    keep.push_back(ddown);
-  };
+  const MoeDevicePrep to_device = experts_to_device(up, down);
   std::printf("  (w8a8 %s T=%lld: saturated x %lld, h %lld; hidden codes either way %lld of "
               "%lld)\n",
               s.name, static_cast<long long>(T), static_cast<long long>(band->x_saturated),
@@ -219,7 +208,7 @@ Outcome run_w8a8(const W8S& s, Rng& rng) {
     Tolerance unused;
     const Outcome o = run_case(
         a, DType::BF16, unused,
-        std::function<void(MoeExpertsArgs&, std::vector<std::shared_ptr<void>>&)>(to_device), check,
+        to_device, check,
         kern.name);
     if (o.status == Outcome::Unsupported) {
       reasons += o.detail;

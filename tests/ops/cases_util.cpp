@@ -17,4 +17,20 @@ std::vector<int32_t> distinct(Rng& rng, int64_t k, int64_t n) {
   return all;
 }
 
+MoeDevicePrep experts_to_device(std::shared_ptr<const std::vector<ops::LinearWeight>> up,
+                                std::shared_ptr<const std::vector<ops::LinearWeight>> down) {
+  return [up, down](ops::MoeExpertsArgs& dev, std::vector<std::shared_ptr<void>>& keep) {
+    auto dup = std::make_shared<std::vector<ops::LinearWeight>>(*up);
+    auto ddown = std::make_shared<std::vector<ops::LinearWeight>>(*down);
+    for (auto& w : *dup)
+      w.weight = w.weight.to(Device::Cuda);
+    for (auto& w : *ddown)
+      w.weight = w.weight.to(Device::Cuda);
+    dev.up = dup.get();
+    dev.down = ddown.get();
+    keep.push_back(dup);
+    keep.push_back(ddown);
+  };
+}
+
 }  // namespace strata::opstest

@@ -1,6 +1,8 @@
 // Shapes and helpers shared by the case tables (cases_*.cpp).
 #pragma once
 
+#include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -35,5 +37,12 @@ inline std::string dt(DType t) {
 
 // k distinct values of [0, n), in random order.
 std::vector<int32_t> distinct(Rng& rng, int64_t k, int64_t n);
+
+// The device preparation of a moe_experts case: device copies of the experts (visit() does not
+// list them), kept alive in `keep` for the case.
+using MoeDevicePrep =
+    std::function<void(ops::MoeExpertsArgs&, std::vector<std::shared_ptr<void>>&)>;
+MoeDevicePrep experts_to_device(std::shared_ptr<const std::vector<ops::LinearWeight>> up,
+                                std::shared_ptr<const std::vector<ops::LinearWeight>> down);
 
 }  // namespace strata::opstest

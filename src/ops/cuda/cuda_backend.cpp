@@ -199,13 +199,12 @@ void spin(double microseconds) {
 
 namespace strata::cuda {
 
-namespace {
+// Also device_context.cpp's answer in a build without CUDA.
 [[noreturn]] void no_cuda() {
   fail(
       "this strata build has no CUDA backend (nvcc was not found at configure time, or "
       "STRATA_CUDA=OFF)");
 }
-}  // namespace
 
 bool device_available(std::string* why) {
   if (why)

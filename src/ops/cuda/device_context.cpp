@@ -187,13 +187,7 @@ DeviceContext& context_of(const OpContext& ctx) {
 
 namespace strata::cuda {
 
-namespace {
-[[noreturn]] void no_cuda() {
-  fail(
-      "this strata build has no CUDA backend (nvcc was not found at configure time, or "
-      "STRATA_CUDA=OFF)");
-}
-}  // namespace
+[[noreturn]] void no_cuda();  // cuda_backend.cpp: why this build cannot run CUDA
 
 struct DeviceContext::State {};
 
