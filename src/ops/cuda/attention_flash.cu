@@ -371,15 +371,14 @@ __global__ void __launch_bounds__(128) flash_combine_kernel(AttentionLaunch p) {
 template <int HD, bool FP8>
 void launch_flash_for(const AttentionLaunch& p, int* errors, cudaStream_t s) {
   using G = Geo<HD>;
-  static const bool configured = [] {
+  static std::atomic<uint64_t> configured{0};
+  once_per_device(configured, [] {
     STRATA_CUDA_CHECK(cudaFuncSetAttribute(
         flash_kernel<HD, FP8>, cudaFuncAttributeMaxDynamicSharedMemorySize, G::kSmemBytes));
     STRATA_CUDA_CHECK(cudaFuncSetAttribute(flash_kernel<HD, FP8>,
                                            cudaFuncAttributePreferredSharedMemoryCarveout,
                                            cudaSharedmemCarveoutMaxShared));
-    return true;
-  }();
-  (void)configured;
+  });
   const int64_t group = p.n_heads / p.n_kv_heads, bq = kRows / group;
   const int64_t B = p.cu_seqlens_q.n - 1;
   const int64_t max_ctx = p.block_tables.cols * p.block_size;

@@ -8,12 +8,25 @@
 #include <cuda_fp8.h>
 #include <cuda_runtime.h>
 
+#include <atomic>
 #include <cstdint>
 
 #include "core/dtype.h"
 #include "ops/cuda/cuda_check.h"
 
 namespace strata::cuda {
+
+// Runs `set` (kernel attribute opt-ins, which the driver keeps per device) once on each device
+// the process launches on; `done` holds one bit per device ordinal.
+template <class Fn>
+inline void once_per_device(std::atomic<uint64_t>& done, Fn set) {
+  int dev = 0;
+  STRATA_CUDA_CHECK(cudaGetDevice(&dev));
+  const uint64_t bit = uint64_t{1} << (dev & 63);
+  if (done.load(std::memory_order_acquire) & bit) return;
+  set();
+  done.fetch_or(bit, std::memory_order_acq_rel);
+}
 
 using bf16 = __nv_bfloat16;
 

@@ -296,7 +296,8 @@ __global__ void __launch_bounds__(kThreads, 2) grouped_mma_kernel(MoeExpertsLaun
 template <bool FP8, bool UP, bool CONV>
 void launch_one(const MoeExpertsLaunch& p, const Scratch& s, int64_t max_tiles,
                 cudaStream_t stream) {
-  static const bool configured = [] {
+  static std::atomic<uint64_t> configured{0};
+  once_per_device(configured, [] {
     STRATA_CUDA_CHECK(cudaFuncSetAttribute(grouped_mma_kernel<FP8, UP, CONV>,
                                            cudaFuncAttributeMaxDynamicSharedMemorySize,
                                            smem_bytes(CONV)));
@@ -304,9 +305,7 @@ void launch_one(const MoeExpertsLaunch& p, const Scratch& s, int64_t max_tiles,
     STRATA_CUDA_CHECK(cudaFuncSetAttribute(grouped_mma_kernel<FP8, UP, CONV>,
                                            cudaFuncAttributePreferredSharedMemoryCarveout,
                                            cudaSharedmemCarveoutMaxShared));
-    return true;
-  }();
-  (void)configured;
+  });
   const int64_t F = UP ? p.inter : p.hidden;
   const dim3 grid(static_cast<unsigned>(max_tiles), static_cast<unsigned>((F + kBN - 1) / kBN));
   grouped_mma_kernel<FP8, UP, CONV><<<grid, kThreads, smem_bytes(CONV), stream>>>(p, s);

@@ -285,16 +285,15 @@ __global__ void __launch_bounds__(kThreads, 4) grouped_swap_kernel(MoeExpertsLau
 template <bool FP8, bool UP>
 void launch_one(const MoeExpertsLaunch& p, const Scratch& s, int64_t max_tiles,
                 cudaStream_t stream) {
-  static const bool configured = [] {
+  static std::atomic<uint64_t> configured{0};
+  once_per_device(configured, [] {
     STRATA_CUDA_CHECK(cudaFuncSetAttribute(
         grouped_swap_kernel<FP8, UP>, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes));
     // Four blocks per multiprocessor need 4 x 48 KB of the unified L1 as shared memory.
     STRATA_CUDA_CHECK(cudaFuncSetAttribute(grouped_swap_kernel<FP8, UP>,
                                            cudaFuncAttributePreferredSharedMemoryCarveout,
                                            cudaSharedmemCarveoutMaxShared));
-    return true;
-  }();
-  (void)configured;
+  });
   const int64_t F = UP ? p.inter : p.hidden;
   const dim3 grid(static_cast<unsigned>(2 * max_tiles),
                   static_cast<unsigned>((F + kBlockF - 1) / kBlockF));

@@ -308,13 +308,10 @@ int output_smem(int Q, int P, int N) {
 // the first launch (never inside a graph capture: every capturing caller warms up first).
 template <class K>
 void allow_smem(K kernel, int bytes, std::atomic<uint64_t>& done) {
-  int dev = 0;
-  STRATA_CUDA_CHECK(cudaGetDevice(&dev));
-  const uint64_t bit = uint64_t{1} << (dev & 63);
-  if (done.load(std::memory_order_acquire) & bit) return;
-  STRATA_CUDA_CHECK(
-      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
-  done.fetch_or(bit, std::memory_order_acq_rel);
+  once_per_device(done, [&] {
+    STRATA_CUDA_CHECK(
+        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
+  });
 }
 
 template <int NT>
