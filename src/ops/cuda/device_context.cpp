@@ -8,6 +8,7 @@
 #include <map>
 #include <mutex>
 
+#include "core/log.h"
 #include "ops/cuda/cuda_check.h"
 
 namespace strata::cuda {
@@ -60,6 +61,17 @@ DeviceContext::~DeviceContext() {
   (void)cudaSetDevice(s_->device);
   (void)cudaStreamSynchronize(s_->stream);
   s_->locals.clear();  // module state (cuBLASLt handles, tables) before the arena and stream
+  // The slabs go back to the driver (a process context is never destroyed, so only contexts
+  // made by create() get here, during normal program flow). Slabs still holding a block stay
+  // allocated: a tensor that outlives its context breaks the contract above; say so.
+  try {
+    s_->arena->trim();
+    const int64_t live = s_->arena->stats().live_blocks;
+    if (live > 0)
+      log::warn("cuda context on device {} destroyed with {} live blocks (tensors outlive it)",
+                s_->device, live);
+  } catch (...) {
+  }
   s_->arena.reset();
   (void)cudaFree(s_->index_errors);
   (void)cudaStreamDestroy(s_->stream);
@@ -136,6 +148,15 @@ void DeviceContext::copy_h2d_async(void* dst, const void* pinned_src, size_t byt
 }
 void DeviceContext::copy_d2h_async(void* pinned_dst, const void* src, size_t bytes) {
   s_->arena->copy_d2h_async(pinned_dst, src, bytes);
+}
+
+void DeviceContext::release_module_state() {
+  on_device(s_->device, [&] { STRATA_CUDA_CHECK(cudaStreamSynchronize(s_->stream)); });
+  std::map<const void*, std::shared_ptr<void>> gone;
+  {
+    std::lock_guard<std::mutex> lock(s_->local_mu);
+    gone.swap(s_->locals);
+  }
 }
 
 void* DeviceContext::local_slot(const void* key,
@@ -238,6 +259,9 @@ void DeviceContext::copy_h2d_async(void*, const void*, size_t) {
   no_cuda();
 }
 void DeviceContext::copy_d2h_async(void*, const void*, size_t) {
+  no_cuda();
+}
+void DeviceContext::release_module_state() {
   no_cuda();
 }
 void* DeviceContext::local_slot(const void*, const std::function<std::shared_ptr<void>()>&) {

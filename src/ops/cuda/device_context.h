@@ -58,6 +58,9 @@ class DeviceContext {
     return *static_cast<T*>(local_slot(key, [&] { return std::shared_ptr<void>(make()); }));
   }
 
+  // Drops every module's state (cuBLASLt handle and plans, MoE tables, decode tickets) after
+  // the stream's work; the next op makes them again. For a context whose model is unloaded.
+  void release_module_state();
   struct State;  // the backend's (device_context.cpp)
 
  private:
