@@ -19,10 +19,21 @@ void print_stack_and_die(int sig) {
   raise(sig);
 }
 
+// The handler runs on its own stack, so a stack overflow is reported too.
+alignas(16) char g_alt_stack[1 << 16];
+
 const bool kInstalled = [] {
   void* warm[1];
   backtrace(warm, 1);  // loads libgcc's unwinder now, not inside the handler
-  for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT}) signal(sig, print_stack_and_die);
+  stack_t ss{};
+  ss.ss_sp = g_alt_stack;
+  ss.ss_size = sizeof(g_alt_stack);
+  sigaltstack(&ss, nullptr);
+  struct sigaction sa{};
+  sa.sa_handler = print_stack_and_die;
+  sa.sa_flags = SA_ONSTACK;
+  sigemptyset(&sa.sa_mask);
+  for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT}) sigaction(sig, &sa, nullptr);
   return true;
 }();
 
