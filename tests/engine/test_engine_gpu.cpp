@@ -67,6 +67,7 @@ class EngineGpu : public ::testing::Test {
 
 TEST_F(EngineGpu, GraphReplayEqualsThePaddedEagerStepAtEveryBucket) {
   const auto reqs = requests();
+  DeviceAllocator* const process_allocator = device_allocator(Device::Cuda);
   LLMEngine graphs(*m_, nullptr, config(16, true, false));
   LLMEngine eager(*m_, nullptr, config(16, false, true));
   const auto a = run_requests(graphs, reqs), b = run_requests(eager, reqs);
@@ -80,6 +81,10 @@ TEST_F(EngineGpu, GraphReplayEqualsThePaddedEagerStepAtEveryBucket) {
   const std::vector<int64_t> buckets = graphs.executor().captured_buckets();
   EXPECT_EQ(buckets, (std::vector<int64_t>{1, 2, 4, 8, 16}));
   EXPECT_TRUE(eager.executor().captured_buckets().empty());
+  // The captures allocated their intermediates in the shared region (so no arena block that a
+  // later tensor could take is written by a replay), and left the process's allocator as it was.
+  EXPECT_GT(graphs.executor().graph_workspace_peak_bytes(), 0u);
+  EXPECT_EQ(device_allocator(Device::Cuda), process_allocator);
   EXPECT_EQ(graphs.executor().context().host_bounces.load(), 0);
   const EngineStats s = graphs.stats();
   EXPECT_EQ(s.kv_usage, 0.0);
