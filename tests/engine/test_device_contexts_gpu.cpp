@@ -99,6 +99,9 @@ TEST_F(DeviceContextsGpu, TwoContextsRunTwoEnginesAtOnceAndEachMatchesTheDefault
     EXPECT_EQ(def_after.h2d, def_before.h2d) << "the default context copied for the others";
     EXPECT_EQ(def_after.d2h, def_before.d2h);
     EXPECT_EQ(def.arena_stats().live_blocks, def_arena_before.live_blocks);
+    // Nothing the engines did (graph captures included) moved the process-wide allocator off
+    // the default context's arena: it must not point into a context that goes away.
+    EXPECT_EQ(device_allocator(Device::Cuda), &def.arena());
     // Each context moved its own step inputs and sampled ids and holds its own caches.
     EXPECT_GT(ca->copy_counters().h2d, 0);
     EXPECT_GT(cb->copy_counters().d2h, 0);
