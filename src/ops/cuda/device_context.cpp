@@ -21,6 +21,8 @@ struct DeviceContext::State {
   cudaDeviceProp prop{};
   std::mutex local_mu;
   std::map<const void*, std::shared_ptr<void>> locals;
+  cudaStream_t side = nullptr;  // side_stream(), with its two events
+  cudaEvent_t fork = nullptr, join = nullptr;
 };
 
 namespace {
@@ -73,6 +75,12 @@ DeviceContext::~DeviceContext() {
   } catch (...) {
   }
   s_->arena.reset();
+  if (s_->side) {
+    (void)cudaStreamSynchronize(s_->side);
+    (void)cudaEventDestroy(s_->fork);
+    (void)cudaEventDestroy(s_->join);
+    (void)cudaStreamDestroy(s_->side);
+  }
   (void)cudaFree(s_->index_errors);
   (void)cudaStreamDestroy(s_->stream);
   if (prev >= 0) (void)cudaSetDevice(prev);
@@ -148,6 +156,30 @@ void DeviceContext::copy_h2d_async(void* dst, const void* pinned_src, size_t byt
 }
 void DeviceContext::copy_d2h_async(void* pinned_dst, const void* src, size_t bytes) {
   s_->arena->copy_d2h_async(pinned_dst, src, bytes);
+}
+
+void* DeviceContext::side_stream() {
+  std::lock_guard<std::mutex> lock(s_->local_mu);
+  if (!s_->side) {
+    on_device(s_->device, [&] {
+      STRATA_CUDA_CHECK(cudaStreamCreateWithFlags(&s_->side, cudaStreamNonBlocking));
+      STRATA_CUDA_CHECK(cudaEventCreateWithFlags(&s_->fork, cudaEventDisableTiming));
+      STRATA_CUDA_CHECK(cudaEventCreateWithFlags(&s_->join, cudaEventDisableTiming));
+    });
+  }
+  return s_->side;
+}
+
+void DeviceContext::fork_side(void* stream) {
+  auto side = static_cast<cudaStream_t>(side_stream());
+  STRATA_CUDA_CHECK(cudaEventRecord(s_->fork, static_cast<cudaStream_t>(stream)));
+  STRATA_CUDA_CHECK(cudaStreamWaitEvent(side, s_->fork, 0));
+}
+
+void DeviceContext::join_side(void* stream) {
+  auto side = static_cast<cudaStream_t>(side_stream());
+  STRATA_CUDA_CHECK(cudaEventRecord(s_->join, side));
+  STRATA_CUDA_CHECK(cudaStreamWaitEvent(static_cast<cudaStream_t>(stream), s_->join, 0));
 }
 
 void DeviceContext::release_module_state() {
@@ -259,6 +291,15 @@ void DeviceContext::copy_h2d_async(void*, const void*, size_t) {
   no_cuda();
 }
 void DeviceContext::copy_d2h_async(void*, const void*, size_t) {
+  no_cuda();
+}
+void* DeviceContext::side_stream() {
+  no_cuda();
+}
+void DeviceContext::fork_side(void*) {
+  no_cuda();
+}
+void DeviceContext::join_side(void*) {
   no_cuda();
 }
 void DeviceContext::release_module_state() {
