@@ -97,7 +97,8 @@ struct SsmS {
 };
 
 constexpr const char* kScanMmaKernel = "cuda.ssd_mma";
-constexpr const char* kScanFusedKernel = "cuda.ssd_fused";  // also takes N <= 2 chunk
+// The one-pass kernels take the tensor-core shapes with N <= 2 chunk.
+constexpr const char* kScanFusedKernels[] = {"cuda.ssd_fused", "cuda.ssd_chain"};
 
 constexpr int64_t kSsmSlots = 5;
 
@@ -200,13 +201,13 @@ Outcome check_scan_coverage(Outcome o, const SsmS& s, DType act, int64_t T) {
     o.detail = fmt::format("{} did not take this bf16 case (ran: {})", kScanMmaKernel, o.kernels);
     return o;
   }
-  if (act == DType::BF16 && s.tensor_cores && s.N <= 2 * s.chunk &&
-      !ran_kernel(o.kernels, kScanFusedKernel)) {
-    o.status = Outcome::Failed;
-    o.detail =
-        fmt::format("{} did not take this bf16 case (ran: {})", kScanFusedKernel, o.kernels);
-    return o;
-  }
+  for (const char* fused : kScanFusedKernels)
+    if (act == DType::BF16 && s.tensor_cores && s.N <= 2 * s.chunk &&
+        !ran_kernel(o.kernels, fused)) {
+      o.status = Outcome::Failed;
+      o.detail = fmt::format("{} did not take this bf16 case (ran: {})", fused, o.kernels);
+      return o;
+    }
   const int64_t runs = 1 + std::count(o.kernels.begin(), o.kernels.end(), ',');
   const int64_t per_run = T * s.Hm * s.P + kSsmSlots * s.Hm * s.P * s.N;
   if (o.compared != runs * per_run) {

@@ -1,5 +1,6 @@
 // Cases: ssm_scan_mma_exact. The tensor-core SSD kernels (cuda.ssd_mma, ssm_scan_mma.cu, and the
-// one-pass cuda.ssd_fused, ssm_scan_fused.cu, which keeps the same rounding points) against a
+// one-pass cuda.ssd_fused / cuda.ssd_chain, ssm_scan_fused.cu, which keep the same rounding
+// points) against a
 // float64 emulation of its own arithmetic: the same three bf16 operand roundings at the same
 // points, everything else exact, each value carrying a bound on the device's f32 error
 // (rounding_bounds.h). The op harness's ssm_scan cases judge this kernel against the unrounded
@@ -26,7 +27,7 @@ namespace {
 
 using namespace strata::ops;
 
-constexpr const char* kMmaKernels[] = {"cuda.ssd_mma", "cuda.ssd_fused"};
+constexpr const char* kMmaKernels[] = {"cuda.ssd_mma", "cuda.ssd_fused", "cuda.ssd_chain"};
 constexpr int64_t kMinSlots = 5;
 
 struct Shape5 {

@@ -1,6 +1,7 @@
 // Registrations of ssm_scan (chunked prefill) and ssm_update (decode) on the CUDA backend.
-// ssm_scan has three kernels, tried in this order: "cuda.ssd_fused" (bf16 on tensor cores in one
-// pass, the state passing chained between chunk blocks), "cuda.ssd_mma" (bf16 on tensor cores in
+// ssm_scan has four kernels, tried in this order: "cuda.ssd_fused" and "cuda.ssd_chain" (bf16 on
+// tensor cores in one pass, the state passing between chunk blocks by decoupled look-back or a
+// plain chain), "cuda.ssd_mma" (bf16 on tensor cores in
 // separate chunk-state, state-passing and output kernels; the shapes of ssm.h) and "cuda" (f32
 // math on CUDA cores, any act dtype).
 #ifdef STRATA_HAVE_CUDA
@@ -116,7 +117,7 @@ bool scan_fused_supports(const SsmScanArgs& a, std::string* why) {
   return c;
 }
 
-enum class ScanPath { kF32Math, kMma, kFused };
+enum class ScanPath { kF32Math, kMma, kFused, kChain };
 
 template <ScanPath kPath>
 void scan_run(const SsmScanArgs& a, OpContext& ctx) {
@@ -125,7 +126,7 @@ void scan_run(const SsmScanArgs& a, OpContext& ctx) {
   p.has_initial = vec_of(a.has_initial);
   p.chunk_size = a.chunk_size;
   constexpr bool kMma = kPath != ScanPath::kF32Math;
-  constexpr bool kFused = kPath == ScanPath::kFused;
+  constexpr bool kFused = kPath == ScanPath::kFused || kPath == ScanPath::kChain;
   const int64_t nf = kFused ? ssm_scan_fused_scratch_f32(p)
                      : kMma ? ssm_scan_mma_scratch_f32(p)
                             : ssm_scan_scratch_f32(p);
@@ -137,8 +138,9 @@ void scan_run(const SsmScanArgs& a, OpContext& ctx) {
   Tensor i = Tensor::empty(Shape{std::max<int64_t>(1, ni)}, DType::I32, Device::Cuda);
   p.scratch_f32 = f.data<float>();
   p.scratch_i32 = i.data<int32_t>();
-  if (kPath == ScanPath::kFused)
-    launch_ssm_scan_fused(p, context_of(ctx).index_errors(), stream_of(ctx));
+  if (kFused)
+    launch_ssm_scan_fused(p, kPath == ScanPath::kFused, context_of(ctx).index_errors(),
+                          stream_of(ctx));
   else if (kPath == ScanPath::kMma)
     launch_ssm_scan_mma(p, context_of(ctx).index_errors(), stream_of(ctx));
   else
@@ -160,6 +162,8 @@ void update_run(const SsmUpdateArgs& a, OpContext& ctx) {
 
 STRATA_REGISTER_KERNEL(SsmScanArgs, "cuda.ssd_fused", Device::Cuda, scan_fused_supports,
                        scan_run<ScanPath::kFused>);
+STRATA_REGISTER_KERNEL(SsmScanArgs, "cuda.ssd_chain", Device::Cuda, scan_fused_supports,
+                       scan_run<ScanPath::kChain>);
 STRATA_REGISTER_KERNEL(SsmScanArgs, "cuda.ssd_mma", Device::Cuda, scan_mma_supports,
                        scan_run<ScanPath::kMma>);
 STRATA_REGISTER_KERNEL(SsmScanArgs, "cuda", Device::Cuda, scan_supports,

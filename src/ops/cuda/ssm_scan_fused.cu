@@ -30,11 +30,15 @@ constexpr int kMaxQ = static_cast<int>(kMaxMmaScanChunk);
 constexpr int kMaxN = static_cast<int>(kMaxMmaScanState);
 using scan::kPad;
 
+// The f32 states a block hands on are stored in its fragment order: float4 number
+// (tile * NT + j) * 32 + lane holds that lane's four accumulator values of (state tile, j).
 struct FusedScratch {
-  scan::Chunks ch;          // table and seq_chunks (dt and the cumsum stay in the kernel)
-  float* carried = nullptr; // [nc, Hm, P * N]: the state leaving each chunk, fragment order
-  int* flags = nullptr;     // [nc, Hm]: 1 once `carried` of (chunk, head) is published
-  int* ticket = nullptr;    // [1]: blocks started so far
+  scan::Chunks ch;             // table and seq_chunks (dt and the cumsum stay in the kernel)
+  float* carried = nullptr;    // [nc, Hm, P * N]: the state leaving each chunk (inclusive)
+  float* aggregate = nullptr;  // [nc, Hm, P * N]: look-back only: each chunk's own S_loc
+  float* decays = nullptr;     // [nc, Hm]: look-back only: exp(cum_last) of each chunk
+  int* flags = nullptr;        // [nc, Hm]: 1 = aggregate and decay published, 2 = carried
+  int* ticket = nullptr;       // [1]: blocks started so far
 };
 
 FusedScratch fused_scratch_of(const SsmLaunch& p) {
@@ -46,6 +50,8 @@ FusedScratch fused_scratch_of(const SsmLaunch& p) {
   s.flags = p.scratch_i32 + scan::chunks_i32(p);
   s.ticket = s.flags + nc * p.heads;
   s.carried = p.scratch_f32;
+  s.aggregate = s.carried + nc * p.heads * p.head_dim * p.state_size;
+  s.decays = s.aggregate + nc * p.heads * p.head_dim * p.state_size;
   return s;
 }
 
@@ -68,12 +74,13 @@ __device__ __forceinline__ uint32_t scale_pair(uint32_t r, float w0, float w1) {
 // grid nc * Hm (one block per (chunk, head), taken by ticket), block 2 Q threads (Q / 16
 // warps). Warp w holds S_loc for the 16-column state tiles n in {w, w + W, ...} (MT of them)
 // and all P rows, computed as (N x Q).(Q x P): A[n][s] = bf16(w_s B_s[n]), B[s][p] = x_s[p].
-template <int NT, int MT>  // P = 8 NT; MT = ceil(N / Q) state tiles per warp
-__global__ void __launch_bounds__(256, 2) fused_scan_kernel(SsmLaunch p, FusedScratch fs,
-                                                            int* errors) {
+template <int NT, int MT, bool kLookback>  // P = 8 NT; MT = ceil(N / Q) state tiles per warp
+__global__ void __launch_bounds__(256, 2)
+    fused_scan_kernel(SsmLaunch p, FusedScratch fs, int* errors) {
   constexpr int P = 8 * NT;
   extern __shared__ __align__(16) unsigned char smem[];
   __shared__ int ticket;
+  __shared__ int64_t base_chunk;  // the chunk whose inclusive state this block starts from
   if (threadIdx.x == 0) ticket = atomicAdd(fs.ticket, 1);
   __syncthreads();
   const int64_t Hm = p.heads, c = ticket / Hm, h = ticket - c * Hm, g = h / (Hm / p.groups);
@@ -157,65 +164,113 @@ __global__ void __launch_bounds__(256, 2) fused_scan_kernel(SsmLaunch p, FusedSc
     }
   }
 
-  // The state entering the chunk: the predecessor's published state, or the slot's initial
-  // state (or zero) for a sequence's first chunk.
+  // The state entering the chunk. A sequence's first chunk starts from the slot's initial state
+  // (or zero). A later chunk starts from the inclusive state of an earlier chunk k of its
+  // sequence and applies run <- exp(cum_last_j) run + S_loc_j for the chunks j between (the same
+  // f32 steps the plain chain takes one per block). Plain chain: k = c - 1, waited for. Look-back
+  // (kLookback): the block first publishes its own S_loc and decay (flag 1), then walks back over
+  // predecessors that have only published theirs until one has its inclusive state (flag 2);
+  // the first chunk of a sequence always publishes flag 2, so the walk stops there at the latest.
   const int64_t PN = static_cast<int64_t>(P) * N;
+  const float decay = expf(last);
+  const int frag = lane;  // float4 index of this lane's fragment within a (tile, j) group
   if (!is_first) {
+    if (kLookback && !is_last) {
+      float4* agg = reinterpret_cast<float4*>(fs.aggregate + (c * Hm + h) * PN);
+#pragma unroll
+      for (int i = 0; i < MT; ++i) {
+        const int mt = warp + warps * i;
+        if (mt >= tiles) continue;
+#pragma unroll
+        for (int j = 0; j < NT; ++j)
+          __stcg(agg + (mt * NT + j) * 32 + frag,
+                 make_float4(own[i][j][0], own[i][j][1], own[i][j][2], own[i][j][3]));
+      }
+      if (threadIdx.x == 0) __stcg(fs.decays + c * Hm + h, decay);
+      __threadfence();
+      __syncthreads();
+      if (threadIdx.x == 0) store_release(fs.flags + c * Hm + h, 1);
+    }
     if (threadIdx.x == 0) {
-      const int* flag = fs.flags + (c - 1) * Hm + h;
-      while (load_acquire(flag) == 0)
-        __nanosleep(32);
+      int64_t k = c - 1;
+      for (;;) {
+        int f;
+        while ((f = load_acquire(fs.flags + k * Hm + h)) == 0 || (!kLookback && f != 2))
+          __nanosleep(32);
+        if (f == 2) break;
+        --k;  // flag 1: S_loc and decay of chunk k are published; look further back
+      }
+      base_chunk = k;
     }
     __syncthreads();
   }
+  const int64_t base = is_first ? c : base_chunk;
   const bool from_slot =
       is_first && slot_ok && static_cast<const int32_t*>(p.has_initial.p)[b] != 0;
   float* slot_state = p.states + (static_cast<int64_t>(slot_ok ? slot : 0) * Hm + h) * PN;
-  const int64_t prev = is_first ? c : c - 1;  // the predecessor (read only when there is one)
-  const float4* in = reinterpret_cast<const float4*>(fs.carried + (prev * Hm + h) * PN);
+  const float4* in = reinterpret_cast<const float4*>(fs.carried + (base * Hm + h) * PN);
   float4* out = reinterpret_cast<float4*>(fs.carried + (c * Hm + h) * PN);
-  const float decay = expf(last);
 #pragma unroll
   for (int i = 0; i < MT; ++i) {
     const int mt = warp + warps * i;
     if (mt >= tiles) continue;
     const int n = 16 * mt + ln.grp;  // rows n, n + 8 of the transposed product; columns pp, pp + 1
+    float r[NT][4];
 #pragma unroll
     for (int j = 0; j < NT; ++j) {
       const int pp = 8 * j + 2 * ln.tig;
-      const int64_t at[4] = {pp * N + n, (pp + 1) * N + n, pp * N + n + 8, (pp + 1) * N + n + 8};
-      float r[4] = {0.f, 0.f, 0.f, 0.f};
+      r[j][0] = r[j][1] = r[j][2] = r[j][3] = 0.f;
       if (!is_first) {
-        const float4 v = __ldcg(in + (mt * NT + j) * 32 + lane);
-        r[0] = v.x;
-        r[1] = v.y;
-        r[2] = v.z;
-        r[3] = v.w;
+        const float4 v = __ldcg(in + (mt * NT + j) * 32 + frag);
+        r[j][0] = v.x;
+        r[j][1] = v.y;
+        r[j][2] = v.z;
+        r[j][3] = v.w;
       } else if (from_slot) {
-#pragma unroll
-        for (int k = 0; k < 4; ++k)
-          r[k] = slot_state[at[k]];
+        r[j][0] = slot_state[pp * N + n];
+        r[j][1] = slot_state[(pp + 1) * N + n];
+        r[j][2] = slot_state[pp * N + n + 8];
+        r[j][3] = slot_state[(pp + 1) * N + n + 8];
       }
-      ss[pp * ldn + n] = __float2bfloat16_rn(r[0]);
-      ss[(pp + 1) * ldn + n] = __float2bfloat16_rn(r[1]);
-      ss[pp * ldn + n + 8] = __float2bfloat16_rn(r[2]);
-      ss[(pp + 1) * ldn + n + 8] = __float2bfloat16_rn(r[3]);
+    }
+    if (kLookback && !is_first) {
+      for (int64_t k = base + 1; k < c; ++k) {  // chunks that had only their S_loc published
+        const float e = __ldcg(fs.decays + k * Hm + h);
+        const float4* agg = reinterpret_cast<const float4*>(fs.aggregate + (k * Hm + h) * PN);
+#pragma unroll
+        for (int j = 0; j < NT; ++j) {
+          const float4 v = __ldcg(agg + (mt * NT + j) * 32 + frag);
+          r[j][0] = e * r[j][0] + v.x;
+          r[j][1] = e * r[j][1] + v.y;
+          r[j][2] = e * r[j][2] + v.z;
+          r[j][3] = e * r[j][3] + v.w;
+        }
+      }
+    }
+#pragma unroll
+    for (int j = 0; j < NT; ++j) {
+      const int pp = 8 * j + 2 * ln.tig;
+      ss[pp * ldn + n] = __float2bfloat16_rn(r[j][0]);
+      ss[(pp + 1) * ldn + n] = __float2bfloat16_rn(r[j][1]);
+      ss[pp * ldn + n + 8] = __float2bfloat16_rn(r[j][2]);
+      ss[(pp + 1) * ldn + n + 8] = __float2bfloat16_rn(r[j][3]);
       float o[4];
 #pragma unroll
       for (int k = 0; k < 4; ++k)
-        o[k] = decay * r[k] + own[i][j][k];
+        o[k] = decay * r[j][k] + own[i][j][k];
       if (!is_last) {
-        __stcg(out + (mt * NT + j) * 32 + lane, make_float4(o[0], o[1], o[2], o[3]));
+        __stcg(out + (mt * NT + j) * 32 + frag, make_float4(o[0], o[1], o[2], o[3]));
       } else if (slot_ok) {
-#pragma unroll
-        for (int k = 0; k < 4; ++k)
-          slot_state[at[k]] = o[k];
+        slot_state[pp * N + n] = o[0];
+        slot_state[(pp + 1) * N + n] = o[1];
+        slot_state[pp * N + n + 8] = o[2];
+        slot_state[(pp + 1) * N + n + 8] = o[3];
       }
     }
   }
   if (!is_last) __threadfence();
   __syncthreads();  // S_in staged; S_out stored
-  if (!is_last && threadIdx.x == 0) store_release(fs.flags + c * Hm + h, 1);
+  if (!is_last && threadIdx.x == 0) store_release(fs.flags + c * Hm + h, 2);
 
   scan::chunk_outputs<NT>(p, scan::ChunkTiles{xs, cs, bs, ss, cum, dts, ldx, ldn}, t0, len, h);
 }
@@ -224,60 +279,69 @@ int fused_smem(int Q, int P, int N) {
   return scan::output_tiles_smem(Q, P, N) + Q * static_cast<int>(sizeof(float));
 }
 
-template <int NT, int MT>
+template <int NT, int MT, bool kLookback>
 void launch_fused(const SsmLaunch& p, int* index_errors, cudaStream_t st) {
   constexpr int P = 8 * NT;
   static std::atomic<uint64_t> attr{0};
-  scan::allow_smem(fused_scan_kernel<NT, MT>, fused_smem(kMaxQ, P, kMaxN), attr);
+  scan::allow_smem(fused_scan_kernel<NT, MT, kLookback>, fused_smem(kMaxQ, P, kMaxN), attr);
   const FusedScratch fs = fused_scratch_of(p);
   const int Q = static_cast<int>(p.chunk_size), N = static_cast<int>(p.state_size);
   const int64_t nc = fs.ch.max_chunks;
-  scan::chunk_table_kernel<<<1, 32, 0, st>>>(
-      static_cast<const int32_t*>(p.cu_seqlens.p), static_cast<int>(p.slots.n), p.x.rows, Q, nc,
-      fs.ch.table, fs.ch.seq_chunks, index_errors);
+  scan::chunk_table_kernel<<<1, 32, 0, st>>>(static_cast<const int32_t*>(p.cu_seqlens.p),
+                                             static_cast<int>(p.slots.n), p.x.rows, Q, nc,
+                                             fs.ch.table, fs.ch.seq_chunks, index_errors);
   STRATA_CUDA_LAUNCH_CHECK();
   mark_scan_stage("chunk_table");
   if (nc == 0) return;
   STRATA_CUDA_CHECK(
       cudaMemsetAsync(fs.flags, 0, static_cast<size_t>(nc * p.heads + 1) * sizeof(int), st));
   mark_scan_stage("flags_reset");
-  fused_scan_kernel<NT, MT><<<static_cast<unsigned>(nc * p.heads), static_cast<unsigned>(2 * Q),
-                              fused_smem(Q, P, N), st>>>(p, fs, index_errors);
+  fused_scan_kernel<NT, MT, kLookback>
+      <<<static_cast<unsigned>(nc * p.heads), static_cast<unsigned>(2 * Q), fused_smem(Q, P, N),
+         st>>>(p, fs, index_errors);
   STRATA_CUDA_LAUNCH_CHECK();
-  mark_scan_stage("fused");
+  mark_scan_stage(kLookback ? "fused (look-back)" : "fused (chain)");
 }
 
-template <int NT>
+template <int NT, bool kLookback>
 void launch_fused_nt(const SsmLaunch& p, int* index_errors, cudaStream_t st) {
   if (p.state_size <= p.chunk_size)
-    launch_fused<NT, 1>(p, index_errors, st);
+    launch_fused<NT, 1, kLookback>(p, index_errors, st);
   else
-    launch_fused<NT, 2>(p, index_errors, st);
+    launch_fused<NT, 2, kLookback>(p, index_errors, st);
+}
+
+template <bool kLookback>
+void launch_fused_p(const SsmLaunch& p, int* index_errors, cudaStream_t st) {
+  if (p.head_dim == 64)
+    launch_fused_nt<8, kLookback>(p, index_errors, st);
+  else if (p.head_dim == 80)
+    launch_fused_nt<10, kLookback>(p, index_errors, st);
+  else
+    STRATA_CUDA_FAIL("ssm_scan_fused called with an unsupported head_dim (checked in supports)");
 }
 
 }  // namespace
 
 int64_t ssm_scan_fused_scratch_f32(const SsmLaunch& p) {
-  return ssm_scan_max_chunks(p.x.rows, p.slots.n, p.chunk_size) * p.heads * p.head_dim *
-         p.state_size;
+  const int64_t per_chunk_head = p.head_dim * p.state_size;
+  return ssm_scan_max_chunks(p.x.rows, p.slots.n, p.chunk_size) * p.heads *
+         (2 * per_chunk_head + 1);
 }
 
 int64_t ssm_scan_fused_scratch_i32(const SsmLaunch& p) {
-  return scan::chunks_i32(p) + ssm_scan_max_chunks(p.x.rows, p.slots.n, p.chunk_size) * p.heads +
-         1;
+  return scan::chunks_i32(p) + ssm_scan_max_chunks(p.x.rows, p.slots.n, p.chunk_size) * p.heads + 1;
 }
 
-void launch_ssm_scan_fused(const SsmLaunch& p, int* index_errors, void* stream) {
+void launch_ssm_scan_fused(const SsmLaunch& p, bool lookback, int* index_errors, void* stream) {
   auto st = static_cast<cudaStream_t>(stream);
   if (p.x.dt != DType::BF16) STRATA_CUDA_FAIL("ssm_scan_fused called with a non-bf16 act dtype");
   if (!ssm_scan_fused_shape(p.chunk_size, p.state_size))
     STRATA_CUDA_FAIL("ssm_scan_fused called with state_size > 2 chunk_size (checked in supports)");
-  if (p.head_dim == 64)
-    launch_fused_nt<8>(p, index_errors, st);
-  else if (p.head_dim == 80)
-    launch_fused_nt<10>(p, index_errors, st);
+  if (lookback)
+    launch_fused_p<true>(p, index_errors, st);
   else
-    STRATA_CUDA_FAIL("ssm_scan_fused called with an unsupported head_dim (checked in supports)");
+    launch_fused_p<false>(p, index_errors, st);
 }
 
 }  // namespace strata::cuda

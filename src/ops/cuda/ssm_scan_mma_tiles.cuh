@@ -76,12 +76,12 @@ __device__ __forceinline__ uint32_t score_pair(float2 cbv, int l, int s, float c
 
 // The staged shared tiles of one (chunk, head), row strides in bf16 elements.
 struct ChunkTiles {
-  const bf16* xs;   // [Q][ldx]: x_s[p] at [s][p]
-  const bf16* cs;   // [Q][ldn]: the chunk's C rows
-  const bf16* bs;   // [Q][ldn]: its B rows (unscaled)
-  const bf16* ss;   // [P][ldn]: the state entering the chunk, bf16
-  const float* cum; // [Q]: the in-chunk cumsum of dt A
-  const float* dts; // [Q]: dt, 0 past the chunk
+  const bf16* xs;    // [Q][ldx]: x_s[p] at [s][p]
+  const bf16* cs;    // [Q][ldn]: the chunk's C rows
+  const bf16* bs;    // [Q][ldn]: its B rows (unscaled)
+  const bf16* ss;    // [P][ldn]: the state entering the chunk, bf16
+  const float* cum;  // [Q]: the in-chunk cumsum of dt A
+  const float* dts;  // [Q]: dt, 0 past the chunk
   int ldx, ldn;
 };
 
