@@ -108,9 +108,16 @@ bool scan_mma_supports(const SsmScanArgs& a, std::string* why) {
   return c;
 }
 
+constexpr char kFusedName[] = "cuda.ssd_fused";
+constexpr char kChainName[] = "cuda.ssd_chain";
+
+// The one-pass kernels; either can be turned off for A/B runs (STRATA_CUDA_DISABLE_KERNELS).
+template <const char* kKernel>
 bool scan_fused_supports(const SsmScanArgs& a, std::string* why) {
   if (!scan_mma_supports(a, why)) return false;
   ArgCheck c(why);
+  c.require(!kernel_disabled(SsmScanArgs::kName, kKernel),
+            "disabled by STRATA_CUDA_DISABLE_KERNELS");
   c.require(ssm_scan_fused_shape(a.chunk_size, a.state_size),
             fmt::format("state_size {} above 2 x chunk_size {}: two state tiles per warp at most",
                         a.state_size, a.chunk_size));
@@ -160,9 +167,9 @@ void update_run(const SsmUpdateArgs& a, OpContext& ctx) {
 
 }  // namespace
 
-STRATA_REGISTER_KERNEL(SsmScanArgs, "cuda.ssd_fused", Device::Cuda, scan_fused_supports,
+STRATA_REGISTER_KERNEL(SsmScanArgs, kFusedName, Device::Cuda, scan_fused_supports<kFusedName>,
                        scan_run<ScanPath::kFused>);
-STRATA_REGISTER_KERNEL(SsmScanArgs, "cuda.ssd_chain", Device::Cuda, scan_fused_supports,
+STRATA_REGISTER_KERNEL(SsmScanArgs, kChainName, Device::Cuda, scan_fused_supports<kChainName>,
                        scan_run<ScanPath::kChain>);
 STRATA_REGISTER_KERNEL(SsmScanArgs, "cuda.ssd_mma", Device::Cuda, scan_mma_supports,
                        scan_run<ScanPath::kMma>);
