@@ -254,15 +254,16 @@ std::vector<OpCase> ssm_cases() {
        true,
        true},
       // Long sequences (the one-pass kernel's chain of 17 chunks per head) around 2,048 tokens,
-      // with a 1-token sequence between them; 8 of nano3's heads keep the host reference short.
+      // with a 1-token and a fresh 0-token sequence (state cleared) between them; 8 of nano3's
+      // heads keep the host reference short.
       {"nano3 heads, long",
        8,
        Nano3::head_dim,
        1,
        Nano3::state,
        128,
-       {2047, 1, 2049},
-       {1, 0, 1},
+       {2047, 1, 0, 2049},
+       {1, 0, 0, 1},
        false,
        true},
       {"nano3 decode-sized",

@@ -323,13 +323,14 @@ std::vector<OpCase> all() {
       {"chunk 48 N=48", 2, 64, 2, 48, 48, {100, 47}, {1, 0}, false, true},
       // Around 2,048 tokens (a chain of 17 chunks per head), lengths on and around the chunk
       // boundaries, and many short sequences in one call (the one-pass kernel's chunk
-      // neighbours belong to different sequences).
+      // neighbours belong to different sequences), two of no tokens (a fresh one, whose state
+      // is cleared, and a continued one).
       {"nano3 dims, 4 heads, long", 4, Nano3::head_dim, 1, Nano3::state, 128, {2047, 2049, 1},
        {1, 0, 1}, false, true},
       {"nano3 dims, many short", 8, Nano3::head_dim, 2, Nano3::state, 128,
-       {1, 2, 17, 127, 128, 129, 255, 256, 257, 3, 64, 1, 200, 5, 90, 31, 16, 15, 33, 1, 384, 100,
-        7, 128},
-       {1, 0, 1, 1, 0, 1, 0, 1, 1, 0, 1, 0, 0, 1, 1, 0, 1, 0, 1, 1, 0, 1, 0, 1}, true, true},
+       {1, 2, 17, 127, 128, 129, 255, 256, 257, 3, 0, 64, 1, 200, 5, 90, 31, 16, 15, 33, 1, 384,
+        100, 0, 7, 128},
+       {1, 0, 1, 1, 0, 1, 0, 1, 1, 0, 0, 1, 0, 0, 1, 1, 0, 1, 0, 1, 1, 0, 1, 1, 0, 1}, true, true},
       {"9b dims, 8 heads, 256 and 1", 8, Nano9B::head_dim, 1, Nano9B::state, 128, {256, 1, 384},
        {1, 1, 0}, false, true},
   };

@@ -71,6 +71,28 @@ __device__ __forceinline__ uint32_t scale_pair(uint32_t r, float w0, float w1) {
   return mma::pack_bf16(w0 * __bfloat162float(e.x), w1 * __bfloat162float(e.y));
 }
 
+// A sequence of no tokens (or with offsets the chunk table refused) has no chunk blocks; the
+// blocks of chunk 0 do what the state passing does for it: head h of its slot is cleared unless
+// it continues (has_initial), and a slot out of range is counted. One thread per sequence: such
+// sequences are rare, and the usual case costs one look at each sequence's chunk count.
+template <int P>
+__device__ void clear_empty_sequences(const SsmLaunch& p, const scan::Chunks& ch, int64_t h,
+                                      int* errors) {
+  const int64_t nseq = p.slots.n, PN = static_cast<int64_t>(P) * p.state_size;
+  for (int64_t b = threadIdx.x; b < nseq; b += blockDim.x) {
+    if (ch.seq_chunks[2 * b + 1] != 0) continue;
+    const int32_t slot = static_cast<const int32_t*>(p.slots.p)[b];
+    if (slot < 0 || slot >= p.num_slots) {
+      if (h == 0) atomicAdd(errors, 1);
+      continue;
+    }
+    if (static_cast<const int32_t*>(p.has_initial.p)[b] != 0) continue;
+    float* st = p.states + (static_cast<int64_t>(slot) * p.heads + h) * PN;
+    for (int64_t e = 0; e < PN; ++e)
+      st[e] = 0.f;
+  }
+}
+
 // grid nc * Hm (one block per (chunk, head), taken by ticket), block 2 Q threads (Q / 16
 // warps). Warp w holds S_loc for the 16-column state tiles n in {w, w + W, ...} (MT of them)
 // and all P rows, computed as (N x Q).(Q x P): A[n][s] = bf16(w_s B_s[n]), B[s][p] = x_s[p].
@@ -85,6 +107,7 @@ __global__ void __launch_bounds__(256, 2)
   __syncthreads();
   const int64_t Hm = p.heads, c = ticket / Hm, h = ticket - c * Hm, g = h / (Hm / p.groups);
   const int Q = static_cast<int>(p.chunk_size), N = static_cast<int>(p.state_size);
+  if (c == 0) clear_empty_sequences<8 * NT>(p, fs.ch, h, errors);
   const int len = fs.ch.table[3 * c + 2];
   if (len == 0) return;  // past every sequence: no block waits on it
   const int64_t t0 = fs.ch.table[3 * c + 1];
