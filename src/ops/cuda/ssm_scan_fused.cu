@@ -63,6 +63,11 @@ __device__ __forceinline__ int load_acquire(const int* at) {
 __device__ __forceinline__ void store_release(int* at, int v) {
   asm volatile("st.release.gpu.global.s32 [%0], %1;\n" ::"l"(at), "r"(v) : "memory");
 }
+// Drops a 128-byte line from L2 without writing it back (its contents become undefined): for
+// a handed-over state that its one reader has consumed, so it never costs a write to memory.
+__device__ __forceinline__ void discard_l2_line(const void* line) {
+  asm volatile("discard.global.L2 [%0], 128;\n" ::"l"(line) : "memory");
+}
 
 // One A register (two bf16 at positions s, s + 1) scaled by w_s, w_{s+1} and rounded to bf16:
 // the same products ssm_scan_mma.cu's scale_rows forms in shared memory.
@@ -289,6 +294,13 @@ __global__ void __launch_bounds__(256, 2)
         slot_state[pp * N + n + 8] = o[2];
         slot_state[(pp + 1) * N + n + 8] = o[3];
       }
+    }
+    // Plain chain: this block is the only reader of its predecessor's state, and has used it
+    // (the values above depend on the loads): drop those lines from L2 unwritten.
+    if (!kLookback && !is_first && (lane & 7) == 0) {
+#pragma unroll
+      for (int j = 0; j < NT; ++j)
+        discard_l2_line(in + (mt * NT + j) * 32 + frag);
     }
   }
   if (!is_last) __threadfence();
