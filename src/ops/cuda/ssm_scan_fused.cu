@@ -327,7 +327,11 @@ void launch_fused(const SsmLaunch& p, int* index_errors, cudaStream_t st) {
                                              fs.ch.table, fs.ch.seq_chunks, index_errors);
   STRATA_CUDA_LAUNCH_CHECK();
   mark_scan_stage("chunk_table");
-  if (nc == 0) return;
+  if (nc == 0) {  // no tokens at all: only the slots of the (empty) sequences to finish
+    scan::launch_state_pass<float>(p, fs.ch, nullptr, static_cast<float*>(nullptr), index_errors,
+                                   st);
+    return;
+  }
   STRATA_CUDA_CHECK(
       cudaMemsetAsync(fs.flags, 0, static_cast<size_t>(nc * p.heads + 1) * sizeof(int), st));
   mark_scan_stage("flags_reset");
