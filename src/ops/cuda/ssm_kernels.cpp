@@ -1,7 +1,7 @@
 // Registrations of ssm_scan (chunked prefill) and ssm_update (decode) on the CUDA backend.
-// ssm_scan has four kernels, tried in this order: "cuda.ssd_fused" and "cuda.ssd_chain" (bf16 on
-// tensor cores in one pass, the state passing between chunk blocks by decoupled look-back or a
-// plain chain), "cuda.ssd_mma" (bf16 on tensor cores in
+// ssm_scan has four kernels, tried in this order: "cuda.ssd_chain" and "cuda.ssd_fused" (bf16 on
+// tensor cores in one pass, the state passing between chunk blocks by a plain chain or by
+// decoupled look-back), "cuda.ssd_mma" (bf16 on tensor cores in
 // separate chunk-state, state-passing and output kernels; the shapes of ssm.h) and "cuda" (f32
 // math on CUDA cores, any act dtype).
 #ifdef STRATA_HAVE_CUDA
@@ -167,10 +167,12 @@ void update_run(const SsmUpdateArgs& a, OpContext& ctx) {
 
 }  // namespace
 
-STRATA_REGISTER_KERNEL(SsmScanArgs, kFusedName, Device::Cuda, scan_fused_supports<kFusedName>,
-                       scan_run<ScanPath::kFused>);
+// The chain first: on the H200 it measured faster than the look-back in 7 of the 8 bench-kernels
+// rows (docs/BENCHMARKS.md, "Prefill scan, round 4").
 STRATA_REGISTER_KERNEL(SsmScanArgs, kChainName, Device::Cuda, scan_fused_supports<kChainName>,
                        scan_run<ScanPath::kChain>);
+STRATA_REGISTER_KERNEL(SsmScanArgs, kFusedName, Device::Cuda, scan_fused_supports<kFusedName>,
+                       scan_run<ScanPath::kFused>);
 STRATA_REGISTER_KERNEL(SsmScanArgs, "cuda.ssd_mma", Device::Cuda, scan_mma_supports,
                        scan_run<ScanPath::kMma>);
 STRATA_REGISTER_KERNEL(SsmScanArgs, "cuda", Device::Cuda, scan_supports,
