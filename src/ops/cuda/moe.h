@@ -28,6 +28,12 @@ struct ExpertTables {
   const float* down_in = nullptr;
 };
 
+// Variants of the swapped grouped GEMMs (moe_grouped_swap.cu), bit flags registered as separate
+// kernels for A/B measurements on the GPU: the L2 256-byte prefetch hint on the weight copies,
+// and e4m3 -> f16 by the conversion instruction instead of integer operations.
+constexpr int kSwapL2Prefetch = 1;
+constexpr int kSwapHwCvt = 2;
+
 struct MoeExpertsLaunch {
   Mat x;                                                  // [T, H] act
   int64_t experts = 0, inter = 0, hidden = 0, top_k = 0;  // E, I, H, k
@@ -36,6 +42,7 @@ struct MoeExpertsLaunch {
   bool vec_up = false, vec_down = false;  // every weight row 16-byte aligned (chunked loads)
   bool mma = false;   // grouped path: GEMMs on the tensor cores (moe_mma_unsupported == "")
   bool swap = false;  // ... with the weights on mma's M side (few pairs per expert; needs mma)
+  int swap_variant = 0;  // kSwap* flags (swap only)
   ExpertTables tables;
   Mat ids, weights;  // [T, k] i32, f32
   Mat out;           // [T, H] act

@@ -214,10 +214,11 @@ MoeExpertsLaunch launch_of(const MoeExpertsArgs& a, DeviceContext& dc) {
 }
 
 void experts_run(const MoeExpertsArgs& a, OpContext& ctx, bool grouped, bool mma = false,
-                 bool swap = false) {
+                 bool swap = false, int swap_variant = 0) {
   MoeExpertsLaunch p = launch_of(a, context_of(ctx));
   p.mma = mma;
   p.swap = swap;
+  p.swap_variant = swap_variant;
   Tensor scratch = Tensor::empty(Shape{static_cast<int64_t>(moe_scratch_bytes(p, grouped))},
                                  DType::U8, Device::Cuda);
   p.scratch = scratch.raw();
@@ -276,6 +277,21 @@ void gemv_run(const MoeExpertsArgs& a, OpContext& ctx) {
   experts_run(a, ctx, false);
 }
 
+// The swapped kernel's variants (kSwap* flags, moe.h), each its own registered name so one binary
+// A/B-tests them (bench-kernels rows, STRATA_CUDA_DISABLE_KERNELS).
+constexpr const char* swap_name(int variant) {
+  switch (variant) {
+    case kSwapL2Prefetch | kSwapHwCvt:
+      return "cuda.grouped_swap_l2cvt";
+    case kSwapL2Prefetch:
+      return "cuda.grouped_swap_l2";
+    case kSwapHwCvt:
+      return "cuda.grouped_swap_cvt";
+    default:
+      return "cuda.grouped_swap";
+  }
+}
+template <int V>
 bool grouped_swap_supports(const MoeExpertsArgs& a, std::string* why) {
   if (!experts_common(a, why)) return false;
   ArgCheck c(why);
@@ -284,12 +300,13 @@ bool grouped_swap_supports(const MoeExpertsArgs& a, std::string* why) {
   c.require(a.x.dim(0) <= kSwapMaxTokens,
             fmt::format("T = {} above the swapped kernel's {} (many pairs per expert)", a.x.dim(0),
                         kSwapMaxTokens));
-  c.require(!kernel_disabled(MoeExpertsArgs::kName, "cuda.grouped_swap"),
+  c.require(!kernel_disabled(MoeExpertsArgs::kName, swap_name(V)),
             "disabled by STRATA_CUDA_DISABLE_KERNELS");
   return c;
 }
+template <int V>
 void grouped_swap_run(const MoeExpertsArgs& a, OpContext& ctx) {
-  experts_run(a, ctx, true, true, true);
+  experts_run(a, ctx, true, true, true, V);
 }
 
 bool grouped_mma_supports(const MoeExpertsArgs& a, std::string* why) {
@@ -318,8 +335,15 @@ STRATA_REGISTER_KERNEL(MoeRouteArgs, "cuda", Device::Cuda, route_supports, route
 STRATA_REGISTER_KERNEL(MoeExpertsArgs, "cuda.fp8_decode", Device::Cuda, fp8_decode_supports,
                        fp8_decode_run);
 STRATA_REGISTER_KERNEL(MoeExpertsArgs, "cuda.decode", Device::Cuda, gemv_supports, gemv_run);
-STRATA_REGISTER_KERNEL(MoeExpertsArgs, "cuda.grouped_swap", Device::Cuda, grouped_swap_supports,
-                       grouped_swap_run);
+STRATA_REGISTER_KERNEL(MoeExpertsArgs, "cuda.grouped_swap_l2cvt", Device::Cuda,
+                       grouped_swap_supports<kSwapL2Prefetch | kSwapHwCvt>,
+                       grouped_swap_run<kSwapL2Prefetch | kSwapHwCvt>);
+STRATA_REGISTER_KERNEL(MoeExpertsArgs, "cuda.grouped_swap_l2", Device::Cuda,
+                       grouped_swap_supports<kSwapL2Prefetch>, grouped_swap_run<kSwapL2Prefetch>);
+STRATA_REGISTER_KERNEL(MoeExpertsArgs, "cuda.grouped_swap_cvt", Device::Cuda,
+                       grouped_swap_supports<kSwapHwCvt>, grouped_swap_run<kSwapHwCvt>);
+STRATA_REGISTER_KERNEL(MoeExpertsArgs, "cuda.grouped_swap", Device::Cuda, grouped_swap_supports<0>,
+                       grouped_swap_run<0>);
 STRATA_REGISTER_KERNEL(MoeExpertsArgs, "cuda.grouped_mma", Device::Cuda, grouped_mma_supports,
                        grouped_mma_run);
 STRATA_REGISTER_KERNEL(MoeExpertsArgs, "cuda.grouped", Device::Cuda, grouped_supports, grouped_run);
