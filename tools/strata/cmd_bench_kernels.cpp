@@ -640,10 +640,10 @@ void run_bench(const std::string& out_path, const std::string& only) {
   moe("cuda.fp8_decode", e4, false);
   // Batched decode and prefill MoE (--only "moe tokens"): the grouped kernels and their variants
   // at T tokens; the FP8 decode kernel where it applies (T <= 8).
-  for (int64_t T : {8, 16, 64, 256, 512, 1024, 2048, 4096})
+  for (int64_t T : {1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096})
     for (const char* kernel :
-         {"cuda.fp8_decode", "cuda.grouped_swap", "cuda.grouped_swap_l2", "cuda.grouped_swap_cvt",
-          "cuda.grouped_swap_l2cvt", "cuda.grouped_mma"}) {
+         {"cuda.fp8_decode", "cuda.grouped_swap", "cuda.grouped_swap_l2", "cuda.grouped_swap_mix",
+          "cuda.grouped_swap_cvta", "cuda.grouped_swap_cvt", "cuda.grouped_mma"}) {
       if (T > 8 && std::string(kernel) == "cuda.fp8_decode") continue;
       items.emplace_back(fmt::format("moe tokens {}, T={}", kernel, T),
                          [=] { return bench_moe_tokens(kernel, T); });

@@ -28,11 +28,19 @@ struct ExpertTables {
   const float* down_in = nullptr;
 };
 
-// Variants of the swapped grouped GEMMs (moe_grouped_swap.cu), bit flags registered as separate
+// Variants of the swapped grouped GEMMs (moe_grouped_swap.cu), bit flags, registered as separate
 // kernels for A/B measurements on the GPU: the L2 256-byte prefetch hint on the weight copies,
-// and e4m3 -> f16 by the conversion instruction instead of integer operations.
+// and e4m3 -> f16 by the conversion instruction instead of integer operations, per operand part
+// (the weights' m16 tiles 0 and 1, the pairs' rows).
 constexpr int kSwapL2Prefetch = 1;
-constexpr int kSwapHwCvt = 2;
+constexpr int kSwapCvtA0 = 2;
+constexpr int kSwapCvtA1 = 4;
+constexpr int kSwapCvtB = 8;
+// The registered combinations (moe_kernels.cpp): half of the weights' conversions on each pipe,
+// all of the weights', everything by the instruction.
+constexpr int kSwapVariantMix = kSwapL2Prefetch | kSwapCvtA0;
+constexpr int kSwapVariantCvtA = kSwapL2Prefetch | kSwapCvtA0 | kSwapCvtA1;
+constexpr int kSwapVariantCvt = kSwapL2Prefetch | kSwapCvtA0 | kSwapCvtA1 | kSwapCvtB;
 
 struct MoeExpertsLaunch {
   Mat x;                                                  // [T, H] act

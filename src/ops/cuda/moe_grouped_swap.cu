@@ -129,7 +129,10 @@ __device__ __forceinline__ void mma16816(float (&c)[4], const uint32_t (&a)[4], 
 
 // One k-block's products: a[mt][h] is row grp + 8 h of m16 tile mt, b[nt] column grp of n8
 // tile nt (the lane's 16 bytes each).
-template <bool FP8, int NT, bool HW>
+// V (kSwap* flags, moe.h) picks, per operand, the conversion instruction or the integer
+// spread: the two run on different pipes, so splitting the conversions between them can
+// double their throughput (the A tile mt = 0, mt = 1 and B each have their own flag).
+template <bool FP8, int NT, int V>
 __device__ __forceinline__ void kblock_mma(float (&acc)[2][NT][4], const uint4 (&a)[2][2],
                                            const uint4 (&b)[NT]) {
   constexpr int kSteps = FP8 ? 4 : 2;
@@ -140,10 +143,17 @@ __device__ __forceinline__ void kblock_mma(float (&acc)[2][NT][4], const uint4 (
     for (int mt = 0; mt < 2; ++mt) {
       if constexpr (FP8) {
         const uint32_t w0 = word(a[mt][0], s), w1 = word(a[mt][1], s);
-        af[mt][0] = f16_lo<HW>(w0);
-        af[mt][1] = f16_lo<HW>(w1);
-        af[mt][2] = f16_hi<HW>(w0);
-        af[mt][3] = f16_hi<HW>(w1);
+        if (mt == 0 ? (V & kSwapCvtA0) != 0 : (V & kSwapCvtA1) != 0) {
+          af[mt][0] = f16_lo<true>(w0);
+          af[mt][1] = f16_lo<true>(w1);
+          af[mt][2] = f16_hi<true>(w0);
+          af[mt][3] = f16_hi<true>(w1);
+        } else {
+          af[mt][0] = f16_lo<false>(w0);
+          af[mt][1] = f16_lo<false>(w1);
+          af[mt][2] = f16_hi<false>(w0);
+          af[mt][3] = f16_hi<false>(w1);
+        }
       } else {
         af[mt][0] = word(a[mt][0], 2 * s);
         af[mt][1] = word(a[mt][1], 2 * s);
@@ -156,8 +166,9 @@ __device__ __forceinline__ void kblock_mma(float (&acc)[2][NT][4], const uint4 (
       uint32_t b0, b1;
       if constexpr (FP8) {
         const uint32_t w = word(b[nt], s);
-        b0 = f16_lo<HW>(w);
-        b1 = f16_hi<HW>(w);
+        constexpr bool kCvtB = (V & kSwapCvtB) != 0;
+        b0 = f16_lo<kCvtB>(w);
+        b1 = f16_hi<kCvtB>(w);
       } else {
         b0 = word(b[nt], 2 * s);
         b1 = word(b[nt], 2 * s + 1);
@@ -175,7 +186,7 @@ template <bool FP8, bool UP, int NT, int V>
 __device__ __forceinline__ void warp_tile(const MoeExpertsLaunch& p, const Scratch& s, int e,
                                           int32_t row0, int rows, int64_t fw, uint8_t* ring) {
   constexpr int64_t kElem = FP8 ? 1 : 2;
-  constexpr bool kL2 = (V & kSwapL2Prefetch) != 0, kHw = FP8 && (V & kSwapHwCvt) != 0;
+  constexpr bool kL2 = (V & kSwapL2Prefetch) != 0;
   const int64_t K = UP ? p.hidden : p.inter, F = UP ? p.inter : p.hidden;
   const int64_t kbytes = K * kElem;
   const int lane = threadIdx.x & 31, grp = lane >> 2, tig = lane & 3;
@@ -246,14 +257,18 @@ __device__ __forceinline__ void warp_tile(const MoeExpertsLaunch& p, const Scrat
         for (int r = 0; r < 4; ++r)
           a[r >> 1][r & 1] = *reinterpret_cast<const uint4*>(src + r * 512);
         issue(kb + kStages - 1);  // into the stage read at kb - 1
-        kblock_mma<FP8, NT, kHw>(acc, a, rb[j]);
+        kblock_mma<FP8, NT, V>(acc, a, rb[j]);
       }
     }
   }
   cp_async_wait<0>();
 
   // c0, c1: feature grp, pairs 2 tig, 2 tig + 1 of the n8 tile; c2, c3: feature grp + 8.
-  const float scale = (UP ? up_scale(p, e) : down_scale(p, e)) * (FP8 && !kHw ? 65536.f : 1.f);
+  // The integer spread gives each operand x 2^-8, the conversion instruction exact values.
+  const float scale = UP ? up_scale(p, e) : down_scale(p, e);
+  const float b_scale = FP8 && (V & kSwapCvtB) == 0 ? 256.f : 1.f;
+  const float mt_scale[2] = {FP8 && (V & kSwapCvtA0) == 0 ? 256.f : 1.f,
+                             FP8 && (V & kSwapCvtA1) == 0 ? 256.f : 1.f};
 #pragma unroll
   for (int nt = 0; nt < NT; ++nt) {
 #pragma unroll
@@ -267,7 +282,7 @@ __device__ __forceinline__ void warp_tile(const MoeExpertsLaunch& p, const Scrat
         for (int h = 0; h < 2; ++h) {
           const int64_t f = fw + mt * 16 + grp + 8 * h;
           if (f >= F) continue;
-          const float v = acc[mt][nt][2 * h + c] * scale;
+          const float v = acc[mt][nt][2 * h + c] * (scale * (mt_scale[mt] * b_scale));
           if (UP)
             store_hidden<bf16>(p, s, e, pair, f, v);
           else
@@ -338,7 +353,7 @@ void launch_variant(const MoeExpertsLaunch& p, const Scratch& s, int64_t max_til
   if (p.w8a8) {
     launch_one<true, true, V>(p, s, max_tiles, stream);
     launch_one<true, false, V>(p, s, max_tiles, stream);
-  } else {  // bf16: no conversion, the hardware-cvt bit changes nothing
+  } else {  // bf16: no conversion, only the prefetch bit matters
     launch_one<false, true, V & kSwapL2Prefetch>(p, s, max_tiles, stream);
     launch_one<false, false, V & kSwapL2Prefetch>(p, s, max_tiles, stream);
   }
@@ -348,19 +363,24 @@ void launch_variant(const MoeExpertsLaunch& p, const Scratch& s, int64_t max_til
 
 void launch_grouped_swap(const MoeExpertsLaunch& p, const Scratch& s, int64_t max_tiles,
                          cudaStream_t stream) {
-  switch (p.swap_variant & (kSwapL2Prefetch | kSwapHwCvt)) {
+  switch (p.swap_variant) {
     case 0:
       launch_variant<0>(p, s, max_tiles, stream);
       break;
     case kSwapL2Prefetch:
       launch_variant<kSwapL2Prefetch>(p, s, max_tiles, stream);
       break;
-    case kSwapHwCvt:
-      launch_variant<kSwapHwCvt>(p, s, max_tiles, stream);
+    case kSwapVariantMix:
+      launch_variant<kSwapVariantMix>(p, s, max_tiles, stream);
+      break;
+    case kSwapVariantCvtA:
+      launch_variant<kSwapVariantCvtA>(p, s, max_tiles, stream);
+      break;
+    case kSwapVariantCvt:
+      launch_variant<kSwapVariantCvt>(p, s, max_tiles, stream);
       break;
     default:
-      launch_variant<kSwapL2Prefetch | kSwapHwCvt>(p, s, max_tiles, stream);
-      break;
+      STRATA_CUDA_FAIL("moe grouped_swap: unknown variant (registered in moe_kernels.cpp)");
   }
 }
 

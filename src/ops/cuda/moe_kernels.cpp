@@ -281,12 +281,14 @@ void gemv_run(const MoeExpertsArgs& a, OpContext& ctx) {
 // A/B-tests them (bench-kernels rows, STRATA_CUDA_DISABLE_KERNELS).
 constexpr const char* swap_name(int variant) {
   switch (variant) {
-    case kSwapL2Prefetch | kSwapHwCvt:
-      return "cuda.grouped_swap_l2cvt";
+    case kSwapVariantMix:
+      return "cuda.grouped_swap_mix";
+    case kSwapVariantCvtA:
+      return "cuda.grouped_swap_cvta";
+    case kSwapVariantCvt:
+      return "cuda.grouped_swap_cvt";
     case kSwapL2Prefetch:
       return "cuda.grouped_swap_l2";
-    case kSwapHwCvt:
-      return "cuda.grouped_swap_cvt";
     default:
       return "cuda.grouped_swap";
   }
@@ -335,14 +337,15 @@ STRATA_REGISTER_KERNEL(MoeRouteArgs, "cuda", Device::Cuda, route_supports, route
 STRATA_REGISTER_KERNEL(MoeExpertsArgs, "cuda.fp8_decode", Device::Cuda, fp8_decode_supports,
                        fp8_decode_run);
 STRATA_REGISTER_KERNEL(MoeExpertsArgs, "cuda.decode", Device::Cuda, gemv_supports, gemv_run);
-STRATA_REGISTER_KERNEL(MoeExpertsArgs, "cuda.grouped_swap_l2cvt", Device::Cuda,
-                       grouped_swap_supports<kSwapL2Prefetch | kSwapHwCvt>,
-                       grouped_swap_run<kSwapL2Prefetch | kSwapHwCvt>);
-STRATA_REGISTER_KERNEL(MoeExpertsArgs, "cuda.grouped_swap_l2", Device::Cuda,
+STRATA_REGISTER_KERNEL(MoeExpertsArgs, swap_name(kSwapVariantMix), Device::Cuda,
+                       grouped_swap_supports<kSwapVariantMix>, grouped_swap_run<kSwapVariantMix>);
+STRATA_REGISTER_KERNEL(MoeExpertsArgs, swap_name(kSwapVariantCvtA), Device::Cuda,
+                       grouped_swap_supports<kSwapVariantCvtA>, grouped_swap_run<kSwapVariantCvtA>);
+STRATA_REGISTER_KERNEL(MoeExpertsArgs, swap_name(kSwapVariantCvt), Device::Cuda,
+                       grouped_swap_supports<kSwapVariantCvt>, grouped_swap_run<kSwapVariantCvt>);
+STRATA_REGISTER_KERNEL(MoeExpertsArgs, swap_name(kSwapL2Prefetch), Device::Cuda,
                        grouped_swap_supports<kSwapL2Prefetch>, grouped_swap_run<kSwapL2Prefetch>);
-STRATA_REGISTER_KERNEL(MoeExpertsArgs, "cuda.grouped_swap_cvt", Device::Cuda,
-                       grouped_swap_supports<kSwapHwCvt>, grouped_swap_run<kSwapHwCvt>);
-STRATA_REGISTER_KERNEL(MoeExpertsArgs, "cuda.grouped_swap", Device::Cuda, grouped_swap_supports<0>,
+STRATA_REGISTER_KERNEL(MoeExpertsArgs, swap_name(0), Device::Cuda, grouped_swap_supports<0>,
                        grouped_swap_run<0>);
 STRATA_REGISTER_KERNEL(MoeExpertsArgs, "cuda.grouped_mma", Device::Cuda, grouped_mma_supports,
                        grouped_mma_run);
