@@ -76,8 +76,12 @@ void launch_moe_grouped(const MoeExpertsLaunch& p, int* index_errors, void* stre
 // last down block of each token's feature tile. Needs x bf16 with 16-byte aligned rows,
 // H % 16 == 0, I % 16 == 0, 16-byte aligned expert weights, and one staged row of x and of h
 // within fp8_gemv_max_stage_bytes() (moe_fp8_stage_bytes).
+// dedup: the pairs routed to one expert (up to 8 at a time) share one read of its weights
+// (staged rows: moe_fp8_group_rows(p) x the stage bytes).
 size_t moe_fp8_scratch_bytes(const MoeExpertsLaunch& p);
 int64_t moe_fp8_stage_bytes(int64_t K, bool w8a8);
-void launch_moe_fp8_decode(const MoeExpertsLaunch& p, int* index_errors, void* stream);
+int64_t moe_fp8_group_rows(const MoeExpertsLaunch& p);
+void launch_moe_fp8_decode(const MoeExpertsLaunch& p, int* index_errors, void* stream,
+                           bool dedup = false);
 
 }  // namespace strata::cuda
