@@ -36,11 +36,13 @@ constexpr int kSwapL2Prefetch = 1;
 constexpr int kSwapCvtA0 = 2;
 constexpr int kSwapCvtA1 = 4;
 constexpr int kSwapCvtB = 8;
+constexpr int kSwapBRing = 16;  // the pairs' rows through the weights' cp.async ring
 // The registered combinations (moe_kernels.cpp): half of the weights' conversions on each pipe,
 // all of the weights', everything by the instruction.
 constexpr int kSwapVariantMix = kSwapL2Prefetch | kSwapCvtA0;
 constexpr int kSwapVariantCvtA = kSwapL2Prefetch | kSwapCvtA0 | kSwapCvtA1;
 constexpr int kSwapVariantCvt = kSwapL2Prefetch | kSwapCvtA0 | kSwapCvtA1 | kSwapCvtB;
+constexpr int kSwapVariantBRing = kSwapL2Prefetch | kSwapBRing;
 
 struct MoeExpertsLaunch {
   Mat x;                                                  // [T, H] act
@@ -48,8 +50,8 @@ struct MoeExpertsLaunch {
   DType wt = DType::BF16;                                 // every expert's weight dtype
   bool w8a8 = false;  // e4m3 weights with input scales: activations quantized per expert
   bool vec_up = false, vec_down = false;  // every weight row 16-byte aligned (chunked loads)
-  bool mma = false;   // grouped path: GEMMs on the tensor cores (moe_mma_unsupported == "")
-  bool swap = false;  // ... with the weights on mma's M side (few pairs per expert; needs mma)
+  bool mma = false;      // grouped path: GEMMs on the tensor cores (moe_mma_unsupported == "")
+  bool swap = false;     // ... with the weights on mma's M side (few pairs per expert; needs mma)
   int swap_variant = 0;  // kSwap* flags (swap only)
   ExpertTables tables;
   Mat ids, weights;  // [T, k] i32, f32

@@ -248,8 +248,7 @@ int64_t moe_fp8_stage_bytes(int64_t K, bool w8a8) {
   return w8a8 ? fp8::stage_stride<BKind::E4M3>(K) : fp8::stage_stride<BKind::BF16>(K);
 }
 
-void launch_moe_fp8_decode(const MoeExpertsLaunch& p, int* index_errors, void* stream,
-                           bool dedup) {
+void launch_moe_fp8_decode(const MoeExpertsLaunch& p, int* index_errors, void* stream, bool dedup) {
   if (p.x.rows == 0) return;
   if (p.wt != DType::F8E4M3 || p.x.dt != DType::BF16 || p.hidden % 16 != 0 || p.inter % 16 != 0)
     STRATA_CUDA_FAIL("moe fp8 decode: arguments outside the kernel's limits (checked in supports)");

@@ -52,7 +52,17 @@ constexpr int kHalfTile = kTile / 2;      // pairs per block: at most 4 n8 tiles
 // registers held while in flight), the pairs' rows through a register ring of b_depth(NT).
 constexpr int kStages = 6;
 constexpr int kStageBytes = 4 * 32 * 16;  // 4 rows per lane x 32 lanes x 16 bytes
-constexpr int kSmemBytes = kWarps * kStages * kStageBytes;
+// kSwapBRing: the pairs' rows go through the same ring (up to 4 more 16-byte pieces per lane and
+// stage), as far ahead as the weights, in 4 stages (64 KB per block: 3 blocks per SM).
+constexpr int stages(int v) {
+  return (v & kSwapBRing) != 0 ? 4 : kStages;
+}
+constexpr int stage_bytes(int v) {
+  return (v & kSwapBRing) != 0 ? 2 * kStageBytes : kStageBytes;
+}
+constexpr int smem_bytes(int v) {
+  return kWarps * stages(v) * stage_bytes(v);
+}
 constexpr int b_depth(int nt) {
   return nt <= 2 ? 3 : 2;
 }
@@ -226,38 +236,64 @@ __device__ __forceinline__ void warp_tile(const MoeExpertsLaunch& p, const Scrat
   // Lane l's 16 bytes of row r (0..3 = grp, grp + 8, grp + 16, grp + 24) of a stage sit at
   // r * 512 + 16 l: each lane reads back only what it copied (no warp synchronization), and
   // consecutive lanes hit consecutive banks.
+  // With kBRing, the pairs' rows of n8 tile nt sit at 2048 + nt * 512 + 16 l.
+  constexpr bool kBRing = (V & kSwapBRing) != 0;
+  constexpr int kS = stages(V), kSB = stage_bytes(V);
   uint8_t* mine = ring + 16 * lane;
   auto issue = [&](int kb) {  // always commits one group (empty past the end)
     const int64_t off = static_cast<int64_t>(kb) * kKBlock;
     const bool in = off + lane_k < kbytes;
-    uint8_t* dst = mine + (kb % kStages) * kStageBytes;
+    uint8_t* dst = mine + (kb % kS) * kSB;
 #pragma unroll
     for (int r = 0; r < 4; ++r)
       cp_async16<kL2>(dst + r * 512, in ? a_row[r >> 1][r & 1] + off : W, in ? 16 : 0);
+    if constexpr (kBRing)
+#pragma unroll
+      for (int nt = 0; nt < NT; ++nt)
+        cp_async16<false>(dst + kStageBytes + nt * 512, in ? b_row[nt] + off : W, in ? 16 : 0);
     cp_async_commit();
   };
-  constexpr int DB = b_depth(NT);
-  uint4 rb[DB][NT];
+  if constexpr (kBRing) {
 #pragma unroll
-  for (int st = 0; st < kStages - 1; ++st)
-    issue(st);
+    for (int st = 0; st < kS - 1; ++st)
+      issue(st);
+    for (int kb = 0; kb < nk; ++kb) {
+      cp_async_wait<kS - 2>();  // this lane's copies of k-block kb have landed
+      const uint8_t* src = mine + (kb % kS) * kSB;
+      uint4 a[2][2], b[NT];
 #pragma unroll
-  for (int j = 0; j < DB - 1; ++j)
-    load_b(rb[j], j);
-  for (int kb0 = 0; kb0 < nk; kb0 += DB) {
+      for (int r = 0; r < 4; ++r)
+        a[r >> 1][r & 1] = *reinterpret_cast<const uint4*>(src + r * 512);
 #pragma unroll
-    for (int j = 0; j < DB; ++j) {
-      const int kb = kb0 + j;
-      load_b(rb[(j + DB - 1) % DB], kb + DB - 1);
-      if (kb < nk) {
-        cp_async_wait<kStages - 2>();  // this lane's copies of k-block kb have landed
-        const uint8_t* src = mine + (kb % kStages) * kStageBytes;
-        uint4 a[2][2];
+      for (int nt = 0; nt < NT; ++nt)
+        b[nt] = *reinterpret_cast<const uint4*>(src + kStageBytes + nt * 512);
+      issue(kb + kS - 1);  // into the stage read at kb - 1
+      kblock_mma<FP8, NT, V>(acc, a, b);
+    }
+  } else {
+    constexpr int DB = b_depth(NT);
+    uint4 rb[DB][NT];
 #pragma unroll
-        for (int r = 0; r < 4; ++r)
-          a[r >> 1][r & 1] = *reinterpret_cast<const uint4*>(src + r * 512);
-        issue(kb + kStages - 1);  // into the stage read at kb - 1
-        kblock_mma<FP8, NT, V>(acc, a, rb[j]);
+    for (int st = 0; st < kStages - 1; ++st)
+      issue(st);
+#pragma unroll
+    for (int j = 0; j < DB - 1; ++j)
+      load_b(rb[j], j);
+    for (int kb0 = 0; kb0 < nk; kb0 += DB) {
+#pragma unroll
+      for (int j = 0; j < DB; ++j) {
+        const int kb = kb0 + j;
+        load_b(rb[(j + DB - 1) % DB], kb + DB - 1);
+        if (kb < nk) {
+          cp_async_wait<kStages - 2>();  // this lane's copies of k-block kb have landed
+          const uint8_t* src = mine + (kb % kStages) * kStageBytes;
+          uint4 a[2][2];
+#pragma unroll
+          for (int r = 0; r < 4; ++r)
+            a[r >> 1][r & 1] = *reinterpret_cast<const uint4*>(src + r * 512);
+          issue(kb + kStages - 1);  // into the stage read at kb - 1
+          kblock_mma<FP8, NT, V>(acc, a, rb[j]);
+        }
       }
     }
   }
@@ -311,7 +347,7 @@ __global__ void __launch_bounds__(kThreads, 4) grouped_swap_kernel(MoeExpertsLau
   const int warp = threadIdx.x >> 5;
   const int64_t fw = static_cast<int64_t>(blockIdx.y) * kBlockF + warp * kWarpF;
   if (fw >= F) return;  // warp-uniform; no block-wide synchronization follows
-  uint8_t* ring = smem + warp * kStages * kStageBytes;
+  uint8_t* ring = smem + warp * stages(V) * stage_bytes(V);
   switch ((rows + 7) / 8) {
     case 1:
       warp_tile<FP8, UP, 1, V>(p, s, e, row0, rows, fw, ring);
@@ -333,8 +369,9 @@ void launch_one(const MoeExpertsLaunch& p, const Scratch& s, int64_t max_tiles,
                 cudaStream_t stream) {
   static std::atomic<uint64_t> configured{0};
   once_per_device(configured, [] {
-    STRATA_CUDA_CHECK(cudaFuncSetAttribute(
-        grouped_swap_kernel<FP8, UP, V>, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes));
+    STRATA_CUDA_CHECK(cudaFuncSetAttribute(grouped_swap_kernel<FP8, UP, V>,
+                                           cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                           smem_bytes(V)));
     // Four blocks per multiprocessor need 4 x 48 KB of the unified L1 as shared memory.
     STRATA_CUDA_CHECK(cudaFuncSetAttribute(grouped_swap_kernel<FP8, UP, V>,
                                            cudaFuncAttributePreferredSharedMemoryCarveout,
@@ -343,7 +380,7 @@ void launch_one(const MoeExpertsLaunch& p, const Scratch& s, int64_t max_tiles,
   const int64_t F = UP ? p.inter : p.hidden;
   const dim3 grid(static_cast<unsigned>(2 * max_tiles),
                   static_cast<unsigned>((F + kBlockF - 1) / kBlockF));
-  grouped_swap_kernel<FP8, UP, V><<<grid, kThreads, kSmemBytes, stream>>>(p, s);
+  grouped_swap_kernel<FP8, UP, V><<<grid, kThreads, smem_bytes(V), stream>>>(p, s);
   STRATA_CUDA_LAUNCH_CHECK();
 }
 
@@ -378,6 +415,9 @@ void launch_grouped_swap(const MoeExpertsLaunch& p, const Scratch& s, int64_t ma
       break;
     case kSwapVariantCvt:
       launch_variant<kSwapVariantCvt>(p, s, max_tiles, stream);
+      break;
+    case kSwapVariantBRing:
+      launch_variant<kSwapVariantBRing>(p, s, max_tiles, stream);
       break;
     default:
       STRATA_CUDA_FAIL("moe grouped_swap: unknown variant (registered in moe_kernels.cpp)");
