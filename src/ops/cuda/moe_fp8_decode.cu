@@ -98,7 +98,13 @@ __global__ void __launch_bounds__(fp8::kThreads, fp8::min_blocks(1))
   }
   int64_t members[kGroup] = {pair};
   const int M = Dedup ? group_of(p, pair, e, members) : 1;
-  if (M == 0) return;  // computed by the block of its group's first pair
+  if (M == 0) return;                    // computed by the block of its group's first pair
+  auto member = [&](int m) -> int64_t {  // without Dedup: no indexed array (local memory)
+    if constexpr (Dedup)
+      return members[m];
+    else
+      return pair;
+  };
   const int64_t H = p.hidden, I = p.inter;
   const int rows = static_cast<int>(min(static_cast<int64_t>(fp8::kTileRows), I - i0));
   const fp8::TileRows w =
@@ -108,7 +114,7 @@ __global__ void __launch_bounds__(fp8::kThreads, fp8::min_blocks(1))
   uint4 alo[U], ahi[U];
   fp8::load_batch<U>(w, c0, c1, alo, ahi);  // in flight while x is staged
   for (int m = 0; m < M; ++m) {
-    const bf16* x = static_cast<const bf16*>(p.x.p) + (members[m] / p.top_k) * p.x.ld;
+    const bf16* x = static_cast<const bf16*>(p.x.p) + (member(m) / p.top_k) * p.x.ld;
     fp8::stage_b<B, kW8A8>(x, p.x.ld, 1, H, kW8A8 ? p.tables.up_in[e] : 0.f, xs + m * stride,
                            stride);
   }
@@ -119,7 +125,7 @@ __global__ void __launch_bounds__(fp8::kThreads, fp8::min_blocks(1))
   fp8::tile_sum<1>(acc, red, rows, M, [&](int r, int m, float sum) {
     const float ua = fmaxf(round_to<bf16>(sum * su), 0.f);
     const float h = round_to<bf16>(ua * ua);
-    const int64_t i = members[m] * I + i0 + r;
+    const int64_t i = member(m) * I + i0 + r;
     if constexpr (kW8A8)
       static_cast<uint8_t*>(s.h)[i] = f32_to_fp8_sat(h / p.tables.down_in[e]);
     else
@@ -143,6 +149,12 @@ __global__ void __launch_bounds__(fp8::kThreads, fp8::min_blocks(1))
   const int e = expert_at(p, pair);
   int64_t members[kGroup] = {pair};
   int M = 1;  // invalid pairs still count (for their token's combine), computing nothing
+  auto member = [&](int m) -> int64_t {  // without Dedup: no indexed array (local memory)
+    if constexpr (Dedup)
+      return members[m];
+    else
+      return pair;
+  };
   if (valid_expert(p, e)) {  // block-uniform; invalid pairs were counted by the up kernel
     if constexpr (Dedup) {
       M = group_of(p, pair, e, members);
@@ -156,10 +168,10 @@ __global__ void __launch_bounds__(fp8::kThreads, fp8::min_blocks(1))
     fp8::load_batch<U>(w, c0, c1, alo, ahi);
     for (int m = 0; m < M; ++m) {
       if constexpr (kW8A8)
-        fp8::stage_b<B, false>(static_cast<const uint8_t*>(s.h) + members[m] * I, I, 1, I, 0.f,
+        fp8::stage_b<B, false>(static_cast<const uint8_t*>(s.h) + member(m) * I, I, 1, I, 0.f,
                                hs + m * stride, stride);
       else
-        fp8::stage_b<B, false>(static_cast<const bf16*>(s.h) + members[m] * I, I, 1, I, 0.f,
+        fp8::stage_b<B, false>(static_cast<const bf16*>(s.h) + member(m) * I, I, 1, I, 0.f,
                                hs + m * stride, stride);
     }
     __syncthreads();
@@ -167,7 +179,7 @@ __global__ void __launch_bounds__(fp8::kThreads, fp8::min_blocks(1))
     fp8::warp_dot<B, 1, U>(w, c0, c1, alo, ahi, hs, stride, M, acc);
     const float sd = kW8A8 ? p.tables.down_scale[e] * p.tables.down_in[e] : p.tables.down_scale[e];
     fp8::tile_sum<1>(acc, red, rows, M, [&](int r, int m, float sum) {
-      s.d[members[m] * H + n0 + r] = __float2bfloat16_rn(sum * sd);
+      s.d[member(m) * H + n0 + r] = __float2bfloat16_rn(sum * sd);
       __threadfence();  // visible to whichever block combines this tile
     });
   }
@@ -175,7 +187,7 @@ __global__ void __launch_bounds__(fp8::kThreads, fp8::min_blocks(1))
     __threadfence();
     int bits = 0;
     for (int m = 0; m < M; ++m) {
-      const int64_t t = members[m] / p.top_k;
+      const int64_t t = member(m) / p.top_k;
       if (atomicAdd(&s.done[t * feature_tiles(H) + blockIdx.x], 1) == p.top_k - 1) bits |= 1 << m;
     }
     last = bits;
@@ -185,7 +197,7 @@ __global__ void __launch_bounds__(fp8::kThreads, fp8::min_blocks(1))
   __threadfence();  // the other blocks' d before their counts
   for (int m = 0; m < M; ++m) {
     if (!((last >> m) & 1) || threadIdx.x >= rows) continue;
-    const int64_t t = members[m] / p.top_k;
+    const int64_t t = member(m) / p.top_k;
     const int32_t* ids = static_cast<const int32_t*>(p.ids.p) + t * p.ids.ld;
     const float* wts = static_cast<const float*>(p.weights.p) + t * p.weights.ld;
     const auto* d = reinterpret_cast<const unsigned short*>(s.d);
