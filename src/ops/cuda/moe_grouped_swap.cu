@@ -31,9 +31,16 @@
 //   bf16: 2 steps per k-block, step s = words 2s (slots 2 tig, 2 tig + 1) and 2s + 1 (slots
 //         8 + 2 tig, 9 + 2 tig), used as they are.
 //
-// e4m3 (W8A8): both operands are converted to f16 in registers with integer operations
-// (e4m3_f16_bits.h: exact, each value times 2^-8) and multiplied with mma f16 -> f32; the
-// epilogue scale carries the 2^16. sm_90 has no e4m3 mma.sync of its own.
+// e4m3 (W8A8): both operands are converted to f16 in registers and multiplied with mma f16 ->
+// f32 (sm_90 has no e4m3 mma.sync of its own), each part (the weights' m16 tile 0, tile 1, the
+// pairs' rows) either with integer operations (e4m3_f16_bits.h: exact, each value times 2^-8;
+// the epilogue scale carries the 2^8 per operand) or with the cvt instruction (exact values),
+// which runs on another pipe than the integer operations.
+//
+// Variants (kSwap* flags, moe.h), each registered under its own name for A/B runs on the GPU
+// (moe_kernels.cpp; docs/BENCHMARKS.md "moe3"): the L2 256-byte prefetch hint on the weight
+// copies (DRAM bursts of 256 bytes per row instead of 64), the conversion split between the
+// pipes, and the pairs' rows through the cp.async ring instead of a register ring.
 #include "ops/cuda/e4m3_f16_bits.h"
 #include "ops/cuda/moe_common.cuh"
 
