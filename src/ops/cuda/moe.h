@@ -28,21 +28,13 @@ struct ExpertTables {
   const float* down_in = nullptr;
 };
 
-// Variants of the swapped grouped GEMMs (moe_grouped_swap.cu), bit flags, registered as separate
-// kernels for A/B measurements on the GPU: the L2 256-byte prefetch hint on the weight copies,
-// and e4m3 -> f16 by the conversion instruction instead of integer operations, per operand part
-// (the weights' m16 tiles 0 and 1, the pairs' rows).
+// Variants of the swapped grouped GEMMs (moe_grouped_swap.cu), bit flags: the L2 256-byte
+// prefetch hint on the weight copies, and e4m3 -> f16 by the cvt instruction instead of integer
+// operations. Registered (moe_kernels.cpp): kSwapL2Cvt as cuda.grouped_swap_cvt (first), 0 as
+// cuda.grouped_swap (the first version, for A/B runs).
 constexpr int kSwapL2Prefetch = 1;
-constexpr int kSwapCvtA0 = 2;
-constexpr int kSwapCvtA1 = 4;
-constexpr int kSwapCvtB = 8;
-constexpr int kSwapBRing = 16;  // the pairs' rows through the weights' cp.async ring
-// The registered combinations (moe_kernels.cpp): half of the weights' conversions on each pipe,
-// all of the weights', everything by the instruction.
-constexpr int kSwapVariantMix = kSwapL2Prefetch | kSwapCvtA0;
-constexpr int kSwapVariantCvtA = kSwapL2Prefetch | kSwapCvtA0 | kSwapCvtA1;
-constexpr int kSwapVariantCvt = kSwapL2Prefetch | kSwapCvtA0 | kSwapCvtA1 | kSwapCvtB;
-constexpr int kSwapVariantBRing = kSwapL2Prefetch | kSwapBRing;
+constexpr int kSwapCvt = 2;
+constexpr int kSwapL2Cvt = kSwapL2Prefetch | kSwapCvt;
 
 struct MoeExpertsLaunch {
   Mat x;                                                  // [T, H] act
@@ -78,12 +70,8 @@ void launch_moe_grouped(const MoeExpertsLaunch& p, int* index_errors, void* stre
 // last down block of each token's feature tile. Needs x bf16 with 16-byte aligned rows,
 // H % 16 == 0, I % 16 == 0, 16-byte aligned expert weights, and one staged row of x and of h
 // within fp8_gemv_max_stage_bytes() (moe_fp8_stage_bytes).
-// dedup: the pairs routed to one expert (up to 8 at a time) share one read of its weights
-// (staged rows: moe_fp8_group_rows(p) x the stage bytes).
 size_t moe_fp8_scratch_bytes(const MoeExpertsLaunch& p);
 int64_t moe_fp8_stage_bytes(int64_t K, bool w8a8);
-int64_t moe_fp8_group_rows(const MoeExpertsLaunch& p);
-void launch_moe_fp8_decode(const MoeExpertsLaunch& p, int* index_errors, void* stream,
-                           bool dedup = false);
+void launch_moe_fp8_decode(const MoeExpertsLaunch& p, int* index_errors, void* stream);
 
 }  // namespace strata::cuda

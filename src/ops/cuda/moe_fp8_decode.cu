@@ -6,12 +6,7 @@
 //   down: grid (16-row tiles of H, pairs). h[pair] is staged, d = act(h . W_down[e]^T * sd) goes
 //         to scratch; the last of a token's top_k blocks of a feature tile (counted with an
 //         atomic) adds out[t] = act(sum_j weights[t, j] * d_j) in slot order, as the host does.
-// Two launches per layer; the up kernel also zeroes the down kernel's counters. With dedup
-// (cuda.fp8_decode_dedup), the pairs of one expert (up to 8) are computed by one block as the
-// B operand's rows, so each distinct expert's weights are read once per step (at T = 8 on
-// Nano-3, 48 pairs route to ~41 distinct experts of 128).
-#include <algorithm>
-
+// Two launches per layer; the up kernel also zeroes the down kernel's counters.
 #include "ops/cuda/linear_fp8_mma.cuh"
 #include "ops/cuda/moe.h"
 
@@ -61,27 +56,8 @@ __device__ __forceinline__ bool valid_expert(const MoeExpertsLaunch& p, int e) {
   return e >= 0 && e < p.experts;
 }
 
-// Dedup: the pairs of one expert share its weight reads. The pairs routed to expert e, in pair
-// order, are cut into groups of up to kGroup; the block of a group's first pair computes the whole
-// group (the B operand's rows), the blocks of the other pairs return. Fills members and returns
-// their count (0: not a group leader). Every thread computes the same (block-uniform).
-constexpr int kGroup = 8;  // one mma N tile
-__device__ __forceinline__ int group_of(const MoeExpertsLaunch& p, int64_t pair, int e,
-                                        int64_t (&members)[kGroup]) {
-  const int64_t pairs = p.x.rows * p.top_k;
-  int rank = 0;
-  for (int64_t q = 0; q < pair; ++q)
-    rank += expert_at(p, q) == e;
-  if (rank % kGroup != 0) return 0;
-  int m = 0;
-  for (int64_t q = pair; q < pairs && m < kGroup; ++q)
-    if (expert_at(p, q) == e) members[m++] = q;
-  return m;
-}
-
-// grid (ceil(I / 16), pairs), dynamic shared memory: one staged x row (`stride` bytes), or with
-// Dedup up to kGroup rows (the group's pairs).
-template <BKind B, int U, bool Dedup>
+// grid (ceil(I / 16), pairs), dynamic shared memory: one staged x row (`stride` bytes).
+template <BKind B, int U>
 __global__ void __launch_bounds__(fp8::kThreads, fp8::min_blocks(1))
     fp8_up_kernel(const MoeExpertsLaunch p, const Fp8Scratch s, int64_t stride, int* errors) {
   extern __shared__ __align__(16) uint8_t xs[];
@@ -96,15 +72,6 @@ __global__ void __launch_bounds__(fp8::kThreads, fp8::min_blocks(1))
     if (threadIdx.x == 0 && blockIdx.x == 0) atomicAdd(errors, 1);
     return;
   }
-  int64_t members[kGroup] = {pair};
-  const int M = Dedup ? group_of(p, pair, e, members) : 1;
-  if (M == 0) return;                    // computed by the block of its group's first pair
-  auto member = [&](int m) -> int64_t {  // without Dedup: no indexed array (local memory)
-    if constexpr (Dedup)
-      return members[m];
-    else
-      return pair;
-  };
   const int64_t H = p.hidden, I = p.inter;
   const int rows = static_cast<int>(min(static_cast<int64_t>(fp8::kTileRows), I - i0));
   const fp8::TileRows w =
@@ -113,19 +80,16 @@ __global__ void __launch_bounds__(fp8::kThreads, fp8::min_blocks(1))
   fp8::warp_chunks(H, c0, c1);
   uint4 alo[U], ahi[U];
   fp8::load_batch<U>(w, c0, c1, alo, ahi);  // in flight while x is staged
-  for (int m = 0; m < M; ++m) {
-    const bf16* x = static_cast<const bf16*>(p.x.p) + (member(m) / p.top_k) * p.x.ld;
-    fp8::stage_b<B, kW8A8>(x, p.x.ld, 1, H, kW8A8 ? p.tables.up_in[e] : 0.f, xs + m * stride,
-                           stride);
-  }
+  const bf16* x = static_cast<const bf16*>(p.x.p) + (pair / p.top_k) * p.x.ld;
+  fp8::stage_b<B, kW8A8>(x, p.x.ld, 1, H, kW8A8 ? p.tables.up_in[e] : 0.f, xs, stride);
   __syncthreads();
   float acc[1][4];
-  fp8::warp_dot<B, 1, U>(w, c0, c1, alo, ahi, xs, stride, M, acc);
+  fp8::warp_dot<B, 1, U>(w, c0, c1, alo, ahi, xs, stride, 1, acc);
   const float su = kW8A8 ? p.tables.up_scale[e] * p.tables.up_in[e] : p.tables.up_scale[e];
-  fp8::tile_sum<1>(acc, red, rows, M, [&](int r, int m, float sum) {
+  fp8::tile_sum<1>(acc, red, rows, 1, [&](int r, int, float sum) {
     const float ua = fmaxf(round_to<bf16>(sum * su), 0.f);
     const float h = round_to<bf16>(ua * ua);
-    const int64_t i = member(m) * I + i0 + r;
+    const int64_t i = pair * I + i0 + r;
     if constexpr (kW8A8)
       static_cast<uint8_t*>(s.h)[i] = f32_to_fp8_sat(h / p.tables.down_in[e]);
     else
@@ -133,71 +97,47 @@ __global__ void __launch_bounds__(fp8::kThreads, fp8::min_blocks(1))
   });
 }
 
-// grid (ceil(H / 16), pairs), dynamic shared memory: one staged h row (`stride` bytes), or with
-// Dedup up to kGroup rows. Each pair computed counts once towards its token's top_k.
-template <BKind B, int U, bool Dedup>
+// grid (ceil(H / 16), pairs), dynamic shared memory: one staged h row (`stride` bytes).
+template <BKind B, int U>
 __global__ void __launch_bounds__(fp8::kThreads, fp8::min_blocks(1))
     fp8_down_kernel(const MoeExpertsLaunch p, const Fp8Scratch s, int64_t stride) {
   extern __shared__ __align__(16) uint8_t hs[];
   __shared__ fp8::TileRed<1> red;
-  __shared__ int last;  // bit m: member m's token has all its pairs' d
+  __shared__ int last;
   constexpr bool kW8A8 = B == BKind::E4M3;
-  const int64_t pair = blockIdx.y;
+  const int64_t pair = blockIdx.y, t = pair / p.top_k;
   const int64_t n0 = static_cast<int64_t>(blockIdx.x) * fp8::kTileRows;
   const int64_t H = p.hidden, I = p.inter;
   const int rows = static_cast<int>(min(static_cast<int64_t>(fp8::kTileRows), H - n0));
   const int e = expert_at(p, pair);
-  int64_t members[kGroup] = {pair};
-  int M = 1;  // invalid pairs still count (for their token's combine), computing nothing
-  auto member = [&](int m) -> int64_t {  // without Dedup: no indexed array (local memory)
-    if constexpr (Dedup)
-      return members[m];
-    else
-      return pair;
-  };
   if (valid_expert(p, e)) {  // block-uniform; invalid pairs were counted by the up kernel
-    if constexpr (Dedup) {
-      M = group_of(p, pair, e, members);
-      if (M == 0) return;  // counted by the block of its group's first pair
-    }
     const fp8::TileRows w =
         fp8::tile_rows(static_cast<const uint8_t*>(p.tables.down[e]) + n0 * I, rows, I);
     int c0, c1;
     fp8::warp_chunks(I, c0, c1);
     uint4 alo[U], ahi[U];
     fp8::load_batch<U>(w, c0, c1, alo, ahi);
-    for (int m = 0; m < M; ++m) {
-      if constexpr (kW8A8)
-        fp8::stage_b<B, false>(static_cast<const uint8_t*>(s.h) + member(m) * I, I, 1, I, 0.f,
-                               hs + m * stride, stride);
-      else
-        fp8::stage_b<B, false>(static_cast<const bf16*>(s.h) + member(m) * I, I, 1, I, 0.f,
-                               hs + m * stride, stride);
-    }
+    if constexpr (kW8A8)
+      fp8::stage_b<B, false>(static_cast<const uint8_t*>(s.h) + pair * I, I, 1, I, 0.f, hs, stride);
+    else
+      fp8::stage_b<B, false>(static_cast<const bf16*>(s.h) + pair * I, I, 1, I, 0.f, hs, stride);
     __syncthreads();
     float acc[1][4];
-    fp8::warp_dot<B, 1, U>(w, c0, c1, alo, ahi, hs, stride, M, acc);
+    fp8::warp_dot<B, 1, U>(w, c0, c1, alo, ahi, hs, stride, 1, acc);
     const float sd = kW8A8 ? p.tables.down_scale[e] * p.tables.down_in[e] : p.tables.down_scale[e];
-    fp8::tile_sum<1>(acc, red, rows, M, [&](int r, int m, float sum) {
-      s.d[member(m) * H + n0 + r] = __float2bfloat16_rn(sum * sd);
+    fp8::tile_sum<1>(acc, red, rows, 1, [&](int r, int, float sum) {
+      s.d[pair * H + n0 + r] = __float2bfloat16_rn(sum * sd);
       __threadfence();  // visible to whichever block combines this tile
     });
   }
   if (threadIdx.x == 0) {
     __threadfence();
-    int bits = 0;
-    for (int m = 0; m < M; ++m) {
-      const int64_t t = member(m) / p.top_k;
-      if (atomicAdd(&s.done[t * feature_tiles(H) + blockIdx.x], 1) == p.top_k - 1) bits |= 1 << m;
-    }
-    last = bits;
+    last = atomicAdd(&s.done[t * feature_tiles(H) + blockIdx.x], 1) == p.top_k - 1;
   }
   __syncthreads();
-  if (last == 0) return;
+  if (!last) return;
   __threadfence();  // the other blocks' d before their counts
-  for (int m = 0; m < M; ++m) {
-    if (!((last >> m) & 1) || threadIdx.x >= rows) continue;
-    const int64_t t = member(m) / p.top_k;
+  if (threadIdx.x < rows) {
     const int32_t* ids = static_cast<const int32_t*>(p.ids.p) + t * p.ids.ld;
     const float* wts = static_cast<const float*>(p.weights.p) + t * p.weights.ld;
     const auto* d = reinterpret_cast<const unsigned short*>(s.d);
@@ -228,18 +168,16 @@ void down(const MoeExpertsLaunch& p, const Fp8Scratch& s, dim3 grid, size_t smem
   STRATA_CUDA_LAUNCH_CHECK();
 }
 
-template <BKind B, bool Dedup>
+template <BKind B>
 void launch_b(const MoeExpertsLaunch& p, const Fp8Scratch& s, int* errors, cudaStream_t st) {
   const unsigned pairs = static_cast<unsigned>(p.x.rows * p.top_k);
   const int64_t up_stride = fp8::stage_stride<B>(p.hidden),
                 down_stride = fp8::stage_stride<B>(p.inter);
   const dim3 g_up(static_cast<unsigned>(feature_tiles(p.inter)), pairs);
   const dim3 g_down(static_cast<unsigned>(feature_tiles(p.hidden)), pairs);
-  const size_t rows = Dedup ? static_cast<size_t>(moe_fp8_group_rows(p)) : 1;
-  const size_t sm_up = static_cast<size_t>(up_stride) * rows,
-               sm_down = static_cast<size_t>(down_stride) * rows;
-  up<fp8_up_kernel<B, fp8::kBatch, Dedup>>(p, s, g_up, sm_up, up_stride, errors, st);
-  down<fp8_down_kernel<B, fp8::kBatch, Dedup>>(p, s, g_down, sm_down, down_stride, st);
+  const size_t sm_up = static_cast<size_t>(up_stride), sm_down = static_cast<size_t>(down_stride);
+  up<fp8_up_kernel<B, fp8::kBatch>>(p, s, g_up, sm_up, up_stride, errors, st);
+  down<fp8_down_kernel<B, fp8::kBatch>>(p, s, g_down, sm_down, down_stride, st);
 }
 
 }  // namespace
@@ -252,29 +190,21 @@ size_t moe_fp8_scratch_bytes(const MoeExpertsLaunch& p) {
   return total;
 }
 
-int64_t moe_fp8_group_rows(const MoeExpertsLaunch& p) {
-  return std::min<int64_t>(kGroup, p.x.rows * p.top_k);
-}
-
 int64_t moe_fp8_stage_bytes(int64_t K, bool w8a8) {
   return w8a8 ? fp8::stage_stride<BKind::E4M3>(K) : fp8::stage_stride<BKind::BF16>(K);
 }
 
-void launch_moe_fp8_decode(const MoeExpertsLaunch& p, int* index_errors, void* stream, bool dedup) {
+void launch_moe_fp8_decode(const MoeExpertsLaunch& p, int* index_errors, void* stream) {
   if (p.x.rows == 0) return;
   if (p.wt != DType::F8E4M3 || p.x.dt != DType::BF16 || p.hidden % 16 != 0 || p.inter % 16 != 0)
     STRATA_CUDA_FAIL("moe fp8 decode: arguments outside the kernel's limits (checked in supports)");
   size_t total = 0;
   const Fp8Scratch s = carve(p, &total);
   auto st = static_cast<cudaStream_t>(stream);
-  if (p.w8a8 && dedup)
-    launch_b<BKind::E4M3, true>(p, s, index_errors, st);
-  else if (p.w8a8)
-    launch_b<BKind::E4M3, false>(p, s, index_errors, st);
-  else if (dedup)
-    launch_b<BKind::BF16, true>(p, s, index_errors, st);
+  if (p.w8a8)
+    launch_b<BKind::E4M3>(p, s, index_errors, st);
   else
-    launch_b<BKind::BF16, false>(p, s, index_errors, st);
+    launch_b<BKind::BF16>(p, s, index_errors, st);
 }
 
 }  // namespace strata::cuda

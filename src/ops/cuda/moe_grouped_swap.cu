@@ -15,10 +15,10 @@
 // and row, through a private shared-memory ring (written and read back by the same lane: no
 // bank conflicts, no synchronization; a register ring 2-3 k-blocks deep measured the same on
 // the H200, within 4%); the pairs' rows (small, read by every warp of the tile) come through
-// the caches into a register ring. Measured (docs/BENCHMARKS.md, issue 10): 0.73 ms per Nano-3
-// MoE layer at 512 tokens against 0.95 ms for moe_grouped_mma.cu, but only ~32-38% of DRAM
-// bandwidth (ncu): the weight stream, 64 bytes per row at a time from 32 rows per warp, is not
-// yet at the bandwidth it should reach.
+// the caches into a register ring. Measured on the H200 (docs/BENCHMARKS.md, issue 10, "moe3"),
+// Nano-3 W8A8 MoE op per layer, uniform routing: 667 -> 462 us at 512 tokens and 487 -> 342 us at
+// 64 (60.8% and 77.3% of the read ceiling) with the L2 prefetch hint and the cvt conversion
+// (cuda.grouped_swap_cvt) against the first version (cuda.grouped_swap).
 //
 // k permutation. mma.m16n8k16 (PTX ISA), lane = 4 grp + tig: A's registers a0..a3 hold rows
 // (grp, grp + 8) at k slots (2 tig, 2 tig + 1) and (8 + 2 tig, 9 + 2 tig); B's b0, b1 hold column
@@ -32,15 +32,16 @@
 //         8 + 2 tig, 9 + 2 tig), used as they are.
 //
 // e4m3 (W8A8): both operands are converted to f16 in registers and multiplied with mma f16 ->
-// f32 (sm_90 has no e4m3 mma.sync of its own), each part (the weights' m16 tile 0, tile 1, the
-// pairs' rows) either with integer operations (e4m3_f16_bits.h: exact, each value times 2^-8;
-// the epilogue scale carries the 2^8 per operand) or with the cvt instruction (exact values),
-// which runs on another pipe than the integer operations.
+// f32 (sm_90 has no e4m3 mma.sync of its own): with kSwapCvt by the cvt instruction (exact
+// values, one instruction per two codes), otherwise by integer operations (e4m3_f16_bits.h:
+// exact, each value times 2^-8, four operations per two codes; the epilogue scale carries the
+// 2^16). The conversions bound the first version: cvt measured 31% faster at 512 tokens.
 //
-// Variants (kSwap* flags, moe.h), each registered under its own name for A/B runs on the GPU
-// (moe_kernels.cpp; docs/BENCHMARKS.md "moe3"): the L2 256-byte prefetch hint on the weight
-// copies (DRAM bursts of 256 bytes per row instead of 64), the conversion split between the
-// pipes, and the pairs' rows through the cp.async ring instead of a register ring.
+// Variants (kSwap* flags, moe.h), registered under their own names for A/B runs: the L2 256-byte
+// prefetch hint on the weight copies (the DRAM reads 256 bytes of a row at a time instead of 64:
+// 26% faster at 64 tokens) and the cvt conversion, together cuda.grouped_swap_cvt; neither,
+// cuda.grouped_swap. Also measured and dropped (docs/BENCHMARKS.md): the conversions split
+// between the cvt and integer pipes, the pairs' rows through the cp.async ring.
 #include "ops/cuda/e4m3_f16_bits.h"
 #include "ops/cuda/moe_common.cuh"
 
@@ -59,17 +60,7 @@ constexpr int kHalfTile = kTile / 2;      // pairs per block: at most 4 n8 tiles
 // registers held while in flight), the pairs' rows through a register ring of b_depth(NT).
 constexpr int kStages = 6;
 constexpr int kStageBytes = 4 * 32 * 16;  // 4 rows per lane x 32 lanes x 16 bytes
-// kSwapBRing: the pairs' rows go through the same ring (up to 4 more 16-byte pieces per lane and
-// stage), as far ahead as the weights, in 4 stages (64 KB per block: 3 blocks per SM).
-constexpr int stages(int v) {
-  return (v & kSwapBRing) != 0 ? 4 : kStages;
-}
-constexpr int stage_bytes(int v) {
-  return (v & kSwapBRing) != 0 ? 2 * kStageBytes : kStageBytes;
-}
-constexpr int smem_bytes(int v) {
-  return kWarps * stages(v) * stage_bytes(v);
-}
+constexpr int kSmemBytes = kWarps * kStages * kStageBytes;
 constexpr int b_depth(int nt) {
   return nt <= 2 ? 3 : 2;
 }
@@ -146,13 +137,12 @@ __device__ __forceinline__ void mma16816(float (&c)[4], const uint32_t (&a)[4], 
 
 // One k-block's products: a[mt][h] is row grp + 8 h of m16 tile mt, b[nt] column grp of n8
 // tile nt (the lane's 16 bytes each).
-// V (kSwap* flags, moe.h) picks, per operand, the conversion instruction or the integer
-// spread: the two run on different pipes, so splitting the conversions between them can
-// double their throughput (the A tile mt = 0, mt = 1 and B each have their own flag).
+// V (kSwap* flags, moe.h): kSwapCvt converts both operands with the cvt instruction.
 template <bool FP8, int NT, int V>
 __device__ __forceinline__ void kblock_mma(float (&acc)[2][NT][4], const uint4 (&a)[2][2],
                                            const uint4 (&b)[NT]) {
   constexpr int kSteps = FP8 ? 4 : 2;
+  constexpr bool kCvt = (V & kSwapCvt) != 0;
 #pragma unroll
   for (int s = 0; s < kSteps; ++s) {
     uint32_t af[2][4];
@@ -160,17 +150,10 @@ __device__ __forceinline__ void kblock_mma(float (&acc)[2][NT][4], const uint4 (
     for (int mt = 0; mt < 2; ++mt) {
       if constexpr (FP8) {
         const uint32_t w0 = word(a[mt][0], s), w1 = word(a[mt][1], s);
-        if (mt == 0 ? (V & kSwapCvtA0) != 0 : (V & kSwapCvtA1) != 0) {
-          af[mt][0] = f16_lo<true>(w0);
-          af[mt][1] = f16_lo<true>(w1);
-          af[mt][2] = f16_hi<true>(w0);
-          af[mt][3] = f16_hi<true>(w1);
-        } else {
-          af[mt][0] = f16_lo<false>(w0);
-          af[mt][1] = f16_lo<false>(w1);
-          af[mt][2] = f16_hi<false>(w0);
-          af[mt][3] = f16_hi<false>(w1);
-        }
+        af[mt][0] = f16_lo<kCvt>(w0);
+        af[mt][1] = f16_lo<kCvt>(w1);
+        af[mt][2] = f16_hi<kCvt>(w0);
+        af[mt][3] = f16_hi<kCvt>(w1);
       } else {
         af[mt][0] = word(a[mt][0], 2 * s);
         af[mt][1] = word(a[mt][1], 2 * s);
@@ -183,9 +166,8 @@ __device__ __forceinline__ void kblock_mma(float (&acc)[2][NT][4], const uint4 (
       uint32_t b0, b1;
       if constexpr (FP8) {
         const uint32_t w = word(b[nt], s);
-        constexpr bool kCvtB = (V & kSwapCvtB) != 0;
-        b0 = f16_lo<kCvtB>(w);
-        b1 = f16_hi<kCvtB>(w);
+        b0 = f16_lo<kCvt>(w);
+        b1 = f16_hi<kCvt>(w);
       } else {
         b0 = word(b[nt], 2 * s);
         b1 = word(b[nt], 2 * s + 1);
@@ -243,75 +225,47 @@ __device__ __forceinline__ void warp_tile(const MoeExpertsLaunch& p, const Scrat
   // Lane l's 16 bytes of row r (0..3 = grp, grp + 8, grp + 16, grp + 24) of a stage sit at
   // r * 512 + 16 l: each lane reads back only what it copied (no warp synchronization), and
   // consecutive lanes hit consecutive banks.
-  // With kBRing, the pairs' rows of n8 tile nt sit at 2048 + nt * 512 + 16 l.
-  constexpr bool kBRing = (V & kSwapBRing) != 0;
-  constexpr int kS = stages(V), kSB = stage_bytes(V);
   uint8_t* mine = ring + 16 * lane;
   auto issue = [&](int kb) {  // always commits one group (empty past the end)
     const int64_t off = static_cast<int64_t>(kb) * kKBlock;
     const bool in = off + lane_k < kbytes;
-    uint8_t* dst = mine + (kb % kS) * kSB;
+    uint8_t* dst = mine + (kb % kStages) * kStageBytes;
 #pragma unroll
     for (int r = 0; r < 4; ++r)
       cp_async16<kL2>(dst + r * 512, in ? a_row[r >> 1][r & 1] + off : W, in ? 16 : 0);
-    if constexpr (kBRing)
-#pragma unroll
-      for (int nt = 0; nt < NT; ++nt)
-        cp_async16<false>(dst + kStageBytes + nt * 512, in ? b_row[nt] + off : W, in ? 16 : 0);
     cp_async_commit();
   };
-  if constexpr (kBRing) {
+  constexpr int DB = b_depth(NT);
+  uint4 rb[DB][NT];
 #pragma unroll
-    for (int st = 0; st < kS - 1; ++st)
-      issue(st);
-    for (int kb = 0; kb < nk; ++kb) {
-      cp_async_wait<kS - 2>();  // this lane's copies of k-block kb have landed
-      const uint8_t* src = mine + (kb % kS) * kSB;
-      uint4 a[2][2], b[NT];
+  for (int st = 0; st < kStages - 1; ++st)
+    issue(st);
 #pragma unroll
-      for (int r = 0; r < 4; ++r)
-        a[r >> 1][r & 1] = *reinterpret_cast<const uint4*>(src + r * 512);
+  for (int j = 0; j < DB - 1; ++j)
+    load_b(rb[j], j);
+  for (int kb0 = 0; kb0 < nk; kb0 += DB) {
 #pragma unroll
-      for (int nt = 0; nt < NT; ++nt)
-        b[nt] = *reinterpret_cast<const uint4*>(src + kStageBytes + nt * 512);
-      issue(kb + kS - 1);  // into the stage read at kb - 1
-      kblock_mma<FP8, NT, V>(acc, a, b);
-    }
-  } else {
-    constexpr int DB = b_depth(NT);
-    uint4 rb[DB][NT];
+    for (int j = 0; j < DB; ++j) {
+      const int kb = kb0 + j;
+      load_b(rb[(j + DB - 1) % DB], kb + DB - 1);
+      if (kb < nk) {
+        cp_async_wait<kStages - 2>();  // this lane's copies of k-block kb have landed
+        const uint8_t* src = mine + (kb % kStages) * kStageBytes;
+        uint4 a[2][2];
 #pragma unroll
-    for (int st = 0; st < kStages - 1; ++st)
-      issue(st);
-#pragma unroll
-    for (int j = 0; j < DB - 1; ++j)
-      load_b(rb[j], j);
-    for (int kb0 = 0; kb0 < nk; kb0 += DB) {
-#pragma unroll
-      for (int j = 0; j < DB; ++j) {
-        const int kb = kb0 + j;
-        load_b(rb[(j + DB - 1) % DB], kb + DB - 1);
-        if (kb < nk) {
-          cp_async_wait<kStages - 2>();  // this lane's copies of k-block kb have landed
-          const uint8_t* src = mine + (kb % kStages) * kStageBytes;
-          uint4 a[2][2];
-#pragma unroll
-          for (int r = 0; r < 4; ++r)
-            a[r >> 1][r & 1] = *reinterpret_cast<const uint4*>(src + r * 512);
-          issue(kb + kStages - 1);  // into the stage read at kb - 1
-          kblock_mma<FP8, NT, V>(acc, a, rb[j]);
-        }
+        for (int r = 0; r < 4; ++r)
+          a[r >> 1][r & 1] = *reinterpret_cast<const uint4*>(src + r * 512);
+        issue(kb + kStages - 1);  // into the stage read at kb - 1
+        kblock_mma<FP8, NT, V>(acc, a, rb[j]);
       }
     }
   }
   cp_async_wait<0>();
 
   // c0, c1: feature grp, pairs 2 tig, 2 tig + 1 of the n8 tile; c2, c3: feature grp + 8.
-  // The integer spread gives each operand x 2^-8, the conversion instruction exact values.
-  const float scale = UP ? up_scale(p, e) : down_scale(p, e);
-  const float b_scale = FP8 && (V & kSwapCvtB) == 0 ? 256.f : 1.f;
-  const float mt_scale[2] = {FP8 && (V & kSwapCvtA0) == 0 ? 256.f : 1.f,
-                             FP8 && (V & kSwapCvtA1) == 0 ? 256.f : 1.f};
+  // The integer spread gives each operand x 2^-8 (the scale carries 2^16), cvt exact values.
+  const float scale =
+      (UP ? up_scale(p, e) : down_scale(p, e)) * (FP8 && (V & kSwapCvt) == 0 ? 65536.f : 1.f);
 #pragma unroll
   for (int nt = 0; nt < NT; ++nt) {
 #pragma unroll
@@ -325,7 +279,7 @@ __device__ __forceinline__ void warp_tile(const MoeExpertsLaunch& p, const Scrat
         for (int h = 0; h < 2; ++h) {
           const int64_t f = fw + mt * 16 + grp + 8 * h;
           if (f >= F) continue;
-          const float v = acc[mt][nt][2 * h + c] * (scale * (mt_scale[mt] * b_scale));
+          const float v = acc[mt][nt][2 * h + c] * scale;
           if (UP)
             store_hidden<bf16>(p, s, e, pair, f, v);
           else
@@ -354,7 +308,7 @@ __global__ void __launch_bounds__(kThreads, 4) grouped_swap_kernel(MoeExpertsLau
   const int warp = threadIdx.x >> 5;
   const int64_t fw = static_cast<int64_t>(blockIdx.y) * kBlockF + warp * kWarpF;
   if (fw >= F) return;  // warp-uniform; no block-wide synchronization follows
-  uint8_t* ring = smem + warp * stages(V) * stage_bytes(V);
+  uint8_t* ring = smem + warp * kStages * kStageBytes;
   switch ((rows + 7) / 8) {
     case 1:
       warp_tile<FP8, UP, 1, V>(p, s, e, row0, rows, fw, ring);
@@ -376,9 +330,8 @@ void launch_one(const MoeExpertsLaunch& p, const Scratch& s, int64_t max_tiles,
                 cudaStream_t stream) {
   static std::atomic<uint64_t> configured{0};
   once_per_device(configured, [] {
-    STRATA_CUDA_CHECK(cudaFuncSetAttribute(grouped_swap_kernel<FP8, UP, V>,
-                                           cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                           smem_bytes(V)));
+    STRATA_CUDA_CHECK(cudaFuncSetAttribute(
+        grouped_swap_kernel<FP8, UP, V>, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes));
     // Four blocks per multiprocessor need 4 x 48 KB of the unified L1 as shared memory.
     STRATA_CUDA_CHECK(cudaFuncSetAttribute(grouped_swap_kernel<FP8, UP, V>,
                                            cudaFuncAttributePreferredSharedMemoryCarveout,
@@ -387,7 +340,7 @@ void launch_one(const MoeExpertsLaunch& p, const Scratch& s, int64_t max_tiles,
   const int64_t F = UP ? p.inter : p.hidden;
   const dim3 grid(static_cast<unsigned>(2 * max_tiles),
                   static_cast<unsigned>((F + kBlockF - 1) / kBlockF));
-  grouped_swap_kernel<FP8, UP, V><<<grid, kThreads, smem_bytes(V), stream>>>(p, s);
+  grouped_swap_kernel<FP8, UP, V><<<grid, kThreads, kSmemBytes, stream>>>(p, s);
   STRATA_CUDA_LAUNCH_CHECK();
 }
 
@@ -397,7 +350,7 @@ void launch_variant(const MoeExpertsLaunch& p, const Scratch& s, int64_t max_til
   if (p.w8a8) {
     launch_one<true, true, V>(p, s, max_tiles, stream);
     launch_one<true, false, V>(p, s, max_tiles, stream);
-  } else {  // bf16: no conversion, only the prefetch bit matters
+  } else {  // bf16: no conversion, only the prefetch flag matters
     launch_one<false, true, V & kSwapL2Prefetch>(p, s, max_tiles, stream);
     launch_one<false, false, V & kSwapL2Prefetch>(p, s, max_tiles, stream);
   }
@@ -407,28 +360,12 @@ void launch_variant(const MoeExpertsLaunch& p, const Scratch& s, int64_t max_til
 
 void launch_grouped_swap(const MoeExpertsLaunch& p, const Scratch& s, int64_t max_tiles,
                          cudaStream_t stream) {
-  switch (p.swap_variant) {
-    case 0:
-      launch_variant<0>(p, s, max_tiles, stream);
-      break;
-    case kSwapL2Prefetch:
-      launch_variant<kSwapL2Prefetch>(p, s, max_tiles, stream);
-      break;
-    case kSwapVariantMix:
-      launch_variant<kSwapVariantMix>(p, s, max_tiles, stream);
-      break;
-    case kSwapVariantCvtA:
-      launch_variant<kSwapVariantCvtA>(p, s, max_tiles, stream);
-      break;
-    case kSwapVariantCvt:
-      launch_variant<kSwapVariantCvt>(p, s, max_tiles, stream);
-      break;
-    case kSwapVariantBRing:
-      launch_variant<kSwapVariantBRing>(p, s, max_tiles, stream);
-      break;
-    default:
-      STRATA_CUDA_FAIL("moe grouped_swap: unknown variant (registered in moe_kernels.cpp)");
-  }
+  if (p.swap_variant == kSwapL2Cvt)
+    launch_variant<kSwapL2Cvt>(p, s, max_tiles, stream);
+  else if (p.swap_variant == 0)
+    launch_variant<0>(p, s, max_tiles, stream);
+  else
+    STRATA_CUDA_FAIL("moe grouped_swap: unknown variant (registered in moe_kernels.cpp)");
 }
 
 }  // namespace strata::cuda::moe

@@ -228,7 +228,6 @@ void experts_run(const MoeExpertsArgs& a, OpContext& ctx, bool grouped, bool mma
     launch_moe_gemv(p, context_of(ctx).index_errors(), stream_of(ctx));
 }
 
-template <bool Dedup>
 bool fp8_decode_supports(const MoeExpertsArgs& a, std::string* why) {
   if (!experts_common(a, why)) return false;
   ArgCheck c(why);
@@ -238,9 +237,8 @@ bool fp8_decode_supports(const MoeExpertsArgs& a, std::string* why) {
             fmt::format("expert weights {} are not e4m3", (*a.up)[0].weight.str()));
   c.require(T <= kDecodeMaxTokens,
             fmt::format("T = {} above the decode kernel's {}", T, kDecodeMaxTokens));
-  c.require(
-      !kernel_disabled(MoeExpertsArgs::kName, Dedup ? "cuda.fp8_decode_dedup" : "cuda.fp8_decode"),
-      "disabled by STRATA_CUDA_DISABLE_KERNELS");
+  c.require(!kernel_disabled(MoeExpertsArgs::kName, "cuda.fp8_decode"),
+            "disabled by STRATA_CUDA_DISABLE_KERNELS");
   c.require(H % 16 == 0 && I % 16 == 0,
             fmt::format("H = {} and I = {} must be multiples of 16 (16-byte weight rows)", H, I));
   c.require(reinterpret_cast<uintptr_t>(a.x.raw()) % 16 == 0 && (T == 1 || a.x.stride(0) % 8 == 0),
@@ -252,20 +250,18 @@ bool fp8_decode_supports(const MoeExpertsArgs& a, std::string* why) {
       misaligned = e;
   c.require(misaligned == a.up->size(),
             fmt::format("expert {} weights must be 16-byte aligned", misaligned));
-  const int64_t rows = Dedup ? std::min<int64_t>(8, T * a.ids.dim(1)) : 1;
-  const int64_t stage = rows * std::max(moe_fp8_stage_bytes(H, w8a8), moe_fp8_stage_bytes(I, w8a8));
+  const int64_t stage = std::max(moe_fp8_stage_bytes(H, w8a8), moe_fp8_stage_bytes(I, w8a8));
   c.require(stage <= fp8_gemv_max_stage_bytes(),
-            fmt::format("{} staged rows of x or h take {} bytes of shared memory (at most {})",
-                        rows, stage, fp8_gemv_max_stage_bytes()));
+            fmt::format("a staged row of x or h takes {} bytes of shared memory (at most {})",
+                        stage, fp8_gemv_max_stage_bytes()));
   return c;
 }
-template <bool Dedup>
 void fp8_decode_run(const MoeExpertsArgs& a, OpContext& ctx) {
   MoeExpertsLaunch p = launch_of(a, context_of(ctx));
   Tensor scratch =
       Tensor::empty(Shape{static_cast<int64_t>(moe_fp8_scratch_bytes(p))}, DType::U8, Device::Cuda);
   p.scratch = scratch.raw();
-  launch_moe_fp8_decode(p, context_of(ctx).index_errors(), stream_of(ctx), Dedup);
+  launch_moe_fp8_decode(p, context_of(ctx).index_errors(), stream_of(ctx));
 }
 
 bool gemv_supports(const MoeExpertsArgs& a, std::string* why) {
@@ -284,20 +280,7 @@ void gemv_run(const MoeExpertsArgs& a, OpContext& ctx) {
 // The swapped kernel's variants (kSwap* flags, moe.h), each its own registered name so one binary
 // A/B-tests them (bench-kernels rows, STRATA_CUDA_DISABLE_KERNELS).
 constexpr const char* swap_name(int variant) {
-  switch (variant) {
-    case kSwapVariantMix:
-      return "cuda.grouped_swap_mix";
-    case kSwapVariantCvtA:
-      return "cuda.grouped_swap_cvta";
-    case kSwapVariantCvt:
-      return "cuda.grouped_swap_cvt";
-    case kSwapVariantBRing:
-      return "cuda.grouped_swap_bring";
-    case kSwapL2Prefetch:
-      return "cuda.grouped_swap_l2";
-    default:
-      return "cuda.grouped_swap";
-  }
+  return variant == kSwapL2Cvt ? "cuda.grouped_swap_cvt" : "cuda.grouped_swap";
 }
 template <int V>
 bool grouped_swap_supports(const MoeExpertsArgs& a, std::string* why) {
@@ -340,22 +323,11 @@ void grouped_run(const MoeExpertsArgs& a, OpContext& ctx) {
 }  // namespace
 
 STRATA_REGISTER_KERNEL(MoeRouteArgs, "cuda", Device::Cuda, route_supports, route_run);
-STRATA_REGISTER_KERNEL(MoeExpertsArgs, "cuda.fp8_decode", Device::Cuda, fp8_decode_supports<false>,
-                       fp8_decode_run<false>);
-STRATA_REGISTER_KERNEL(MoeExpertsArgs, "cuda.fp8_decode_dedup", Device::Cuda,
-                       fp8_decode_supports<true>, fp8_decode_run<true>);
+STRATA_REGISTER_KERNEL(MoeExpertsArgs, "cuda.fp8_decode", Device::Cuda, fp8_decode_supports,
+                       fp8_decode_run);
 STRATA_REGISTER_KERNEL(MoeExpertsArgs, "cuda.decode", Device::Cuda, gemv_supports, gemv_run);
-STRATA_REGISTER_KERNEL(MoeExpertsArgs, swap_name(kSwapVariantMix), Device::Cuda,
-                       grouped_swap_supports<kSwapVariantMix>, grouped_swap_run<kSwapVariantMix>);
-STRATA_REGISTER_KERNEL(MoeExpertsArgs, swap_name(kSwapVariantCvtA), Device::Cuda,
-                       grouped_swap_supports<kSwapVariantCvtA>, grouped_swap_run<kSwapVariantCvtA>);
-STRATA_REGISTER_KERNEL(MoeExpertsArgs, swap_name(kSwapVariantCvt), Device::Cuda,
-                       grouped_swap_supports<kSwapVariantCvt>, grouped_swap_run<kSwapVariantCvt>);
-STRATA_REGISTER_KERNEL(MoeExpertsArgs, swap_name(kSwapVariantBRing), Device::Cuda,
-                       grouped_swap_supports<kSwapVariantBRing>,
-                       grouped_swap_run<kSwapVariantBRing>);
-STRATA_REGISTER_KERNEL(MoeExpertsArgs, swap_name(kSwapL2Prefetch), Device::Cuda,
-                       grouped_swap_supports<kSwapL2Prefetch>, grouped_swap_run<kSwapL2Prefetch>);
+STRATA_REGISTER_KERNEL(MoeExpertsArgs, swap_name(kSwapL2Cvt), Device::Cuda,
+                       grouped_swap_supports<kSwapL2Cvt>, grouped_swap_run<kSwapL2Cvt>);
 STRATA_REGISTER_KERNEL(MoeExpertsArgs, swap_name(0), Device::Cuda, grouped_swap_supports<0>,
                        grouped_swap_run<0>);
 STRATA_REGISTER_KERNEL(MoeExpertsArgs, "cuda.grouped_mma", Device::Cuda, grouped_mma_supports,
