@@ -63,16 +63,25 @@ void quantize_input(const LinearArgs& a, LinearLaunch& p, Tensor& scratch, void*
   p.scale = a.w.input_scale * a.w.weight_scale;
 }
 
-// Rows up to which the small-M kernel takes bf16 / f32 weights (cuBLASLt above). Its weight
-// stream is shared by the rows, but each 16-byte chunk is applied to every row from L1, so its
-// time grows with T. STRATA_SMALL_M_MAX_ROWS overrides it (1..kSmallMMaxRows; a tuning knob for
-// `strata bench --batch` and `bench-kernels --only "M sweep"`, read once). e4m3 weights keep
-// kSmallMMaxRows: W8A16 has no cuBLASLt path.
-int64_t small_m_max_rows_16bit() {
+// Rows up to which the small-M kernel takes bf16 weights (cuBLASLt above): 1 by default. Its
+// weight stream is shared by the rows, but every 16-byte chunk (8 bf16) is applied to every row
+// with f32 FMAs on the CUDA cores: M / 2 FMAs per weight byte, so at T = 8 reading at 4.57 TB/s
+// would take 18 T FMA/s, 55% of the H200's f32 peak before the unpacking and the x loads, and
+// its time grows with T (9B-v2 at B = 8: 13.1 ms a step against 11.0 at B = 64 on cuBLASLt).
+// cuBLASLt's bf16 GEMM runs on the tensor cores, where T <= 16 costs the same as T = 1, and it
+// was already level with the small-M kernel at T = 1 (docs/BENCHMARKS.md: 16.1 vs 16.8 us on
+// the Nano-3 in_proj, 37.9 vs 42.6 us on the 9B-v2 MLP up). T = 1 stays here: the batch-1
+// decode graphs were tuned on it (the Nano-3 lm_head at 93% of the ceiling).
+// STRATA_SMALL_M_MAX_ROWS overrides it (1..kSmallMMaxRows, read once; `strata bench --batch`
+// and `bench-kernels --only "M sweep"` measure it). f32 weights (x f32 or the router's bf16 x)
+// keep kSmallMMaxRows: M / 4 FMAs per byte, and cuBLASLt's f32 GEMM has no tensor cores. e4m3
+// weights keep kSmallMMaxRows too: W8A16 has no cuBLASLt path.
+constexpr int64_t kSmallMDefaultRowsBf16 = 1;
+int64_t small_m_max_rows_bf16() {
   static const int64_t v = [] {
     const char* e = std::getenv("STRATA_SMALL_M_MAX_ROWS");
     const long long n = e ? std::atoll(e) : 0;
-    return n >= 1 && n <= kSmallMMaxRows ? static_cast<int64_t>(n) : kSmallMMaxRows;
+    return n >= 1 && n <= kSmallMMaxRows ? static_cast<int64_t>(n) : kSmallMDefaultRowsBf16;
   }();
   return v;
 }
@@ -82,7 +91,7 @@ bool small_m_supports(const LinearArgs& a, std::string* why) {
   check_common(c, a);
   if (!c) return false;
   const int64_t limit =
-      a.w.weight.dtype() == DType::F8E4M3 ? kSmallMMaxRows : small_m_max_rows_16bit();
+      a.w.weight.dtype() == DType::BF16 ? small_m_max_rows_bf16() : kSmallMMaxRows;
   c.require(a.x.dim(0) <= limit,
             fmt::format("T = {} above the small-M limit {} for {} weights", a.x.dim(0), limit,
                         dtype_name(a.w.weight.dtype())));
