@@ -553,29 +553,51 @@ void run_bench(const std::string& out_path, const std::string& only) {
   linear("cuda.small_m", "9b mlp down", 4480, 15680, bf, false, bf);
   linear("cuda.cublaslt", "9b mlp up", 15680, 4480, bf, false, bf);
   linear("cuda.small_m", "9b mlp up", 15680, 4480, e4, true, bf);
-  // The small-M dispatch threshold (bf16 weights, batched decode): cuda.small_m against
-  // cuBLASLt at M = 1..16 on the 9B-v2 and Nano-3 bf16 shapes (--only "M sweep"); each shape's
-  // weights are made once for all its rows.
-  const auto sweep = [&](const char* what, int64_t N, int64_t K, DType out) {
+  // The small-M dispatch thresholds (batched decode): the GEMV-style kernels against cuBLASLt at
+  // M = 1..16 on the 9B-v2 and Nano-3 shapes, bf16 and FP8 W8A8 (--only "M sweep"; run with
+  // STRATA_SMALL_M_MAX_ROWS=8 STRATA_FP8_GEMV_MAX_ROWS=8 to time the GEMVs above their default
+  // rows). Each shape's weights are made once for all its rows; a kernel that refuses a shape
+  // gets a row that says why.
+  const auto sweep = [&](const char* what, int64_t N, int64_t K, DType wt, DType out) {
     auto w = std::make_shared<SharedWeights>();
     w->N = N;
     w->K = K;
+    w->dt = wt;
+    const bool fp8 = wt == e4;
     for (int64_t M : {1, 2, 3, 4, 6, 8, 12, 16})
-      for (const char* kernel : {"cuda.small_m", "cuda.cublaslt"}) {
-        if (M > cuda::kSmallMMaxRows && std::string(kernel) == "cuda.small_m") continue;
-        items.emplace_back(
-            fmt::format("linear {}, {} (M sweep), {}, {}, bf16, M={}", kernel, what, N, K, M),
-            [=] { return bench_linear(kernel, what, N, K, bf, false, out, M, w.get()); });
+      for (const char* kernel : fp8 ? std::vector<const char*>{"cuda.fp8_gemv", "cuda.fp8_stream",
+                                                                "cuda.cublaslt"}
+                                    : std::vector<const char*>{"cuda.small_m", "cuda.cublaslt"}) {
+        const int64_t gemv_rows = fp8 ? cuda::kFp8GemvMaxRowsW8A8 : cuda::kSmallMMaxRows;
+        if (M > gemv_rows && std::string(kernel) != "cuda.cublaslt") continue;
+        items.emplace_back(fmt::format("linear {}, {} (M sweep), {}, {}, {}, M={}", kernel, what, N,
+                                       K, dtype_name(wt), M),
+                           [=] {
+                             try {
+                               return bench_linear(kernel, what, N, K, wt, fp8, out, M, w.get());
+                             } catch (const std::exception& e) {
+                               Row r;
+                               r.kernel = fmt::format("linear {} (refused)", kernel);
+                               r.shape = fmt::format("{} M={}: {}", what, M, e.what());
+                               r.us = std::nan("");
+                               return r;
+                             }
+                           });
       }
   };
-  sweep("9b in_proj", 22656, 4480, bf);
-  sweep("9b out_proj", 4480, 10240, bf);
-  sweep("9b mlp up", 15680, 4480, bf);
-  sweep("9b mlp down", 4480, 15680, bf);
-  sweep("9b q_proj", 5120, 4480, bf);
-  sweep("9b lm_head", 131072, 4480, f32);
-  sweep("nano3 in_proj", 10304, 2688, bf);
-  sweep("nano3 lm_head", 131072, 2688, f32);
+  sweep("9b in_proj", 22656, 4480, bf, bf);
+  sweep("9b out_proj", 4480, 10240, bf, bf);
+  sweep("9b mlp up", 15680, 4480, bf, bf);
+  sweep("9b mlp down", 4480, 15680, bf, bf);
+  sweep("9b q_proj", 5120, 4480, bf, bf);
+  sweep("9b lm_head", 131072, 4480, bf, f32);
+  sweep("nano3 in_proj", 10304, 2688, bf, bf);
+  sweep("nano3 lm_head", 131072, 2688, bf, f32);
+  sweep("nano3 in_proj", 10304, 2688, e4, bf);
+  sweep("nano3 out_proj", 2688, 4096, e4, bf);
+  sweep("nano3 shared up", 3712, 2688, e4, bf);
+  sweep("nano3 shared down", 2688, 3712, e4, bf);
+  sweep("9b mlp up", 15680, 4480, e4, bf);
   items.emplace_back("ssm_update nano3, 64, 64, 8, 128",
                      [] { return bench_ssm_update("nano3", 64, 64, 8, 128); });
   items.emplace_back("ssm_update 9b, 128, 80, 8, 128",
