@@ -239,6 +239,64 @@ TEST_F(Cli, TextPromptThroughTheDemoTokenizer) {
   EXPECT_EQ(t.out, out["text"].get<std::string>() + "\n");
 }
 
+// `strata bench --batch` on the host: every batch size gets the eager forward's time and the
+// engine step's (Executor::step: eager on the host), and the roofline fraction is taken from
+// the engine step; --enforce-eager leaves the step column out and takes the eager forward.
+TEST_F(Cli, BatchBenchJsonHasTheEagerAndTheEngineStepColumns) {
+  const fs::path json = dir_ / "batch.json", json_eager = dir_ / "batch_eager.json";
+  const std::string base = "bench --model " + model_dir() +
+                           " --device cpu --batch 1,3 --prompt-len 4 --steps 2 --repeats 2 "
+                           "--warmup 1 --json ";
+  Result r = run_strata(base + json.string(), dir_);
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.out.find("| batch | step ms | eager ms |"), std::string::npos) << r.out;
+  nlohmann::json j = nlohmann::json::parse(slurp(json));
+  EXPECT_EQ(j["roofline_of"], "engine step");
+  ASSERT_EQ(j["rows"].size(), 2u);
+  int checked = 0;
+  for (size_t i = 0; i < 2; ++i) {
+    const nlohmann::json& row = j["rows"][i];
+    EXPECT_EQ(row["batch"].get<int64_t>(), i == 0 ? 1 : 3);
+    const double eager = row["eager_ms_per_step"], step = row["step_ms_per_step"];
+    EXPECT_GT(eager, 0);
+    EXPECT_GT(step, 0);
+    EXPECT_EQ(row["step_mode"], "eager");  // no graphs on the host
+    EXPECT_EQ(row["roofline_of"], "eager step");
+    EXPECT_EQ(row["ms_per_step"].get<double>(), step);
+    EXPECT_EQ(row["step_repeat_ms_per_step"].size(), 2u);
+    EXPECT_EQ(row["eager_repeat_ms_per_step"].size(), 2u);
+    // Both fractions are one roofline over each column's time.
+    const double roofline =
+        std::max(row["bytes_ms"].get<double>(), row["flops_ms"].get<double>());
+    EXPECT_GT(roofline, 0);
+    EXPECT_NEAR(row["fraction_of_roofline"].get<double>(), roofline / step, 1e-9 * roofline / step);
+    EXPECT_NEAR(row["eager_fraction_of_roofline"].get<double>(), roofline / eager,
+                1e-9 * roofline / eager);
+    EXPECT_NEAR(row["tokens_per_s"].get<double>(), row["batch"].get<double>() * 1000.0 / step,
+                1e-9 * row["tokens_per_s"].get<double>());
+    EXPECT_FALSE(row.contains("profile_us"));
+    ++checked;
+  }
+  EXPECT_EQ(checked, 2);
+
+  r = run_strata(base + json_eager.string() + " --enforce-eager", dir_);
+  ASSERT_EQ(r.rc, 0) << r.err;
+  j = nlohmann::json::parse(slurp(json_eager));
+  EXPECT_EQ(j["roofline_of"], "eager forward");
+  ASSERT_EQ(j["rows"].size(), 2u);
+  for (const nlohmann::json& row : j["rows"]) {
+    EXPECT_FALSE(row.contains("step_ms_per_step")) << row.dump();
+    EXPECT_EQ(row["roofline_of"], "eager forward");
+    EXPECT_EQ(row["ms_per_step"].get<double>(), row["eager_ms_per_step"].get<double>());
+  }
+
+  // The per-op profile times CUDA events: refused on the host, with one line.
+  r = run_strata(base + json.string() + " --profile-ops 2", dir_);
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_NE(r.err.find("--profile-ops needs --device cuda"), std::string::npos) << r.err;
+  EXPECT_EQ(count_lines(r.err), 1) << r.err;
+}
+
 TEST_F(Cli, CudaFailsClearlyWithoutABackend) {
   if (has_kernel<ops::LinearArgs>(Device::Cuda)) GTEST_SKIP() << "this build has a CUDA backend";
   const Result r =

@@ -6,7 +6,9 @@
 // FP8 covers each kernel's regimes: the FP8 GEMV (K % 16 == 0, W8A8 T <= 8, W8A16 T <= 16: one
 // or two N tiles, one or several load batches per warp, a partial last chunk, N not a multiple
 // of 16, strided x, weights over every code and over the subnormals), the small-M kernel's
-// fallbacks (odd K, staged x beyond the GEMV's shared memory) and cuBLASLt above.
+// fallbacks (odd K, staged x beyond the GEMV's shared memory) and cuBLASLt above; the W8A8
+// quantize pass before cuBLASLt both vectorized (bf16, K % 8 == 0, aligned rows, views
+// included) and per element (odd K).
 #include <cmath>
 
 #include "cases_util.h"
@@ -190,6 +192,11 @@ std::vector<OpCase> linear_cases() {
       {"fp8 stream ring", 1, 11002, 4624, bf, WKind::Fp8W8A8OffGrid, bf, false, true},
       {"fp8 aligned odd", 11, 1000, 1040, bf, WKind::Fp8W8A8OffGrid, f32, false, true},
       {"fp8 all codes", 4, 64, 512, bf, WKind::Fp8W8A8OffGrid, bf, false, true, Codes::All},
+      // Decode steps of 2..8 tokens on cuBLASLt's FP8 GEMM (the FP8 GEMV takes T = 1 by
+      // default), x quantized 8 values per thread (K % 8 == 0, aligned rows).
+      {"nano3 out_proj", 2, Nano3::hidden, Nano3::d_inner, bf, WKind::Fp8W8A8OffGrid, bf, false,
+       true},
+      {"fp8 aligned odd", 5, 1000, 1040, bf, WKind::Fp8W8A8OffGrid, f32, false, true},
       {"fp8 all codes", 4, 64, 512, bf, WKind::Fp8W8A16, bf, false, true, Codes::All},
       {"fp8 small codes", 3, 64, 512, bf, WKind::Fp8W8A8, bf, false, true, Codes::Small},
       {"fp8 small codes", 3, 64, 512, bf, WKind::Fp8W8A16, bf, false, true, Codes::Small},

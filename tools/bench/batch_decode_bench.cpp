@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <functional>
+#include <memory>
 
 #include "cache/cache_plan.h"
 #include "core/check.h"
@@ -77,18 +79,31 @@ StepCost step_cost(const model::ModelConfig& c, const model::ModelWeights& w, do
   return s;
 }
 
-// B sequences in one executor's caches; prefills them, then runs decode steps (eagerly: each
-// step's forward is what is timed).
+// Long enough for the host to enqueue an eager step of up to 256 tokens.
+constexpr double kSpinMicroseconds = 50000;
+
+// Milliseconds of fn(): CUDA events on the backend stream for device runs, else a wall clock.
+double time_once_ms(Device device, const std::function<void()>& fn) {
+  if (device == Device::Cuda) return cuda::time_ms(fn, 0, 1);
+  const auto t0 = std::chrono::steady_clock::now();
+  fn();
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// B sequences in one executor's caches (decode graphs when `graphs`).
 class DecodeRig {
  public:
-  DecodeRig(model::NemotronHModel& m, Device device, int64_t batch, int64_t max_tokens)
-      : m_(m), ex_(m, bench_executor(m, device, batch, max_tokens, /*graphs=*/false)) {
+  DecodeRig(model::NemotronHModel& m, Device device, int64_t batch, int64_t max_tokens,
+            bool graphs)
+      : m_(m), ex_(m, bench_executor(m, device, batch, max_tokens, graphs)) {
     for (int64_t b = 0; b < batch; ++b)
       seqs_.push_back(std::make_unique<engine::ExecutorSequence>(ex_, max_tokens));
+    greedy_.rows.assign(static_cast<size_t>(batch), ops::SamplingRow{});
   }
 
-  // Every sequence adds `len` tokens (len 1: a decode step).
-  void step(int64_t len) {
+  // The eager forward of `len` tokens per sequence (synthetic ids; no sampling), its ops
+  // profiled when `profiler` is given.
+  void forward(int64_t len, OpProfiler* profiler = nullptr) {
     const int64_t V = m_.config().vocab_size;
     std::vector<engine::SequenceChunk> chunks;
     for (size_t b = 0; b < seqs_.size(); ++b) {
@@ -98,53 +113,101 @@ class DecodeRig {
             (1000 + 7919 * (seqs_[b]->computed() + i) + 104729 * static_cast<int64_t>(b)) % V));
       chunks.push_back(seqs_[b]->chunk(std::move(tokens)));
     }
-    const engine::StepInput in = ex_.prepare(chunks);
-    (void)ex_.forward(in, engine::LogitRows::LastPerSequence);
+    const engine::StepInput in = ex_.prepare(chunks);  // uploaded before any op runs
+    const auto run = [&] { last_logits_ = ex_.forward(in, engine::LogitRows::LastPerSequence); };
+    if (profiler)
+      profiler->step(run);
+    else
+      run();
     for (auto& q : seqs_) q->advance(len);
   }
-  int64_t context() const { return seqs_.front()->computed(); }
+
+  // The engine's decode step: Executor::step over the ids sampled last (a graph replay on CUDA
+  // once the bucket is captured), greedy.
+  void engine_step() {
+    if (ids_.empty()) ids_ = ex_.sample(last_logits_, greedy_).ids;  // after the prefill
+    std::vector<engine::SequenceChunk> chunks;
+    for (size_t b = 0; b < seqs_.size(); ++b)
+      chunks.push_back(seqs_[b]->chunk({std::max<int32_t>(ids_[b], 0)}));
+    ids_ = ex_.step(chunks, greedy_).ids;
+    for (auto& q : seqs_) q->advance(1);
+  }
+
+  engine::Executor& executor() { return ex_; }
 
  private:
   model::NemotronHModel& m_;
   engine::Executor ex_;
   std::vector<std::unique_ptr<engine::ExecutorSequence>> seqs_;
+  engine::SamplingBatch greedy_;
+  Tensor last_logits_;
+  std::vector<int32_t> ids_;
 };
+
+// Median ms per step of `repeats` runs of `steps` calls of one_step.
+double time_steps(Device device, int64_t steps, int64_t repeats,
+                  const std::function<void()>& one_step, std::vector<double>* per_repeat) {
+  for (int64_t r = 0; r < repeats; ++r) {
+    const double ms = time_once_ms(device, [&] {
+      for (int64_t i = 0; i < steps; ++i)
+        one_step();
+    });
+    per_repeat->push_back(ms / static_cast<double>(steps));
+  }
+  return median(*per_repeat);
+}
 
 }  // namespace
 
 std::vector<BatchDecodeRow> run_batch_decode_bench(model::NemotronHModel& m, Device device,
                                                    const BatchDecodeOptions& o) {
-  if (o.prompt_len < 1 || o.steps < 1 || o.repeats < 1 || o.warmup < 0 || o.batches.empty())
+  if (o.prompt_len < 1 || o.steps < 1 || o.repeats < 1 || o.warmup < 0 || o.batches.empty() ||
+      o.profile_steps < 0)
     fail("bench --batch: prompt length, steps and repeats must be >= 1");
+  if (o.profile_steps > 0 && device != Device::Cuda)
+    fail("bench --profile-ops needs --device cuda (it times CUDA events)");
   std::vector<BatchDecodeRow> out;
   for (int64_t B : o.batches) {
     if (B < 1) fail("bench --batch: batch {} must be >= 1", B);
-    const int64_t total = o.prompt_len + o.warmup + o.steps * o.repeats + 2;
-    DecodeRig rig(m, device, B, total);
-    rig.step(o.prompt_len);
-    for (int64_t i = 0; i < o.warmup; ++i)
-      rig.step(1);
+    const int64_t total = o.prompt_len + o.warmup + 1 + o.steps * o.repeats + o.profile_steps + 2;
     BatchDecodeRow row;
     row.batch = B;
-    const double ctx0 = static_cast<double>(o.prompt_len + o.warmup);
-    for (int64_t r = 0; r < o.repeats; ++r) {
-      auto run = [&] {
-        for (int64_t i = 0; i < o.steps; ++i)
-          rig.step(1);
-      };
-      double ms = 0;
-      if (device == Device::Cuda) {
-        ms = cuda::time_ms(run, 0, 1);
-      } else {
-        const auto t0 = std::chrono::steady_clock::now();
-        run();
-        ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
-                 .count();
+    {  // the eager forward (one rig at a time: each holds B sequences' caches)
+      DecodeRig rig(m, device, B, total, /*graphs=*/false);
+      rig.forward(o.prompt_len);
+      for (int64_t i = 0; i < o.warmup; ++i)
+        rig.forward(1);
+      row.eager_ms =
+          time_steps(device, o.steps, o.repeats, [&] { rig.forward(1); }, &row.eager_repeat_ms);
+      if (o.profile_steps > 0) {
+        OpProfiler profiler(rig.executor().context(), kSpinMicroseconds);
+        for (int64_t i = 0; i < o.profile_steps; ++i)
+          rig.forward(1, &profiler);
+        row.profile = profiler.result();
       }
-      row.repeat_ms.push_back(ms / static_cast<double>(o.steps));
     }
-    row.ms_per_step = median(row.repeat_ms);
+    if (!o.eager_only) {
+      DecodeRig rig(m, device, B, total, /*graphs=*/device == Device::Cuda);
+      rig.forward(o.prompt_len);
+      // Warm-up engine steps; on CUDA the first captures the bucket's graph.
+      for (int64_t i = 0; i < o.warmup + 1; ++i)
+        rig.engine_step();
+      const std::vector<int64_t> captured = rig.executor().captured_buckets();
+      const bool graph = std::find(captured.begin(), captured.end(),
+                                   engine::Executor::bucket_for(B)) != captured.end();
+      row.step_mode = graph ? "graph" : "eager";
+      if (!graph)
+        row.step_note = device == Device::Cuda
+                            ? "the decode step could not be captured (see the warning above)"
+                            : "no CUDA graphs on the host: Executor::step runs eagerly";
+      row.step_ms =
+          time_steps(device, o.steps, o.repeats, [&] { rig.engine_step(); }, &row.step_repeat_ms);
+    }
+    row.ms_per_step = o.eager_only ? row.eager_ms : row.step_ms;
+    row.roofline_of = o.eager_only ? "eager forward"
+                                   : (row.step_mode == "graph" ? "graph" : "eager step");
     row.tokens_per_s = static_cast<double>(B) * 1000.0 / row.ms_per_step;
+    const double ctx0 = static_cast<double>(o.prompt_len + o.warmup);
     const StepCost cost =
         step_cost(m.config(), m.weights_on(device), static_cast<double>(B),
                   ctx0 + static_cast<double>(o.steps * o.repeats) / 2);
@@ -152,7 +215,9 @@ std::vector<BatchDecodeRow> run_batch_decode_bench(model::NemotronHModel& m, Dev
     row.bytes_ms = cost.bytes / o.ceiling_bytes_per_s * 1000.0;
     row.flops_ms =
         (cost.fp8_flops / o.fp8_flops_per_s + cost.other_flops / o.bf16_flops_per_s) * 1000.0;
-    row.fraction = std::max(row.bytes_ms, row.flops_ms) / row.ms_per_step;
+    const double roofline_ms = std::max(row.bytes_ms, row.flops_ms);
+    row.fraction = roofline_ms / row.ms_per_step;
+    row.eager_fraction = roofline_ms / row.eager_ms;
     out.push_back(std::move(row));
   }
   return out;

@@ -5,7 +5,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <map>
 
 #include "core/check.h"
 #include "engine/executor.h"
@@ -39,6 +38,58 @@ std::string op_profile_key(const char* op, const void* args) {
   return name;
 }
 
+void OpProfiler::step(const std::function<void()>& run_ops) {
+  if (ctx_.device != Device::Cuda) fail("--profile-ops needs --device cuda (it times CUDA events)");
+  cuda::StreamTimeline timeline;
+  std::vector<std::string> keys;  // keys[i]: the op that runs from mark i to mark i + 1
+  ctx_.observer = [&](const char* op, const void* args) {
+    if (keys.empty()) cuda::spin(spin_us_);
+    timeline.mark();
+    keys.push_back(op_profile_key(op, args));
+  };
+  try {
+    run_ops();
+  } catch (...) {
+    ctx_.observer = nullptr;
+    throw;
+  }
+  timeline.mark();  // end of the last op
+  ctx_.observer = nullptr;
+  const std::vector<double> ms = timeline.intervals_ms();
+  STRATA_CHECK_EQ(ms.size(), keys.size());
+  for (size_t i = 0; i < ms.size(); ++i) {
+    OpProfileRow& r = rows_[keys[i]];
+    r.op = keys[i];
+    r.calls += 1;
+    r.us += ms[i] * 1000.0;
+  }
+  ++steps_;
+}
+
+OpProfile OpProfiler::result() const {
+  OpProfile p;
+  p.steps = steps_;
+  if (steps_ == 0) return p;
+  for (const auto& [key, row] : rows_) {
+    OpProfileRow r = row;
+    r.calls /= static_cast<double>(steps_);
+    r.us /= static_cast<double>(steps_);
+    p.step_us += r.us;
+    p.rows.push_back(r);
+  }
+  std::sort(p.rows.begin(), p.rows.end(),
+            [](const OpProfileRow& a, const OpProfileRow& b) { return a.us > b.us; });
+  return p;
+}
+
+std::string op_profile_table(const OpProfile& p) {
+  std::string t = "| op | calls/step | us/step | us/call | of step |\n|---|---|---|---|---|\n";
+  for (const OpProfileRow& r : p.rows)
+    t += fmt::format("| {} | {:.0f} | {:.1f} | {:.2f} | {:.1f}% |\n", r.op, r.calls, r.us,
+                     r.us / r.calls, 100 * r.us / p.step_us);
+  return t;
+}
+
 OpProfile profile_decode_ops(model::NemotronHModel& m, int64_t prompt_len, int64_t warmup,
                              int64_t steps) {
   if (steps < 1 || prompt_len < 1)
@@ -57,42 +108,16 @@ OpProfile profile_decode_ops(model::NemotronHModel& m, int64_t prompt_len, int64
   for (int64_t i = 0; i < warmup; ++i)
     id = s.step({id}, greedy).ids[0];
 
-  cuda::StreamTimeline timeline;
-  std::vector<std::string> keys;  // keys[i]: the op that runs from mark i to mark i + 1
-  std::map<std::string, OpProfileRow> rows;
+  OpProfiler profiler(ex.context(), kSpinMicroseconds);
   for (int64_t step = 0; step < steps; ++step) {
-    timeline.clear();
-    keys.clear();
-    ex.context().observer = [&](const char* op, const void* args) {
-      // The step's one h2d copy synchronizes the stream before the first op: spin from here.
-      if (keys.empty()) cuda::spin(kSpinMicroseconds);
-      timeline.mark();
-      keys.push_back(op_profile_key(op, args));
-    };
-    Tensor logits = s.forward({id}, engine::LogitRows::LastPerSequence);
-    timeline.mark();  // end of the last op
-    ex.context().observer = nullptr;
-    const std::vector<double> ms = timeline.intervals_ms();
-    STRATA_CHECK_EQ(ms.size(), keys.size());
-    for (size_t i = 0; i < ms.size(); ++i) {
-      OpProfileRow& r = rows[keys[i]];
-      r.op = keys[i];
-      r.calls += 1;
-      r.us += ms[i] * 1000.0;
-    }
+    // The step's one h2d copy (in prepare) synchronizes the stream before the first op.
+    const engine::StepInput in = ex.prepare({s.chunk({id})});
+    Tensor logits;
+    profiler.step([&] { logits = ex.forward(in, engine::LogitRows::LastPerSequence); });
+    s.advance(1);
     id = ex.sample(logits, batch).ids[0];
   }
-  OpProfile p;
-  p.steps = steps;
-  for (auto& [key, r] : rows) {
-    r.calls /= static_cast<double>(steps);
-    r.us /= static_cast<double>(steps);
-    p.step_us += r.us;
-    p.rows.push_back(r);
-  }
-  std::sort(p.rows.begin(), p.rows.end(),
-            [](const OpProfileRow& a, const OpProfileRow& b) { return a.us > b.us; });
-  return p;
+  return profiler.result();
 }
 
 }  // namespace strata::bench

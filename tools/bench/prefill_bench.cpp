@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <map>
 
 #include "cache/cache_plan.h"
 #include "core/check.h"
@@ -61,34 +60,9 @@ double time_step_ms(PrefillRig& rig, Device device) {
 // Per-op device time of one step (see op_profile.h for the method).
 OpProfile profile_step(PrefillRig& rig) {
   const engine::StepInput in = rig.build();  // its h2d copy completes before the spin
-  cuda::StreamTimeline timeline;
-  std::vector<std::string> keys;
-  rig.ctx().observer = [&](const char* op, const void* args) {
-    if (keys.empty()) cuda::spin(kSpinMicroseconds);
-    timeline.mark();
-    keys.push_back(op_profile_key(op, args));
-  };
-  (void)rig.forward(in);
-  timeline.mark();
-  rig.ctx().observer = nullptr;
-  const std::vector<double> ms = timeline.intervals_ms();
-  STRATA_CHECK_EQ(ms.size(), keys.size());
-  std::map<std::string, OpProfileRow> rows;
-  for (size_t i = 0; i < ms.size(); ++i) {
-    OpProfileRow& r = rows[keys[i]];
-    r.op = keys[i];
-    r.calls += 1;
-    r.us += ms[i] * 1000.0;
-  }
-  OpProfile p;
-  p.steps = 1;
-  for (auto& [key, r] : rows) {
-    p.step_us += r.us;
-    p.rows.push_back(r);
-  }
-  std::sort(p.rows.begin(), p.rows.end(),
-            [](const OpProfileRow& a, const OpProfileRow& b) { return a.us > b.us; });
-  return p;
+  OpProfiler profiler(rig.ctx(), kSpinMicroseconds);
+  profiler.step([&] { (void)rig.forward(in); });
+  return profiler.result();
 }
 
 }  // namespace

@@ -113,14 +113,32 @@ double time_launches(int sets, const std::function<void(int)>& launch) {
   return ms * 1000.0 / sets;
 }
 
+// Weight sets of one shape made on first use and shared by the rows that time it (the M sweep:
+// making the weights on the host takes longer than timing a kernel).
+struct SharedWeights {
+  int64_t N = 0, K = 0;
+  DType dt = DType::BF16;
+  std::vector<Tensor> sets;
+  const Tensor& get(int i) {
+    if (sets.empty()) {
+      const int n = sets_for(static_cast<double>(N * K) * static_cast<double>(dtype_size(dt)));
+      for (int j = 0; j < n; ++j)
+        sets.push_back(random_device(Shape{N, K}, dt, 1.f / std::sqrt(static_cast<float>(K))));
+    }
+    return sets[static_cast<size_t>(i)];
+  }
+};
+
 Row bench_linear(const char* kernel, const char* what, int64_t N, int64_t K, DType wt, bool w8a8,
-                 DType out_dt, int64_t M = 1) {
+                 DType out_dt, int64_t M = 1, SharedWeights* shared = nullptr) {
   const double wbytes = static_cast<double>(N * K) * static_cast<double>(dtype_size(wt));
   const int sets = sets_for(wbytes);
   std::vector<LinearArgs> args(static_cast<size_t>(sets));
-  for (auto& a : args) {
+  for (size_t i = 0; i < args.size(); ++i) {
+    LinearArgs& a = args[i];
     a.x = random_device(Shape{M, K}, DType::BF16, 1.f);
-    a.w.weight = random_device(Shape{N, K}, wt, 1.f / std::sqrt(static_cast<float>(K)));
+    a.w.weight = shared ? shared->get(static_cast<int>(i))
+                        : random_device(Shape{N, K}, wt, 1.f / std::sqrt(static_cast<float>(K)));
     if (wt == DType::F8E4M3) {
       a.w.weight_scale = 0.01f;
       a.w.input_scale = w8a8 ? 1.f / 64.f : 0.f;
@@ -597,17 +615,51 @@ void run_bench(const std::string& out_path, const std::string& only) {
   linear("cuda.small_m", "9b mlp down", 4480, 15680, bf, false, bf);
   linear("cuda.cublaslt", "9b mlp up", 15680, 4480, bf, false, bf);
   linear("cuda.small_m", "9b mlp up", 15680, 4480, e4, true, bf);
-  // The small-M dispatch threshold (bf16 weights, batched decode): cuda.small_m against
-  // cuBLASLt at M = 2..16 on the 9B-v2 and Nano-3 bf16 shapes (--only "M sweep").
-  for (int64_t M : {2, 4, 8, 16})
-    for (const char* kernel : {"cuda.small_m", "cuda.cublaslt"}) {
-      if (M > cuda::kSmallMMaxRows && std::string(kernel) == "cuda.small_m") continue;
-      linear(kernel, "9b in_proj (M sweep)", 22656, 4480, bf, false, bf, M);
-      linear(kernel, "9b out_proj (M sweep)", 4480, 10240, bf, false, bf, M);
-      linear(kernel, "9b mlp up (M sweep)", 15680, 4480, bf, false, bf, M);
-      linear(kernel, "9b mlp down (M sweep)", 4480, 15680, bf, false, bf, M);
-      linear(kernel, "nano3 in_proj (M sweep)", 10304, 2688, bf, false, bf, M);
-    }
+  // The small-M dispatch thresholds (batched decode): the GEMV-style kernels against cuBLASLt at
+  // M = 1..16 on the 9B-v2 and Nano-3 shapes, bf16 and FP8 W8A8 (--only "M sweep"; run with
+  // STRATA_SMALL_M_MAX_ROWS=8 STRATA_FP8_GEMV_MAX_ROWS=8 to time the GEMVs above their default
+  // rows). Each shape's weights are made once for all its rows; a kernel that refuses a shape
+  // gets a row that says why.
+  const auto sweep = [&](const char* what, int64_t N, int64_t K, DType wt, DType out) {
+    auto w = std::make_shared<SharedWeights>();
+    w->N = N;
+    w->K = K;
+    w->dt = wt;
+    const bool fp8 = wt == e4;
+    for (int64_t M : {1, 2, 3, 4, 6, 8, 12, 16})
+      for (const char* kernel : fp8 ? std::vector<const char*>{"cuda.fp8_gemv", "cuda.fp8_stream",
+                                                                "cuda.cublaslt"}
+                                    : std::vector<const char*>{"cuda.small_m", "cuda.cublaslt"}) {
+        const int64_t gemv_rows = fp8 ? cuda::kFp8GemvMaxRowsW8A8 : cuda::kSmallMMaxRows;
+        if (M > gemv_rows && std::string(kernel) != "cuda.cublaslt") continue;
+        items.emplace_back(fmt::format("linear {}, {} (M sweep), {}, {}, {}, M={}", kernel, what, N,
+                                       K, dtype_name(wt), M),
+                           [=] {
+                             try {
+                               return bench_linear(kernel, what, N, K, wt, fp8, out, M, w.get());
+                             } catch (const std::exception& e) {
+                               Row r;
+                               r.kernel = fmt::format("linear {} (refused)", kernel);
+                               r.shape = fmt::format("{} M={}: {}", what, M, e.what());
+                               r.us = std::nan("");
+                               return r;
+                             }
+                           });
+      }
+  };
+  sweep("9b in_proj", 22656, 4480, bf, bf);
+  sweep("9b out_proj", 4480, 10240, bf, bf);
+  sweep("9b mlp up", 15680, 4480, bf, bf);
+  sweep("9b mlp down", 4480, 15680, bf, bf);
+  sweep("9b q_proj", 5120, 4480, bf, bf);
+  sweep("9b lm_head", 131072, 4480, bf, f32);
+  sweep("nano3 in_proj", 10304, 2688, bf, bf);
+  sweep("nano3 lm_head", 131072, 2688, bf, f32);
+  sweep("nano3 in_proj", 10304, 2688, e4, bf);
+  sweep("nano3 out_proj", 2688, 4096, e4, bf);
+  sweep("nano3 shared up", 3712, 2688, e4, bf);
+  sweep("nano3 shared down", 2688, 3712, e4, bf);
+  sweep("9b mlp up", 15680, 4480, e4, bf);
   items.emplace_back("ssm_update nano3, 64, 64, 8, 128",
                      [] { return bench_ssm_update("nano3", 64, 64, 8, 128); });
   items.emplace_back("ssm_update 9b, 128, 80, 8, 128",

@@ -30,10 +30,7 @@ void print_profile(const bench::PrefillRow& row) {
       "\nop profile: prefill of %lld x %lld tokens, one eager step, kernels back to back (a "
       "spinning kernel holds the stream while the step is enqueued); sum %.1f us\n",
       static_cast<long long>(row.batch), static_cast<long long>(row.prompt_len), p.step_us);
-  std::printf("| op | calls | us | us/call | of step |\n|---|---|---|---|---|\n");
-  for (const bench::OpProfileRow& r : p.rows)
-    std::printf("| %s | %.0f | %.1f | %.2f | %.1f%% |\n", r.op.c_str(), r.calls, r.us,
-                r.us / r.calls, 100 * r.us / p.step_us);
+  std::printf("%s", bench::op_profile_table(p).c_str());
 }
 
 void run_bench_prefill(PrefillFlags& f) {

@@ -1,9 +1,13 @@
 // Registrations of the linear op on the CUDA backend. The kernels live in this file so their
-// order is fixed: ops::run takes the first that supports the arguments, which makes the FP8
-// GEMV the choice for e4m3 weights (W8A8 at T <= 8, W8A16 at T <= 16, when its staged x fits:
-// streamed through shared memory, cuda.fp8_stream, for weights of >= 48 MiB, else from registers,
-// cuda.fp8_gemv), the small-M kernel the choice for other
-// weights at T <= 8, and cuBLASLt the choice above (the harness tests all).
+// order is fixed: ops::run takes the first that supports the arguments, which makes
+//   - the FP8 GEMV the choice for e4m3 weights: W8A8 at T = 1 (STRATA_FP8_GEMV_MAX_ROWS), W8A16
+//     at T <= 16, when its staged x fits (streamed through shared memory, cuda.fp8_stream, for
+//     weights of >= 48 MiB, else from registers, cuda.fp8_gemv);
+//   - the small-M kernel the choice for bf16 weights at T = 1 (STRATA_SMALL_M_MAX_ROWS), for f32
+//     and W8A16 weights at T <= 8, and for W8A8 at T <= 8 where cuBLASLt's FP8 GEMM refuses;
+//   - cuBLASLt the choice above (the harness tests all).
+// Decode steps of 2..16 tokens run cuBLASLt's tensor-core GEMMs: at those M its time is that of
+// M = 1 (the weights are read once), while the GEMV-style kernels' work grows with M.
 #ifdef STRATA_HAVE_CUDA
 #include <cstdlib>
 
@@ -63,29 +67,63 @@ void quantize_input(const LinearArgs& a, LinearLaunch& p, Tensor& scratch, void*
   p.scale = a.w.input_scale * a.w.weight_scale;
 }
 
-// Rows up to which the small-M kernel takes bf16 / f32 weights (cuBLASLt above). Its weight
-// stream is shared by the rows, but each 16-byte chunk is applied to every row from L1, so its
-// time grows with T. STRATA_SMALL_M_MAX_ROWS overrides it (1..kSmallMMaxRows; a tuning knob for
-// `strata bench --batch` and `bench-kernels --only "M sweep"`, read once). e4m3 weights keep
-// kSmallMMaxRows: W8A16 has no cuBLASLt path.
-int64_t small_m_max_rows_16bit() {
-  static const int64_t v = [] {
-    const char* e = std::getenv("STRATA_SMALL_M_MAX_ROWS");
-    const long long n = e ? std::atoll(e) : 0;
-    return n >= 1 && n <= kSmallMMaxRows ? static_cast<int64_t>(n) : kSmallMMaxRows;
-  }();
+// A row limit from the environment (1..max, read by the caller once), else `fallback`.
+int64_t rows_from_env(const char* name, int64_t fallback, int64_t max) {
+  const char* e = std::getenv(name);
+  const long long n = e ? std::atoll(e) : 0;
+  return n >= 1 && n <= max ? static_cast<int64_t>(n) : fallback;
+}
+
+// Rows up to which the small-M kernel takes bf16 weights (cuBLASLt above): 1 by default. Its
+// weight stream is shared by the rows, but every 16-byte chunk (8 bf16) is applied to every row
+// with f32 FMAs on the CUDA cores: M / 2 FMAs per weight byte, so at T = 8, reading at 4.57 TB/s
+// would need 18 T FMA/s, 55% of the H200's f32 peak before the unpacking and the x loads: its
+// time grows with T (9B-v2 at B = 8: 13.1 ms a step, against 11.0 ms at B = 64 on cuBLASLt).
+// cuBLASLt's bf16 GEMM runs on the tensor cores, where T <= 16 costs what T = 1 does, and it was
+// already level with the small-M kernel at T = 1 (docs/BENCHMARKS.md: 16.1 vs 16.8 us on the
+// Nano-3 in_proj, 37.9 vs 42.6 us on the 9B-v2 MLP up). T = 1 stays here: the batch-1 decode
+// graphs were tuned on it (the Nano-3 lm_head at 93% of the ceiling).
+// STRATA_SMALL_M_MAX_ROWS overrides it (1..kSmallMMaxRows; `strata bench --batch` and
+// `bench-kernels --only "M sweep"` measure it). f32 weights (x f32, or the router's bf16 x) keep
+// kSmallMMaxRows: M / 4 FMAs per byte, and cuBLASLt's f32 GEMM has no tensor cores either.
+constexpr int64_t kSmallMDefaultRowsBf16 = 1;
+int64_t small_m_max_rows_bf16() {
+  static const int64_t v =
+      rows_from_env("STRATA_SMALL_M_MAX_ROWS", kSmallMDefaultRowsBf16, kSmallMMaxRows);
   return v;
 }
+
+// Rows up to which the FP8 GEMVs take W8A8 (cuBLASLt's FP8 GEMM above, with its separate
+// quantize pass): 1 by default. Each of their blocks quantizes all T x K activations and their
+// time grows with T: on the Nano-3 in_proj 13.3 us at T = 1, 14.4 at 2 and 22.8 at 8, against
+// cuBLASLt's 11.4 (T = 1) and 11.7 us (T = 16) (docs/BENCHMARKS.md, run 4).
+// STRATA_FP8_GEMV_MAX_ROWS overrides it (1..kFp8GemvMaxRowsW8A8). W8A16 has no cuBLASLt path
+// and keeps kFp8GemvMaxRows.
+constexpr int64_t kFp8GemvDefaultRowsW8A8 = 1;
+int64_t fp8_gemv_max_rows_w8a8() {
+  static const int64_t v =
+      rows_from_env("STRATA_FP8_GEMV_MAX_ROWS", kFp8GemvDefaultRowsW8A8, kFp8GemvMaxRowsW8A8);
+  return v;
+}
+
+bool cublaslt_supports(const LinearArgs& a, std::string* why);
 
 bool small_m_supports(const LinearArgs& a, std::string* why) {
   ArgCheck c(why);
   check_common(c, a);
   if (!c) return false;
+  const int64_t T = a.x.dim(0);
   const int64_t limit =
-      a.w.weight.dtype() == DType::F8E4M3 ? kSmallMMaxRows : small_m_max_rows_16bit();
-  c.require(a.x.dim(0) <= limit,
-            fmt::format("T = {} above the small-M limit {} for {} weights", a.x.dim(0), limit,
-                        dtype_name(a.w.weight.dtype())));
+      a.w.weight.dtype() == DType::BF16 ? small_m_max_rows_bf16() : kSmallMMaxRows;
+  c.require(T <= limit, fmt::format("T = {} above the small-M limit {} for {} weights", T, limit,
+                                    dtype_name(a.w.weight.dtype())));
+  if (!c) return false;
+  // W8A8 above the FP8 GEMV's rows: cuBLASLt's FP8 GEMM wherever it takes the shape.
+  if (is_w8a8(a) && T > fp8_gemv_max_rows_w8a8())
+    c.require(!cublaslt_supports(a, nullptr),
+              fmt::format("W8A8 at T = {} runs on cuBLASLt's FP8 GEMM (the small-M kernel only "
+                          "takes the shapes it refuses)",
+                          T));
   return c;
 }
 void small_m_run(const LinearArgs& a, OpContext& ctx) {
@@ -103,7 +141,7 @@ bool fp8_gemv_supports(const LinearArgs& a, std::string* why) {
   const int64_t T = a.x.dim(0), K = w.dim(1);
   c.require(w.dtype() == DType::F8E4M3,
             fmt::format("weight {} is not e4m3 (the FP8 GEMV's weights)", w.str()));
-  const int64_t max_rows = is_w8a8(a) ? kFp8GemvMaxRowsW8A8 : kFp8GemvMaxRows;
+  const int64_t max_rows = is_w8a8(a) ? fp8_gemv_max_rows_w8a8() : kFp8GemvMaxRows;
   c.require(T <= max_rows, fmt::format("T = {} above the FP8 GEMV's limit {} for {}", T, max_rows,
                                        is_w8a8(a) ? "W8A8" : "W8A16"));
   if (!c) return false;
