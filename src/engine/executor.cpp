@@ -296,6 +296,10 @@ size_t Executor::graph_workspace_bytes() const {
   return graphs_->region_storage.defined() ? graphs_->region_storage.nbytes() : 0;
 }
 
+size_t Executor::graph_workspace_peak_bytes() const {
+  return graphs_->region ? graphs_->region->peak_bytes() : 0;
+}
+
 Tensor Executor::decode_graph_logits(const std::vector<SequenceChunk>& seqs) {
   Graphs& G = *graphs_;
   const model::ModelConfig& c = model_.config();
@@ -337,12 +341,19 @@ Tensor Executor::decode_graph_logits(const std::vector<SequenceChunk>& seqs) {
       Tensor out;
       std::string why;
       G.region->reset();
-      DeviceAllocator* inner = device_allocator(ctx_->device);
-      set_device_allocator(ctx_->device, G.region.get());
-      const bool ok = slot.graph.capture(
-          ctx_->stream, [&] { out = model_.forward(*ctx_, step, *cache_, LogitRows::LastPerSequence); },
-          &why);
-      set_device_allocator(ctx_->device, inner);
+      // The region is this thread's allocator for the capture (in front of the context's
+      // arena, which DeviceScope made current); the process-wide allocator is not touched.
+      DeviceAllocator* inner = set_thread_device_allocator(ctx_->device, G.region.get());
+      bool ok = false;
+      try {
+        ok = slot.graph.capture(
+            ctx_->stream,
+            [&] { out = model_.forward(*ctx_, step, *cache_, LogitRows::LastPerSequence); }, &why);
+      } catch (...) {
+        set_thread_device_allocator(ctx_->device, inner);
+        throw;
+      }
+      set_thread_device_allocator(ctx_->device, inner);
       if (ok) {
         // The graph writes its logits here on every replay; the view does not own them.
         slot.logits = Tensor::wrap(out.raw(), out.shape(), out.dtype(), ctx_->device, nullptr);

@@ -124,6 +124,7 @@ class Executor {
   // Graph buckets captured so far (batch size -> graph); the shared workspace's bytes.
   std::vector<int64_t> captured_buckets() const;
   size_t graph_workspace_bytes() const;
+  size_t graph_workspace_peak_bytes() const;  // the most the captures have used of it
   static int64_t bucket_for(int64_t batch);  // 1, 2, 4, 8, 16, 32, ... (next power of two)
 
  private:

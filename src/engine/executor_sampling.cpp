@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "core/check.h"
+#include "engine/device.h"
 #include "engine/executor.h"
 #include "engine/executor_in_flight.h"
 #include "ops/sample_plan.h"
@@ -15,7 +16,6 @@
 #ifdef STRATA_HAVE_CUDA
 #include <cuda_runtime.h>
 
-#include "engine/device.h"
 #include "ops/cuda/cuda_backend.h"
 #include "ops/cuda/cuda_check.h"
 #endif

@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <map>
 
 #include "../common/require_gpu.h"
@@ -15,6 +16,9 @@
 #include "engine_gpu_util.h"
 #include "engine/device.h"
 #include "engine/engine.h"
+#include "engine/executor.h"
+#include "cache/cache_plan.h"
+#include "ops/side_branch.h"
 #include "ops/cuda/cuda_backend.h"
 
 namespace strata::engine {
@@ -67,6 +71,7 @@ class EngineGpu : public ::testing::Test {
 
 TEST_F(EngineGpu, GraphReplayEqualsThePaddedEagerStepAtEveryBucket) {
   const auto reqs = requests();
+  DeviceAllocator* const process_allocator = device_allocator(Device::Cuda);
   LLMEngine graphs(*m_, nullptr, config(16, true, false));
   LLMEngine eager(*m_, nullptr, config(16, false, true));
   const auto a = run_requests(graphs, reqs), b = run_requests(eager, reqs);
@@ -80,6 +85,10 @@ TEST_F(EngineGpu, GraphReplayEqualsThePaddedEagerStepAtEveryBucket) {
   const std::vector<int64_t> buckets = graphs.executor().captured_buckets();
   EXPECT_EQ(buckets, (std::vector<int64_t>{1, 2, 4, 8, 16}));
   EXPECT_TRUE(eager.executor().captured_buckets().empty());
+  // The captures allocated their intermediates in the shared region (so no arena block that a
+  // later tensor could take is written by a replay), and left the process's allocator as it was.
+  EXPECT_GT(graphs.executor().graph_workspace_peak_bytes(), 0u);
+  EXPECT_EQ(device_allocator(Device::Cuda), process_allocator);
   EXPECT_EQ(graphs.executor().context().host_bounces.load(), 0);
   const EngineStats s = graphs.stats();
   EXPECT_EQ(s.kv_usage, 0.0);
@@ -159,6 +168,47 @@ TEST_F(EngineGpu, BatchedGreedyEqualsAloneOnTheDevice) {
   EXPECT_GT(compared, 0);
   std::printf("%lld tokens equal before divergences, %lld divergences at near ties\n",
               static_cast<long long>(compared), static_cast<long long>(excused));
+}
+
+// The MoE's shared expert on the context's side stream (beside the router and the routed
+// experts) computes exactly what it computes in order: same kernels, same inputs, separate
+// buffers. A context with an observer runs every op in order, so the two runs differ only in
+// the overlap. Prefill (37 tokens, every row's logits) and one decode step, bit for bit.
+TEST_F(EngineGpu, SharedExpertBesideTheRoutedExpertsEqualsInOrder) {
+  const std::vector<int32_t> prompt = model::testing::random_ids(37, c_.vocab_size, 404);
+  auto run = [&](bool in_order, int64_t* overlapped) {
+    ExecutorConfig ec;
+    ec.device = Device::Cuda;
+    ec.max_num_seqs = 1;
+    ec.max_model_len = 64;
+    ec.block_size = 16;
+    ec.cache_plan = cache::plan_cache_for_tokens(m_->config(), 1, 64, 16, m_->act_dtype());
+    ec.cuda_graphs = false;
+    Executor ex(*m_, ec);
+    if (in_order) ex.context().observer = [](const char*, const void*) {};
+    const int64_t before = ops::side_branches_overlapped();
+    ExecutorSequence s(ex, 64);
+    std::vector<Tensor> out;
+    out.push_back(s.forward(prompt, LogitRows::All).to(Device::Host));
+    out.push_back(s.forward({7}, LogitRows::LastPerSequence).to(Device::Host));
+    *overlapped = ops::side_branches_overlapped() - before;
+    return out;
+  };
+  int64_t overlapped = 0, in_order_overlapped = 0;
+  const auto side = run(false, &overlapped);
+  const auto serial = run(true, &in_order_overlapped);
+  // Two steps x the model's MoE layers forked; none with the observer.
+  EXPECT_EQ(overlapped, 2 * c_.num_moe);
+  EXPECT_EQ(in_order_overlapped, 0);
+  int64_t compared = 0;
+  for (size_t i = 0; i < side.size(); ++i) {
+    ASSERT_EQ(side[i].numel(), serial[i].numel());
+    const float* a = side[i].data<float>();
+    const float* b = serial[i].data<float>();
+    for (int64_t j = 0; j < side[i].numel(); ++j, ++compared)
+      ASSERT_EQ(std::memcmp(&a[j], &b[j], sizeof(float)), 0) << "step " << i << " element " << j;
+  }
+  EXPECT_EQ(compared, (37 + 1) * c_.vocab_size);
 }
 
 }  // namespace

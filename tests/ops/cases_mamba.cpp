@@ -97,6 +97,8 @@ struct SsmS {
 };
 
 constexpr const char* kScanMmaKernel = "cuda.ssd_mma";
+// The one-pass kernels take the tensor-core shapes with N <= 2 chunk.
+constexpr const char* kScanFusedKernels[] = {"cuda.ssd_fused", "cuda.ssd_chain"};
 
 constexpr int64_t kSsmSlots = 5;
 
@@ -199,6 +201,13 @@ Outcome check_scan_coverage(Outcome o, const SsmS& s, DType act, int64_t T) {
     o.detail = fmt::format("{} did not take this bf16 case (ran: {})", kScanMmaKernel, o.kernels);
     return o;
   }
+  for (const char* fused : kScanFusedKernels)
+    if (act == DType::BF16 && s.tensor_cores && s.N <= 2 * s.chunk &&
+        !ran_kernel(o.kernels, fused)) {
+      o.status = Outcome::Failed;
+      o.detail = fmt::format("{} did not take this bf16 case (ran: {})", fused, o.kernels);
+      return o;
+    }
   const int64_t runs = 1 + std::count(o.kernels.begin(), o.kernels.end(), ',');
   const int64_t per_run = T * s.Hm * s.P + kSsmSlots * s.Hm * s.P * s.N;
   if (o.compared != runs * per_run) {
@@ -243,6 +252,19 @@ std::vector<OpCase> ssm_cases() {
        {1, 127, 128, 129, 300},
        {1, 0, 1, 0, 1},
        true,
+       true},
+      // Long sequences (the one-pass kernel's chain of 17 chunks per head) around 2,048 tokens,
+      // with a 1-token and a fresh 0-token sequence (state cleared) between them; 8 of nano3's
+      // heads keep the host reference short.
+      {"nano3 heads, long",
+       8,
+       Nano3::head_dim,
+       1,
+       Nano3::state,
+       128,
+       {2047, 1, 0, 2049},
+       {1, 0, 0, 1},
+       false,
        true},
       {"nano3 decode-sized",
        Nano3::heads,

@@ -1,5 +1,7 @@
-// Cases: ssm_scan_mma_exact. The tensor-core SSD kernel (cuda.ssd_mma, ssm_scan_mma.cu) against
-// a float64 emulation of its own arithmetic: the same three bf16 operand roundings at the same
+// Cases: ssm_scan_mma_exact. The tensor-core SSD kernels (cuda.ssd_mma, ssm_scan_mma.cu, and the
+// one-pass cuda.ssd_fused / cuda.ssd_chain, ssm_scan_fused.cu, which keep the same rounding
+// points) against a
+// float64 emulation of its own arithmetic: the same three bf16 operand roundings at the same
 // points, everything else exact, each value carrying a bound on the device's f32 error
 // (rounding_bounds.h). The op harness's ssm_scan cases judge this kernel against the unrounded
 // f32 host op at bf16 tolerance; here the tolerance is f32-level, so moving, adding or dropping
@@ -25,8 +27,8 @@ namespace {
 
 using namespace strata::ops;
 
-constexpr const char* kMmaKernel = "cuda.ssd_mma";
-constexpr int64_t kSlots = 5;
+constexpr const char* kMmaKernels[] = {"cuda.ssd_mma", "cuda.ssd_fused", "cuda.ssd_chain"};
+constexpr int64_t kMinSlots = 5;
 
 struct Shape5 {
   const char* name;
@@ -66,11 +68,12 @@ Expected emulate(const SsmScanArgs& a, const std::vector<int32_t>& lens,
   Expected ex;
   ex.y.assign(static_cast<size_t>(T * Hm * P), 0.0);
   ex.y_err.assign(ex.y.size(), 0.0);
-  ex.st.resize(static_cast<size_t>(kSlots * Hm * PN));
+  const int64_t slots = a.ssm_states.dim(0);
+  ex.st.resize(static_cast<size_t>(slots * Hm * PN));
   for (size_t i = 0; i < ex.st.size(); ++i)
     ex.st[i] = a.ssm_states.data<float>()[i];
   ex.st_err.assign(ex.st.size(), 0.0);
-  ex.st_written.assign(static_cast<size_t>(kSlots), false);
+  ex.st_written.assign(static_cast<size_t>(slots), false);
   const int log2q = static_cast<int>(std::ceil(std::log2(static_cast<double>(Q))));
 
   int64_t t_seq = 0;
@@ -216,12 +219,13 @@ SsmScanArgs make_args(const Shape5& s, Rng& rng, int64_t T) {
     store_from_f32(a.dt_bias.raw(), param, static_cast<size_t>(h), std::log(std::expm1(dt0)));
   }
   a.D = uniform_tensor(rng, Shape{s.Hm}, param, 0.5f, 1.5f);
-  a.ssm_states = normal_tensor(rng, Shape{kSlots, s.Hm, s.P, s.N}, DType::F32, 0.5f);
+  const int64_t slots = std::max<int64_t>(kMinSlots, static_cast<int64_t>(s.lens.size()) + 1);
+  a.ssm_states = normal_tensor(rng, Shape{slots, s.Hm, s.P, s.N}, DType::F32, 0.5f);
   std::vector<int32_t> cu{0};
   for (int32_t l : s.lens)
     cu.push_back(cu.back() + l);
   a.cu_seqlens = i32_tensor(cu);
-  a.slots = i32_tensor(distinct(rng, static_cast<int64_t>(s.lens.size()), kSlots));
+  a.slots = i32_tensor(distinct(rng, static_cast<int64_t>(s.lens.size()), slots));
   a.has_initial = i32_tensor(s.has_initial);
   a.heads = s.Hm;
   a.head_dim = s.P;
@@ -232,7 +236,7 @@ SsmScanArgs make_args(const Shape5& s, Rng& rng, int64_t T) {
   return a;
 }
 
-Outcome run_exact(const Shape5& s, Rng& rng) {
+Outcome run_exact(const Shape5& s, const char* kernel, Rng& rng) {
   int64_t T = 0;
   for (int32_t l : s.lens)
     T += l;
@@ -242,8 +246,8 @@ Outcome run_exact(const Shape5& s, Rng& rng) {
   // Emulated before the host op runs (it updates the states in place).
   auto ex = std::make_shared<Expected>(emulate(a, s.lens, s.has_initial));
   auto worst = std::make_shared<double>(0.0);
-  const int64_t PN = s.P * s.N;
-  OutputCheck check = [ex, worst, T, xw](int index, const Tensor&,
+  const int64_t PN = s.P * s.N, slots = a.ssm_states.dim(0);
+  OutputCheck check = [ex, worst, T, xw, slots](int index, const Tensor&,
                                              const Tensor& dev) -> std::string {
     int64_t bad = 0, compared = 0;
     std::string first;
@@ -269,7 +273,7 @@ Outcome run_exact(const Shape5& s, Rng& rng) {
       for (int64_t i = 0; i < n; ++i) {
         const double d = dev.data<float>()[i], want = ex->st[static_cast<size_t>(i)];
         ++compared;
-        if (!ex->st_written[static_cast<size_t>(i / (n / kSlots))]) {
+        if (!ex->st_written[static_cast<size_t>(i / (n / slots))]) {
           if (d != want) note(fmt::format("state {} of an unnamed slot changed: {} (was {})", i, d, want));
           continue;
         }
@@ -286,13 +290,13 @@ Outcome run_exact(const Shape5& s, Rng& rng) {
     return fmt::format("{} elements outside the f32-level band of the emulation:\n{}", bad, first);
   };
   Tolerance unused;
-  Outcome o = run_case(a, DType::BF16, unused, {}, check, kMmaKernel);
+  Outcome o = run_case(a, DType::BF16, unused, {}, check, kernel);
   o.worst = *worst;
-  if (o.status == Outcome::Passed && o.kernels != kMmaKernel) {
+  if (o.status == Outcome::Passed && o.kernels != kernel) {
     o.status = Outcome::Failed;
-    o.detail = fmt::format("{} did not run (ran: {})", kMmaKernel, o.kernels);
+    o.detail = fmt::format("{} did not run (ran: {})", kernel, o.kernels);
   }
-  const int64_t want = T * xw + kSlots * s.Hm * PN;
+  const int64_t want = T * xw + slots * s.Hm * PN;
   if (o.status == Outcome::Passed && o.compared != want) {
     o.status = Outcome::Failed;
     o.detail = fmt::format("compared {} elements, expected {}", o.compared, want);
@@ -317,15 +321,29 @@ std::vector<OpCase> all() {
        false},
       {"chunk 16 N=16", 2, 64, 1, 16, 16, {40, 15, 0}, {0, 1, 1}, true, false},
       {"chunk 48 N=48", 2, 64, 2, 48, 48, {100, 47}, {1, 0}, false, true},
+      // Around 2,048 tokens (a chain of 17 chunks per head), lengths on and around the chunk
+      // boundaries, and many short sequences in one call (the one-pass kernel's chunk
+      // neighbours belong to different sequences), two of no tokens (a fresh one, whose state
+      // is cleared, and a continued one).
+      {"nano3 dims, 4 heads, long", 4, Nano3::head_dim, 1, Nano3::state, 128, {2047, 2049, 1},
+       {1, 0, 1}, false, true},
+      {"nano3 dims, many short", 8, Nano3::head_dim, 2, Nano3::state, 128,
+       {1, 2, 17, 127, 128, 129, 255, 256, 257, 3, 0, 64, 1, 200, 5, 90, 31, 16, 15, 33, 1, 384,
+        100, 0, 7, 128},
+       {1, 0, 1, 1, 0, 1, 0, 1, 1, 0, 0, 1, 0, 0, 1, 1, 0, 1, 0, 1, 1, 0, 1, 1, 0, 1}, true, true},
+      {"9b dims, 8 heads, 256 and 1", 8, Nano9B::head_dim, 1, Nano9B::state, 128, {256, 1, 384},
+       {1, 1, 0}, false, true},
   };
   std::vector<OpCase> out;
-  for (const Shape5& s : shapes)
-    out.push_back({"ssm_scan_mma_exact",
-                   fmt::format("{} heads={}x{} groups={} N={} chunk={} lens {} has_initial {}{}{}",
-                               s.name, s.Hm, s.P, s.G, s.N, s.chunk, fmt::join(s.lens, ","),
-                               fmt::join(s.has_initial, ","), s.bf16_params ? " bf16 params" : "",
-                               s.aligned ? " aligned" : ""),
-                   true, [s](Rng& rng) { return run_exact(s, rng); }});
+  for (const char* kernel : kMmaKernels)
+    for (const Shape5& s : shapes)
+      out.push_back(
+          {"ssm_scan_mma_exact",
+           fmt::format("{} {} heads={}x{} groups={} N={} chunk={} lens {} has_initial {}{}{}",
+                       kernel, s.name, s.Hm, s.P, s.G, s.N, s.chunk, fmt::join(s.lens, ","),
+                       fmt::join(s.has_initial, ","), s.bf16_params ? " bf16 params" : "",
+                       s.aligned ? " aligned" : ""),
+           true, [s, kernel](Rng& rng) { return run_exact(s, kernel, rng); }});
   return out;
 }
 

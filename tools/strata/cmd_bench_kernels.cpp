@@ -318,6 +318,68 @@ Row bench_moe(const char* kernel, const char* what, DType wt, bool w8a8) {
   return r;
 }
 
+// The routed experts for T tokens (batched decode and prefill; Nano-3 W8A8 shapes): every token
+// routes to 6 distinct experts of 128 drawn uniformly, as issue 10's batch roofline assumes. The
+// experts (1.3 GB of e4m3, far above the L2) are built once and shared by every row. Bytes: the
+// distinct experts' weights once.
+struct MoeExpertSet {
+  std::vector<LinearWeight> up, down;
+};
+const MoeExpertSet& nano3_w8a8_experts() {
+  static const MoeExpertSet set = [] {
+    const int64_t E = 128, H = 2688, I = 1856;
+    MoeExpertSet s;
+    s.up.resize(static_cast<size_t>(E));
+    s.down.resize(static_cast<size_t>(E));
+    for (size_t e = 0; e < static_cast<size_t>(E); ++e) {
+      s.up[e].weight = random_device(Shape{I, H}, DType::F8E4M3, 1.f);
+      s.down[e].weight = random_device(Shape{H, I}, DType::F8E4M3, 1.f);
+      s.up[e].weight_scale = s.down[e].weight_scale = 0.01f;
+      s.up[e].input_scale = 4.f / 448.f;
+      s.down[e].input_scale = 2.f / 448.f;
+    }
+    return s;
+  }();
+  return set;
+}
+
+Row bench_moe_tokens(const char* kernel, int64_t T) {
+  const int64_t E = 128, k = 6, H = 2688, I = 1856;
+  const MoeExpertSet& set = nano3_w8a8_experts();
+  std::vector<int32_t> ids;
+  std::vector<bool> used(static_cast<size_t>(E), false);
+  for (int64_t t = 0; t < T; ++t) {
+    std::vector<int32_t> pool(static_cast<size_t>(E));
+    for (int64_t e = 0; e < E; ++e)
+      pool[static_cast<size_t>(e)] = static_cast<int32_t>(e);
+    for (int64_t j = 0; j < k; ++j) {  // partial Fisher-Yates: k distinct experts
+      const auto r = static_cast<int64_t>(next_bits() % static_cast<uint64_t>(E - j));
+      std::swap(pool[static_cast<size_t>(j)], pool[static_cast<size_t>(j + r)]);
+      ids.push_back(pool[static_cast<size_t>(j)]);
+      used[static_cast<size_t>(pool[static_cast<size_t>(j)])] = true;
+    }
+  }
+  const auto distinct = std::count(used.begin(), used.end(), true);
+  MoeExpertsArgs a;
+  a.x = random_device(Shape{T, H}, DType::BF16, 1.f);
+  a.up = &set.up;
+  a.down = &set.down;
+  a.ids = device_i32(ids).reshape(Shape{T, k});
+  a.weights = random_device(Shape{T, k}, DType::F32, 1.f);
+  a.out = Tensor::empty(Shape{T, H}, DType::BF16, Device::Cuda);
+  const auto& kern = kernel_named<MoeExpertsArgs>(kernel);
+  std::string why;
+  if (!kern.supports(a, &why)) fail("bench moe_experts {}: {}", kernel, why);
+  OpContext ctx;
+  cuda::bind(ctx);
+  Row r;
+  r.kernel = fmt::format("moe_experts {} fp8 W8A8", kernel);
+  r.shape = fmt::format("nano3 T={} ({} experts)", T, distinct);
+  r.bytes = static_cast<double>(distinct * 2 * H * I) + static_cast<double>(T * H * 2 * 2);
+  r.us = time_launches(1, [&](int) { kern.run(a, ctx); });
+  return r;
+}
+
 // ---- prefill: the chunked scan (ssm_scan) ----
 // One ssm_scan call per row: bf16 activations, f32 state, chunk 128, every sequence continuing
 // from an initial state, inputs laid out as column ranges of one row (the model's layout), A and
@@ -468,10 +530,10 @@ ScanRow bench_ssm_scan(const char* kernel, const char* what, int64_t Hm, int64_t
 // Measures and prints the scan rows whose label contains `only` (all when empty).
 std::vector<ScanRow> run_scan_rows(const std::string& only) {
   std::vector<ScanRow> rows;
-  for (const char* kernel : {"cuda.ssd_mma", "cuda"})
+  for (const char* kernel : {"cuda.ssd_fused", "cuda.ssd_chain", "cuda.ssd_mma", "cuda"})
     for (const auto& [what, Hm, P] : {std::tuple{"nano3", 64, 64}, std::tuple{"9b", 128, 80}})
       for (const auto& [seqs, len] :
-           {std::pair{1, 2048}, std::pair{1, 4096}, std::pair{8, 512}}) {
+           {std::pair{1, 512}, std::pair{1, 2048}, std::pair{1, 4096}, std::pair{8, 512}}) {
         const std::string label = fmt::format("ssm_scan {} {} {}x{}", kernel, what, seqs, len);
         if (!only.empty() && label.find(only) == std::string::npos) continue;
         const ScanRow r = bench_ssm_scan(kernel, what, Hm, P, 8, 128, seqs, len);
@@ -633,6 +695,15 @@ void run_bench(const std::string& out_path, const std::string& only) {
   moe("cuda.decode", e4, false);
   moe("cuda.fp8_decode", e4, true);
   moe("cuda.fp8_decode", e4, false);
+  // Batched decode and prefill MoE (--only "moe tokens"): the grouped kernels and their variants
+  // at T tokens; the FP8 decode kernel where it applies (T <= 8).
+  for (int64_t T : {1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096})
+    for (const char* kernel :
+         {"cuda.fp8_decode", "cuda.grouped_swap_cvt", "cuda.grouped_swap", "cuda.grouped_mma"}) {
+      if (T > 8 && std::string(kernel) == "cuda.fp8_decode") continue;
+      items.emplace_back(fmt::format("moe tokens {}, T={}", kernel, T),
+                         [=] { return bench_moe_tokens(kernel, T); });
+    }
   std::vector<Row> rows;
   for (const auto& [label, measure] : items) {
     if (!only.empty() && label.find(only) == std::string::npos) continue;

@@ -2,6 +2,7 @@
 // routing with the correction bias used only for selection, the routed experts as one grouped
 // op, plus the unweighted shared expert.
 #include "model/nemotron_h/blocks.h"
+#include "ops/side_branch.h"
 
 namespace strata::model {
 
@@ -27,6 +28,16 @@ void mlp_block(OpContext& ctx, const MlpWeights& w, const Tensor& a, Tensor& out
 void moe_block(OpContext& ctx, const ModelConfig& c, const MoeWeights& w, const Tensor& a,
                Tensor& out) {
   const int64_t T = a.dim(0), E = c.n_routed_experts, K = c.num_experts_per_tok;
+  // The shared expert reads only `a`: on CUDA it runs on the context's side stream while the
+  // router and the routed experts run on the step stream (it is enqueued first, so both are in
+  // flight together).
+  Tensor shared;
+  ops::SideBranch side(ctx);
+  if (w.has_shared) {
+    shared = workspace(ctx, a.shape(), a.dtype());  // [T, H]
+    side.run([&] { mlp_block(ctx, w.shared, a, shared); });
+  }
+
   Tensor logits = workspace(ctx, Shape{T, E}, DType::F32);  // [T, E] router logits, f32 out
   ops::LinearArgs gate;
   gate.x = a;
@@ -57,10 +68,9 @@ void moe_block(OpContext& ctx, const ModelConfig& c, const MoeWeights& w, const 
   experts.weights = weights;
   experts.out = routed;
   ops::run(ctx, experts);
+  side.join();
   if (!w.has_shared) return;
 
-  Tensor shared = workspace(ctx, a.shape(), a.dtype());  // [T, H]
-  mlp_block(ctx, w.shared, a, shared);
   ops::AddArgs add;
   add.a = routed;
   add.b = shared;

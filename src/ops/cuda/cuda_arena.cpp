@@ -15,8 +15,8 @@ size_t round_up(size_t v, size_t a) {
 }  // namespace
 
 Arena::~Arena() {
-  // The arena lives for the process (the backend never destroys it): slabs are released by the
-  // driver at exit, when the context may already be gone.
+  // Frees nothing itself: a process context's arena lives until exit (its slabs go with the
+  // driver, which may be gone by then); a context made by create() trims it before this.
 }
 
 bool Arena::carve(size_t need, size_t* slab, size_t* offset) {

@@ -8,6 +8,7 @@
 #include <map>
 #include <mutex>
 
+#include "core/log.h"
 #include "ops/cuda/cuda_check.h"
 
 namespace strata::cuda {
@@ -20,6 +21,8 @@ struct DeviceContext::State {
   cudaDeviceProp prop{};
   std::mutex local_mu;
   std::map<const void*, std::shared_ptr<void>> locals;
+  cudaStream_t side = nullptr;  // side_stream(), with its two events
+  cudaEvent_t fork = nullptr, join = nullptr;
 };
 
 namespace {
@@ -60,7 +63,24 @@ DeviceContext::~DeviceContext() {
   (void)cudaSetDevice(s_->device);
   (void)cudaStreamSynchronize(s_->stream);
   s_->locals.clear();  // module state (cuBLASLt handles, tables) before the arena and stream
+  // The slabs go back to the driver (a process context is never destroyed, so only contexts
+  // made by create() get here, during normal program flow). Slabs still holding a block stay
+  // allocated: a tensor that outlives its context breaks the contract above; say so.
+  try {
+    s_->arena->trim();
+    const int64_t live = s_->arena->stats().live_blocks;
+    if (live > 0)
+      log::warn("cuda context on device {} destroyed with {} live blocks (tensors outlive it)",
+                s_->device, live);
+  } catch (...) {
+  }
   s_->arena.reset();
+  if (s_->side) {
+    (void)cudaStreamSynchronize(s_->side);
+    (void)cudaEventDestroy(s_->fork);
+    (void)cudaEventDestroy(s_->join);
+    (void)cudaStreamDestroy(s_->side);
+  }
   (void)cudaFree(s_->index_errors);
   (void)cudaStreamDestroy(s_->stream);
   if (prev >= 0) (void)cudaSetDevice(prev);
@@ -136,6 +156,39 @@ void DeviceContext::copy_h2d_async(void* dst, const void* pinned_src, size_t byt
 }
 void DeviceContext::copy_d2h_async(void* pinned_dst, const void* src, size_t bytes) {
   s_->arena->copy_d2h_async(pinned_dst, src, bytes);
+}
+
+void* DeviceContext::side_stream() {
+  std::lock_guard<std::mutex> lock(s_->local_mu);
+  if (!s_->side) {
+    on_device(s_->device, [&] {
+      STRATA_CUDA_CHECK(cudaStreamCreateWithFlags(&s_->side, cudaStreamNonBlocking));
+      STRATA_CUDA_CHECK(cudaEventCreateWithFlags(&s_->fork, cudaEventDisableTiming));
+      STRATA_CUDA_CHECK(cudaEventCreateWithFlags(&s_->join, cudaEventDisableTiming));
+    });
+  }
+  return s_->side;
+}
+
+void DeviceContext::fork_side(void* stream) {
+  auto side = static_cast<cudaStream_t>(side_stream());
+  STRATA_CUDA_CHECK(cudaEventRecord(s_->fork, static_cast<cudaStream_t>(stream)));
+  STRATA_CUDA_CHECK(cudaStreamWaitEvent(side, s_->fork, 0));
+}
+
+void DeviceContext::join_side(void* stream) {
+  auto side = static_cast<cudaStream_t>(side_stream());
+  STRATA_CUDA_CHECK(cudaEventRecord(s_->join, side));
+  STRATA_CUDA_CHECK(cudaStreamWaitEvent(static_cast<cudaStream_t>(stream), s_->join, 0));
+}
+
+void DeviceContext::release_module_state() {
+  on_device(s_->device, [&] { STRATA_CUDA_CHECK(cudaStreamSynchronize(s_->stream)); });
+  std::map<const void*, std::shared_ptr<void>> gone;
+  {
+    std::lock_guard<std::mutex> lock(s_->local_mu);
+    gone.swap(s_->locals);
+  }
 }
 
 void* DeviceContext::local_slot(const void* key,
@@ -238,6 +291,18 @@ void DeviceContext::copy_h2d_async(void*, const void*, size_t) {
   no_cuda();
 }
 void DeviceContext::copy_d2h_async(void*, const void*, size_t) {
+  no_cuda();
+}
+void* DeviceContext::side_stream() {
+  no_cuda();
+}
+void DeviceContext::fork_side(void*) {
+  no_cuda();
+}
+void DeviceContext::join_side(void*) {
+  no_cuda();
+}
+void DeviceContext::release_module_state() {
   no_cuda();
 }
 void* DeviceContext::local_slot(const void*, const std::function<std::shared_ptr<void>()>&) {

@@ -58,6 +58,16 @@ class DeviceContext {
     return *static_cast<T*>(local_slot(key, [&] { return std::shared_ptr<void>(make()); }));
   }
 
+  // A second stream of this context for work that runs beside the step's ops (ops/side_branch.h):
+  // made on first use. fork_side: the side stream waits for everything enqueued so far on
+  // `stream`; join_side: `stream` waits for everything enqueued so far on the side stream. Both
+  // are event record + wait, so they also work inside a graph capture (they become its edges).
+  void* side_stream();
+  void fork_side(void* stream);
+  void join_side(void* stream);
+  // Drops every module's state (cuBLASLt handle and plans, MoE tables, decode tickets) after
+  // the stream's work; the next op makes them again. For a context whose model is unloaded.
+  void release_module_state();
   struct State;  // the backend's (device_context.cpp)
 
  private:

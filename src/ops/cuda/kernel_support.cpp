@@ -88,7 +88,9 @@ Vec vec_of(const Tensor& t) {
 }
 
 void* stream_of(const OpContext& ctx) {
-  return context_of(ctx).stream();
+  // ctx.stream is the context's step stream (cuda::bind), or its side stream while a
+  // SideBranch runs work there (ops/side_branch.h).
+  return ctx.stream ? ctx.stream : context_of(ctx).stream();
 }
 
 bool kernel_disabled(const char* op, const char* kernel) {

@@ -47,6 +47,8 @@ void launch_rows_to_f32(const Mat& x, float* out, void* stream);
 
 // cuBLASLt: x bf16 | f32 | f8e4m3 with W of the same dtype, out bf16 | f32, f32 accumulation
 // (CUBLAS_COMPUTE_32F: no TF32 for f32). Plans are cached per shape.
-void linear_cublaslt(const LinearLaunch& p, DeviceContext& dc);  // on dc's stream, with its cuBLASLt state
+// On `stream` (dc's step stream or its side stream), with dc's cuBLASLt state; each of the two
+// streams has its own workspace, so the two can run GEMMs at once.
+void linear_cublaslt(const LinearLaunch& p, DeviceContext& dc, void* stream);
 
 }  // namespace strata::cuda

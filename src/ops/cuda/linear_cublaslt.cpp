@@ -60,7 +60,8 @@ struct Plan {
 struct Lt {
   std::mutex mu;
   cublasLtHandle_t handle = nullptr;
-  void* workspace = nullptr;
+  void* workspace = nullptr;       // for the context's step stream
+  void* side_workspace = nullptr;  // for its side stream (made on first use)
   std::map<PlanKey, Plan> plans;
   ~Lt() {  // no checks: destructors must not throw
     for (auto& [key, pl] : plans) {
@@ -70,6 +71,7 @@ struct Lt {
       cublasLtMatmulDescDestroy(pl.op);
     }
     if (workspace) cudaFree(workspace);
+    if (side_workspace) cudaFree(side_workspace);
     if (handle) cublasLtDestroy(handle);
   }
 };
@@ -118,7 +120,7 @@ Plan make_plan(cublasLtHandle_t h, const LinearLaunch& p, uint32_t align_x, uint
 
 }  // namespace
 
-void linear_cublaslt(const LinearLaunch& p, DeviceContext& dc) {
+void linear_cublaslt(const LinearLaunch& p, DeviceContext& dc, void* stream) {
   if (p.x.rows == 0 || p.n == 0) return;
   Lt& l = dc.local<Lt>(&kLtKey, [] { return std::make_shared<Lt>(); });
   const Plan* plan = nullptr;
@@ -128,6 +130,8 @@ void linear_cublaslt(const LinearLaunch& p, DeviceContext& dc) {
       STRATA_CUBLAS_CHECK(cublasLtCreate(&l.handle));
       STRATA_CUDA_CHECK(cudaMalloc(&l.workspace, kWorkspaceBytes));
     }
+    if (stream != dc.stream() && !l.side_workspace)
+      STRATA_CUDA_CHECK(cudaMalloc(&l.side_workspace, kWorkspaceBytes));
     const uint32_t ax = alignment_of(p.x.p), aw = alignment_of(p.w), ao = alignment_of(p.out.p);
     const PlanKey key{p.n,
                       p.x.rows,
@@ -147,7 +151,8 @@ void linear_cublaslt(const LinearLaunch& p, DeviceContext& dc) {
   const float alpha = p.scale, beta = 0.f;
   STRATA_CUBLAS_CHECK(cublasLtMatmul(
       l.handle, plan->op, &alpha, p.w, plan->a, p.x.p, plan->b, &beta, p.out.p, plan->d, p.out.p,
-      plan->d, &plan->algo, l.workspace, kWorkspaceBytes, static_cast<cudaStream_t>(dc.stream())));
+      plan->d, &plan->algo, stream == dc.stream() ? l.workspace : l.side_workspace, kWorkspaceBytes,
+      static_cast<cudaStream_t>(stream)));
 }
 
 }  // namespace strata::cuda

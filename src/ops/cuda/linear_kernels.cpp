@@ -216,7 +216,7 @@ void cublaslt_run(const LinearArgs& a, OpContext& ctx) {
     launch_rows_to_f32(p.x, scratch.data<float>(), s);
     p.x = Mat{scratch.raw(), a.x.dim(0), a.x.dim(1), a.x.dim(1), DType::F32};
   }
-  linear_cublaslt(p, context_of(ctx));
+  linear_cublaslt(p, context_of(ctx), s);
 }
 
 }  // namespace

@@ -28,14 +28,23 @@ struct ExpertTables {
   const float* down_in = nullptr;
 };
 
+// Variants of the swapped grouped GEMMs (moe_grouped_swap.cu), bit flags: the L2 256-byte
+// prefetch hint on the weight copies, and e4m3 -> f16 by the cvt instruction instead of integer
+// operations. Registered (moe_kernels.cpp): kSwapL2Cvt as cuda.grouped_swap_cvt (first), 0 as
+// cuda.grouped_swap (the first version, for A/B runs).
+constexpr int kSwapL2Prefetch = 1;
+constexpr int kSwapCvt = 2;
+constexpr int kSwapL2Cvt = kSwapL2Prefetch | kSwapCvt;
+
 struct MoeExpertsLaunch {
   Mat x;                                                  // [T, H] act
   int64_t experts = 0, inter = 0, hidden = 0, top_k = 0;  // E, I, H, k
   DType wt = DType::BF16;                                 // every expert's weight dtype
   bool w8a8 = false;  // e4m3 weights with input scales: activations quantized per expert
   bool vec_up = false, vec_down = false;  // every weight row 16-byte aligned (chunked loads)
-  bool mma = false;   // grouped path: GEMMs on the tensor cores (moe_mma_unsupported == "")
-  bool swap = false;  // ... with the weights on mma's M side (few pairs per expert; needs mma)
+  bool mma = false;      // grouped path: GEMMs on the tensor cores (moe_mma_unsupported == "")
+  bool swap = false;     // ... with the weights on mma's M side (few pairs per expert; needs mma)
+  int swap_variant = 0;  // kSwap* flags (swap only)
   ExpertTables tables;
   Mat ids, weights;  // [T, k] i32, f32
   Mat out;           // [T, H] act

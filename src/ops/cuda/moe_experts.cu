@@ -294,6 +294,38 @@ __global__ void combine_kernel(MoeExpertsLaunch p, Scratch s) {
   static_cast<TA*>(p.out.p)[t * p.out.ld + n] = from_f32<TA>(sum);
 }
 
+// bf16 with H % 8 == 0 and 16-byte aligned rows of out: the same sums, 8 features per thread
+// (16-byte loads of d and one 16-byte store). grid (T, ceil(H / 8 / 128)), 128 threads.
+__global__ void combine_vec_kernel(MoeExpertsLaunch p, Scratch s) {
+  const int64_t t = blockIdx.x;
+  const int64_t n = (static_cast<int64_t>(blockIdx.y) * blockDim.x + threadIdx.x) * 8;
+  if (n >= p.hidden) return;
+  const int32_t* ids = static_cast<const int32_t*>(p.ids.p) + t * p.ids.ld;
+  const float* wts = static_cast<const float*>(p.weights.p) + t * p.weights.ld;
+  float sum[8] = {};
+  for (int64_t j = 0; j < p.top_k; ++j) {
+    if (!valid_expert(p, ids[j])) continue;
+    const float w = wts[j];
+    const uint4 v = *reinterpret_cast<const uint4*>(static_cast<const bf16*>(s.d) +
+                                                    (t * p.top_k + j) * p.hidden + n);
+    const uint32_t words[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+    for (int i = 0; i < 8; ++i)
+      sum[i] += w * __uint_as_float(((words[i / 2] >> (16 * (i % 2))) & 0xffffu) << 16);
+  }
+  uint32_t o[4];
+#pragma unroll
+  for (int i = 0; i < 4; ++i)
+    o[i] = static_cast<uint32_t>(__bfloat16_as_ushort(__float2bfloat16_rn(sum[2 * i]))) |
+           static_cast<uint32_t>(__bfloat16_as_ushort(__float2bfloat16_rn(sum[2 * i + 1]))) << 16;
+  *reinterpret_cast<uint4*>(static_cast<bf16*>(p.out.p) + t * p.out.ld + n) =
+      make_uint4(o[0], o[1], o[2], o[3]);
+}
+bool combine_vectorizable(const MoeExpertsLaunch& p) {
+  return p.x.dt == DType::BF16 && p.hidden % 8 == 0 &&
+         reinterpret_cast<uintptr_t>(p.out.p) % 16 == 0 && (p.x.rows == 1 || p.out.ld % 8 == 0);
+}
+
 // Calls f(TA{}, TW{}, Q) for the launch's dtypes (combinations checked by the registration).
 template <class F>
 void with_expert_types(const MoeExpertsLaunch& p, F&& f) {
@@ -396,8 +428,12 @@ void launch_moe_grouped(const MoeExpertsLaunch& p, int* index_errors, void* stre
           <<<dim3(static_cast<unsigned>(max_tiles), grid_1d(p.hidden, kTile)), 256, 0, st>>>(p, s);
       STRATA_CUDA_LAUNCH_CHECK();
     }
-    combine_kernel<TA>
-        <<<dim3(static_cast<unsigned>(T), grid_1d(p.hidden, 256)), 256, 0, st>>>(p, s);
+    if (combine_vectorizable(p))
+      combine_vec_kernel<<<dim3(static_cast<unsigned>(T), grid_1d(p.hidden / 8, 128)), 128, 0,
+                           st>>>(p, s);
+    else
+      combine_kernel<TA>
+          <<<dim3(static_cast<unsigned>(T), grid_1d(p.hidden, 256)), 256, 0, st>>>(p, s);
     STRATA_CUDA_LAUNCH_CHECK();
   });
 }

@@ -15,10 +15,10 @@
 // and row, through a private shared-memory ring (written and read back by the same lane: no
 // bank conflicts, no synchronization; a register ring 2-3 k-blocks deep measured the same on
 // the H200, within 4%); the pairs' rows (small, read by every warp of the tile) come through
-// the caches into a register ring. Measured (docs/BENCHMARKS.md, issue 10): 0.73 ms per Nano-3
-// MoE layer at 512 tokens against 0.95 ms for moe_grouped_mma.cu, but only ~32-38% of DRAM
-// bandwidth (ncu): the weight stream, 64 bytes per row at a time from 32 rows per warp, is not
-// yet at the bandwidth it should reach.
+// the caches into a register ring. Measured on the H200 (docs/BENCHMARKS.md, issue 10, "moe3"),
+// Nano-3 W8A8 MoE op per layer, uniform routing: 667 -> 462 us at 512 tokens and 487 -> 342 us at
+// 64 (60.8% and 77.3% of the read ceiling) with the L2 prefetch hint and the cvt conversion
+// (cuda.grouped_swap_cvt) against the first version (cuda.grouped_swap).
 //
 // k permutation. mma.m16n8k16 (PTX ISA), lane = 4 grp + tig: A's registers a0..a3 hold rows
 // (grp, grp + 8) at k slots (2 tig, 2 tig + 1) and (8 + 2 tig, 9 + 2 tig); B's b0, b1 hold column
@@ -31,9 +31,17 @@
 //   bf16: 2 steps per k-block, step s = words 2s (slots 2 tig, 2 tig + 1) and 2s + 1 (slots
 //         8 + 2 tig, 9 + 2 tig), used as they are.
 //
-// e4m3 (W8A8): both operands are converted to f16 in registers with integer operations
-// (e4m3_f16_bits.h: exact, each value times 2^-8) and multiplied with mma f16 -> f32; the
-// epilogue scale carries the 2^16. sm_90 has no e4m3 mma.sync of its own.
+// e4m3 (W8A8): both operands are converted to f16 in registers and multiplied with mma f16 ->
+// f32 (sm_90 has no e4m3 mma.sync of its own): with kSwapCvt by the cvt instruction (exact
+// values, one instruction per two codes), otherwise by integer operations (e4m3_f16_bits.h:
+// exact, each value times 2^-8, four operations per two codes; the epilogue scale carries the
+// 2^16). The conversions bound the first version: cvt measured 31% faster at 512 tokens.
+//
+// Variants (kSwap* flags, moe.h), registered under their own names for A/B runs: the L2 256-byte
+// prefetch hint on the weight copies (the DRAM reads 256 bytes of a row at a time instead of 64:
+// 26% faster at 64 tokens) and the cvt conversion, together cuda.grouped_swap_cvt; neither,
+// cuda.grouped_swap. Also measured and dropped (docs/BENCHMARKS.md): the conversions split
+// between the cvt and integer pipes, the pairs' rows through the cp.async ring.
 #include "ops/cuda/e4m3_f16_bits.h"
 #include "ops/cuda/moe_common.cuh"
 
@@ -57,11 +65,20 @@ constexpr int b_depth(int nt) {
   return nt <= 2 ? 3 : 2;
 }
 
-// 16 bytes global -> shared, L1 bypassed; src_bytes 0 writes zeros and reads nothing.
+// 16 bytes global -> shared, L1 bypassed; src_bytes 0 writes zeros and reads nothing. With
+// L2_256: the L2 also fetches the rest of the aligned 256 bytes (the row's next three k-blocks),
+// so the DRAM sees 256-byte reads instead of 64-byte pieces of ~67K interleaved rows.
+template <bool L2_256>
 __device__ __forceinline__ void cp_async16(void* smem, const void* gmem, int src_bytes) {
   const uint32_t sa = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(sa), "l"(gmem), "r"(src_bytes)
-               : "memory");
+  if constexpr (L2_256)
+    asm volatile("cp.async.cg.shared.global.L2::256B [%0], [%1], 16, %2;" ::"r"(sa), "l"(gmem),
+                 "r"(src_bytes)
+                 : "memory");
+  else
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(sa), "l"(gmem),
+                 "r"(src_bytes)
+                 : "memory");
 }
 __device__ __forceinline__ void cp_async_commit() {
   asm volatile("cp.async.commit_group;" ::: "memory");
@@ -75,11 +92,32 @@ __device__ __forceinline__ uint32_t word(const uint4& v, int i) {
   return i == 0 ? v.x : i == 1 ? v.y : i == 2 ? v.z : v.w;
 }
 
+// Codes (bytes 0, 1) or (2, 3) of v as f16x2. HW: the sm_89+ conversion instruction (exact
+// values, one instruction per two codes); otherwise the integer spread (exact values x 2^-8,
+// four integer operations per two codes).
+template <bool HW>
 __device__ __forceinline__ uint32_t f16_lo(uint32_t v) {
-  return e4m3x2_spread_to_f16x2(e4m3_spread_lo(v));
+  if constexpr (HW) {
+    uint32_t r;
+    asm("{\n .reg .b16 lo, hi;\n mov.b32 {lo, hi}, %1;\n cvt.rn.f16x2.e4m3x2 %0, lo;\n}"
+        : "=r"(r)
+        : "r"(v));
+    return r;
+  } else {
+    return e4m3x2_spread_to_f16x2(e4m3_spread_lo(v));
+  }
 }
+template <bool HW>
 __device__ __forceinline__ uint32_t f16_hi(uint32_t v) {
-  return e4m3x2_spread_to_f16x2(e4m3_spread_hi(v));
+  if constexpr (HW) {
+    uint32_t r;
+    asm("{\n .reg .b16 lo, hi;\n mov.b32 {lo, hi}, %1;\n cvt.rn.f16x2.e4m3x2 %0, hi;\n}"
+        : "=r"(r)
+        : "r"(v));
+    return r;
+  } else {
+    return e4m3x2_spread_to_f16x2(e4m3_spread_hi(v));
+  }
 }
 
 template <bool FP8>
@@ -99,10 +137,12 @@ __device__ __forceinline__ void mma16816(float (&c)[4], const uint32_t (&a)[4], 
 
 // One k-block's products: a[mt][h] is row grp + 8 h of m16 tile mt, b[nt] column grp of n8
 // tile nt (the lane's 16 bytes each).
-template <bool FP8, int NT>
+// V (kSwap* flags, moe.h): kSwapCvt converts both operands with the cvt instruction.
+template <bool FP8, int NT, int V>
 __device__ __forceinline__ void kblock_mma(float (&acc)[2][NT][4], const uint4 (&a)[2][2],
                                            const uint4 (&b)[NT]) {
   constexpr int kSteps = FP8 ? 4 : 2;
+  constexpr bool kCvt = (V & kSwapCvt) != 0;
 #pragma unroll
   for (int s = 0; s < kSteps; ++s) {
     uint32_t af[2][4];
@@ -110,10 +150,10 @@ __device__ __forceinline__ void kblock_mma(float (&acc)[2][NT][4], const uint4 (
     for (int mt = 0; mt < 2; ++mt) {
       if constexpr (FP8) {
         const uint32_t w0 = word(a[mt][0], s), w1 = word(a[mt][1], s);
-        af[mt][0] = f16_lo(w0);
-        af[mt][1] = f16_lo(w1);
-        af[mt][2] = f16_hi(w0);
-        af[mt][3] = f16_hi(w1);
+        af[mt][0] = f16_lo<kCvt>(w0);
+        af[mt][1] = f16_lo<kCvt>(w1);
+        af[mt][2] = f16_hi<kCvt>(w0);
+        af[mt][3] = f16_hi<kCvt>(w1);
       } else {
         af[mt][0] = word(a[mt][0], 2 * s);
         af[mt][1] = word(a[mt][1], 2 * s);
@@ -126,8 +166,8 @@ __device__ __forceinline__ void kblock_mma(float (&acc)[2][NT][4], const uint4 (
       uint32_t b0, b1;
       if constexpr (FP8) {
         const uint32_t w = word(b[nt], s);
-        b0 = f16_lo(w);
-        b1 = f16_hi(w);
+        b0 = f16_lo<kCvt>(w);
+        b1 = f16_hi<kCvt>(w);
       } else {
         b0 = word(b[nt], 2 * s);
         b1 = word(b[nt], 2 * s + 1);
@@ -141,10 +181,11 @@ __device__ __forceinline__ void kblock_mma(float (&acc)[2][NT][4], const uint4 (
 
 // The warp's 32 features x the tile's pairs (NT n8 tiles), the weights through the warp's
 // shared-memory ring `ring` (kStages x kStageBytes), then the epilogue.
-template <bool FP8, bool UP, int NT>
+template <bool FP8, bool UP, int NT, int V>
 __device__ __forceinline__ void warp_tile(const MoeExpertsLaunch& p, const Scratch& s, int e,
                                           int32_t row0, int rows, int64_t fw, uint8_t* ring) {
   constexpr int64_t kElem = FP8 ? 1 : 2;
+  constexpr bool kL2 = (V & kSwapL2Prefetch) != 0;
   const int64_t K = UP ? p.hidden : p.inter, F = UP ? p.inter : p.hidden;
   const int64_t kbytes = K * kElem;
   const int lane = threadIdx.x & 31, grp = lane >> 2, tig = lane & 3;
@@ -191,7 +232,7 @@ __device__ __forceinline__ void warp_tile(const MoeExpertsLaunch& p, const Scrat
     uint8_t* dst = mine + (kb % kStages) * kStageBytes;
 #pragma unroll
     for (int r = 0; r < 4; ++r)
-      cp_async16(dst + r * 512, in ? a_row[r >> 1][r & 1] + off : W, in ? 16 : 0);
+      cp_async16<kL2>(dst + r * 512, in ? a_row[r >> 1][r & 1] + off : W, in ? 16 : 0);
     cp_async_commit();
   };
   constexpr int DB = b_depth(NT);
@@ -215,14 +256,16 @@ __device__ __forceinline__ void warp_tile(const MoeExpertsLaunch& p, const Scrat
         for (int r = 0; r < 4; ++r)
           a[r >> 1][r & 1] = *reinterpret_cast<const uint4*>(src + r * 512);
         issue(kb + kStages - 1);  // into the stage read at kb - 1
-        kblock_mma<FP8, NT>(acc, a, rb[j]);
+        kblock_mma<FP8, NT, V>(acc, a, rb[j]);
       }
     }
   }
   cp_async_wait<0>();
 
   // c0, c1: feature grp, pairs 2 tig, 2 tig + 1 of the n8 tile; c2, c3: feature grp + 8.
-  const float scale = (UP ? up_scale(p, e) : down_scale(p, e)) * (FP8 ? 65536.f : 1.f);
+  // The integer spread gives each operand x 2^-8 (the scale carries 2^16), cvt exact values.
+  const float scale =
+      (UP ? up_scale(p, e) : down_scale(p, e)) * (FP8 && (V & kSwapCvt) == 0 ? 65536.f : 1.f);
 #pragma unroll
   for (int nt = 0; nt < NT; ++nt) {
 #pragma unroll
@@ -252,7 +295,7 @@ __device__ __forceinline__ void warp_tile(const MoeExpertsLaunch& p, const Scrat
 // three blocks per multiprocessor, four staged; the two halves of a full tile run as neighbouring
 // blocks, so the second read of the weights mostly hits L2), and its warp w features 128 y + 32 w
 // .. + 31.
-template <bool FP8, bool UP>
+template <bool FP8, bool UP, int V>
 __global__ void __launch_bounds__(kThreads, 4) grouped_swap_kernel(MoeExpertsLaunch p, Scratch s) {
   extern __shared__ __align__(16) uint8_t smem[];
   const int tile = blockIdx.x >> 1, half = blockIdx.x & 1;
@@ -268,50 +311,61 @@ __global__ void __launch_bounds__(kThreads, 4) grouped_swap_kernel(MoeExpertsLau
   uint8_t* ring = smem + warp * kStages * kStageBytes;
   switch ((rows + 7) / 8) {
     case 1:
-      warp_tile<FP8, UP, 1>(p, s, e, row0, rows, fw, ring);
+      warp_tile<FP8, UP, 1, V>(p, s, e, row0, rows, fw, ring);
       break;
     case 2:
-      warp_tile<FP8, UP, 2>(p, s, e, row0, rows, fw, ring);
+      warp_tile<FP8, UP, 2, V>(p, s, e, row0, rows, fw, ring);
       break;
     case 3:
-      warp_tile<FP8, UP, 3>(p, s, e, row0, rows, fw, ring);
+      warp_tile<FP8, UP, 3, V>(p, s, e, row0, rows, fw, ring);
       break;
     default:
-      warp_tile<FP8, UP, 4>(p, s, e, row0, rows, fw, ring);
+      warp_tile<FP8, UP, 4, V>(p, s, e, row0, rows, fw, ring);
       break;
   }
 }
 
-template <bool FP8, bool UP>
+template <bool FP8, bool UP, int V>
 void launch_one(const MoeExpertsLaunch& p, const Scratch& s, int64_t max_tiles,
                 cudaStream_t stream) {
   static std::atomic<uint64_t> configured{0};
   once_per_device(configured, [] {
     STRATA_CUDA_CHECK(cudaFuncSetAttribute(
-        grouped_swap_kernel<FP8, UP>, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes));
+        grouped_swap_kernel<FP8, UP, V>, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes));
     // Four blocks per multiprocessor need 4 x 48 KB of the unified L1 as shared memory.
-    STRATA_CUDA_CHECK(cudaFuncSetAttribute(grouped_swap_kernel<FP8, UP>,
+    STRATA_CUDA_CHECK(cudaFuncSetAttribute(grouped_swap_kernel<FP8, UP, V>,
                                            cudaFuncAttributePreferredSharedMemoryCarveout,
                                            cudaSharedmemCarveoutMaxShared));
   });
   const int64_t F = UP ? p.inter : p.hidden;
   const dim3 grid(static_cast<unsigned>(2 * max_tiles),
                   static_cast<unsigned>((F + kBlockF - 1) / kBlockF));
-  grouped_swap_kernel<FP8, UP><<<grid, kThreads, kSmemBytes, stream>>>(p, s);
+  grouped_swap_kernel<FP8, UP, V><<<grid, kThreads, kSmemBytes, stream>>>(p, s);
   STRATA_CUDA_LAUNCH_CHECK();
+}
+
+template <int V>
+void launch_variant(const MoeExpertsLaunch& p, const Scratch& s, int64_t max_tiles,
+                    cudaStream_t stream) {
+  if (p.w8a8) {
+    launch_one<true, true, V>(p, s, max_tiles, stream);
+    launch_one<true, false, V>(p, s, max_tiles, stream);
+  } else {  // bf16: no conversion, only the prefetch flag matters
+    launch_one<false, true, V & kSwapL2Prefetch>(p, s, max_tiles, stream);
+    launch_one<false, false, V & kSwapL2Prefetch>(p, s, max_tiles, stream);
+  }
 }
 
 }  // namespace
 
 void launch_grouped_swap(const MoeExpertsLaunch& p, const Scratch& s, int64_t max_tiles,
                          cudaStream_t stream) {
-  if (p.w8a8) {
-    launch_one<true, true>(p, s, max_tiles, stream);
-    launch_one<true, false>(p, s, max_tiles, stream);
-  } else {
-    launch_one<false, true>(p, s, max_tiles, stream);
-    launch_one<false, false>(p, s, max_tiles, stream);
-  }
+  if (p.swap_variant == kSwapL2Cvt)
+    launch_variant<kSwapL2Cvt>(p, s, max_tiles, stream);
+  else if (p.swap_variant == 0)
+    launch_variant<0>(p, s, max_tiles, stream);
+  else
+    STRATA_CUDA_FAIL("moe grouped_swap: unknown variant (registered in moe_kernels.cpp)");
 }
 
 }  // namespace strata::cuda::moe

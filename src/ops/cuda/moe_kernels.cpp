@@ -1,7 +1,8 @@
-// Registrations of moe_route and moe_experts on the CUDA backend. moe_experts has five kernels,
+// Registrations of moe_route and moe_experts on the CUDA backend. moe_experts has six kernels,
 // registered here in order (the first that supports the arguments runs): the FP8 decode kernel
 // (e4m3 experts, T <= 8), the decode kernel for T <= 8, the grouped kernel with the weights on
-// mma's M side (bf16 or W8A8, T up to kSwapMaxTokens: few pairs per expert), the grouped kernel
+// mma's M side (bf16 or W8A8, T up to kSwapMaxTokens: few pairs per expert; two variants, the
+// faster first, the first version behind it for A/B), the grouped kernel
 // with shared-memory tiles on the tensor cores (bf16 or W8A8, any T), then the grouped kernel
 // with f32 GEMMs on CUDA cores (every dtype and shape). Each can be switched off for A/B
 // comparisons with STRATA_CUDA_DISABLE_KERNELS=moe_experts:cuda.NAME[,...].
@@ -25,11 +26,12 @@ using ops::MoeRouteArgs;
 
 constexpr int64_t kDecodeMaxTokens = 8;
 // Tokens up to which the swapped grouped GEMMs run (above: the shared-memory tiles). At top-6 of
-// 128 experts, T tokens give ~T / 21 pairs per expert. Measured on the H200 (Nano-3 FP8 MoE per
-// layer, docs/BENCHMARKS.md issue 10 "grouped MoE for few tokens per expert"): swapped 730 /
-// 1,030 / 1,747 / 3,253 us against 950 / 1,328 / 2,099 / 3,676 us at 512 / 1,024 / 2,048 /
-// 4,096 tokens (the gap narrowing: above 4,096 not measured). At T <= 8 the FP8 decode kernel,
-// registered first, measured faster (batch 8: 9.5 ms per step against 11.7).
+// 128 experts, T tokens give ~T / 21 pairs per expert. Measured on the H200 (Nano-3 W8A8 MoE op
+// per layer, docs/BENCHMARKS.md issue 10 "moe3"): cuda.grouped_swap_cvt 462 / 754 / 1,315 /
+// 2,470 us against cuda.grouped_mma 971 / 1,064 / 2,046 / 3,607 us at 512 / 1,024 / 2,048 /
+// 4,096 tokens (above 4,096 not measured). At T <= 8 the FP8 decode kernel, registered first,
+// stays: by kernel time the swapped one is faster from T = 4 (140 vs 184 us at T = 8), but the
+// eager batch-8 step measured slower on it (12.7 ms against 9.5: the grouped path's host work).
 constexpr int64_t kSwapMaxTokens = 4096;
 
 bool route_supports(const MoeRouteArgs& a, std::string* why) {
@@ -214,10 +216,11 @@ MoeExpertsLaunch launch_of(const MoeExpertsArgs& a, DeviceContext& dc) {
 }
 
 void experts_run(const MoeExpertsArgs& a, OpContext& ctx, bool grouped, bool mma = false,
-                 bool swap = false) {
+                 bool swap = false, int swap_variant = 0) {
   MoeExpertsLaunch p = launch_of(a, context_of(ctx));
   p.mma = mma;
   p.swap = swap;
+  p.swap_variant = swap_variant;
   Tensor scratch = Tensor::empty(Shape{static_cast<int64_t>(moe_scratch_bytes(p, grouped))},
                                  DType::U8, Device::Cuda);
   p.scratch = scratch.raw();
@@ -276,6 +279,12 @@ void gemv_run(const MoeExpertsArgs& a, OpContext& ctx) {
   experts_run(a, ctx, false);
 }
 
+// The swapped kernel's variants (kSwap* flags, moe.h), each its own registered name so one binary
+// A/B-tests them (bench-kernels rows, STRATA_CUDA_DISABLE_KERNELS).
+constexpr const char* swap_name(int variant) {
+  return variant == kSwapL2Cvt ? "cuda.grouped_swap_cvt" : "cuda.grouped_swap";
+}
+template <int V>
 bool grouped_swap_supports(const MoeExpertsArgs& a, std::string* why) {
   if (!experts_common(a, why)) return false;
   ArgCheck c(why);
@@ -284,12 +293,13 @@ bool grouped_swap_supports(const MoeExpertsArgs& a, std::string* why) {
   c.require(a.x.dim(0) <= kSwapMaxTokens,
             fmt::format("T = {} above the swapped kernel's {} (many pairs per expert)", a.x.dim(0),
                         kSwapMaxTokens));
-  c.require(!kernel_disabled(MoeExpertsArgs::kName, "cuda.grouped_swap"),
+  c.require(!kernel_disabled(MoeExpertsArgs::kName, swap_name(V)),
             "disabled by STRATA_CUDA_DISABLE_KERNELS");
   return c;
 }
+template <int V>
 void grouped_swap_run(const MoeExpertsArgs& a, OpContext& ctx) {
-  experts_run(a, ctx, true, true, true);
+  experts_run(a, ctx, true, true, true, V);
 }
 
 bool grouped_mma_supports(const MoeExpertsArgs& a, std::string* why) {
@@ -318,8 +328,10 @@ STRATA_REGISTER_KERNEL(MoeRouteArgs, "cuda", Device::Cuda, route_supports, route
 STRATA_REGISTER_KERNEL(MoeExpertsArgs, "cuda.fp8_decode", Device::Cuda, fp8_decode_supports,
                        fp8_decode_run);
 STRATA_REGISTER_KERNEL(MoeExpertsArgs, "cuda.decode", Device::Cuda, gemv_supports, gemv_run);
-STRATA_REGISTER_KERNEL(MoeExpertsArgs, "cuda.grouped_swap", Device::Cuda, grouped_swap_supports,
-                       grouped_swap_run);
+STRATA_REGISTER_KERNEL(MoeExpertsArgs, swap_name(kSwapL2Cvt), Device::Cuda,
+                       grouped_swap_supports<kSwapL2Cvt>, grouped_swap_run<kSwapL2Cvt>);
+STRATA_REGISTER_KERNEL(MoeExpertsArgs, swap_name(0), Device::Cuda, grouped_swap_supports<0>,
+                       grouped_swap_run<0>);
 STRATA_REGISTER_KERNEL(MoeExpertsArgs, "cuda.grouped_mma", Device::Cuda, grouped_mma_supports,
                        grouped_mma_run);
 STRATA_REGISTER_KERNEL(MoeExpertsArgs, "cuda.grouped", Device::Cuda, grouped_supports, grouped_run);

@@ -47,6 +47,16 @@ int64_t ssm_scan_scratch_i32(const SsmLaunch& p);
 int64_t ssm_scan_mma_scratch_f32(const SsmLaunch& p);
 int64_t ssm_scan_mma_scratch_i32(const SsmLaunch& p);
 
+// The one-pass tensor-core scan (ssm_scan_fused.cu): the tensor-core scan's shapes, and a state
+// of at most two 16-column tiles per warp (N <= 2 chunk_size). Scratch: the chunk table, the f32
+// state leaving each chunk and each chunk's own state and decay (look-back), a flag per (chunk,
+// head) and a block ticket.
+inline bool ssm_scan_fused_shape(int64_t chunk, int64_t N) {
+  return N <= 2 * chunk;
+}
+int64_t ssm_scan_fused_scratch_f32(const SsmLaunch& p);
+int64_t ssm_scan_fused_scratch_i32(const SsmLaunch& p);
+
 // Profiling (strata bench-kernels' per-kernel split): while set on the launching host thread,
 // the scan launchers call it right after enqueuing each of their kernels, with the kernel's
 // name (the caller records a CUDA event there). Null (the default) = no calls.
@@ -60,5 +70,8 @@ void launch_ssm_update(const SsmLaunch& p, int* index_errors, void* stream);
 void launch_ssm_scan(const SsmLaunch& p, int* index_errors, void* stream);
 // bf16 activations only, shapes within the limits above (checked by its supports).
 void launch_ssm_scan_mma(const SsmLaunch& p, int* index_errors, void* stream);
+// `lookback`: a chunk block may start from an earlier chunk's state and the own states between
+// (decoupled look-back) instead of waiting for its predecessor's (the plain chain).
+void launch_ssm_scan_fused(const SsmLaunch& p, bool lookback, int* index_errors, void* stream);
 
 }  // namespace strata::cuda

@@ -1,6 +1,9 @@
 // Registrations of ssm_scan (chunked prefill) and ssm_update (decode) on the CUDA backend.
-// ssm_scan has two kernels, tried in this order: "cuda.ssd_mma" (bf16 on tensor cores, the
-// shapes of ssm.h) and "cuda" (f32 math on CUDA cores, any act dtype).
+// ssm_scan has four kernels, tried in this order: "cuda.ssd_chain" and "cuda.ssd_fused" (bf16 on
+// tensor cores in one pass, the state passing between chunk blocks by a plain chain or by
+// decoupled look-back), "cuda.ssd_mma" (bf16 on tensor cores in
+// separate chunk-state, state-passing and output kernels; the shapes of ssm.h) and "cuda" (f32
+// math on CUDA cores, any act dtype).
 #ifdef STRATA_HAVE_CUDA
 #include "ops/cuda/cuda_backend.h"
 #include "ops/cuda/kernel_support.h"
@@ -105,7 +108,23 @@ bool scan_mma_supports(const SsmScanArgs& a, std::string* why) {
   return c;
 }
 
-enum class ScanPath { kF32Math, kMma };
+constexpr char kFusedName[] = "cuda.ssd_fused";
+constexpr char kChainName[] = "cuda.ssd_chain";
+
+// The one-pass kernels; either can be turned off for A/B runs (STRATA_CUDA_DISABLE_KERNELS).
+template <const char* kKernel>
+bool scan_fused_supports(const SsmScanArgs& a, std::string* why) {
+  if (!scan_mma_supports(a, why)) return false;
+  ArgCheck c(why);
+  c.require(!kernel_disabled(SsmScanArgs::kName, kKernel),
+            "disabled by STRATA_CUDA_DISABLE_KERNELS");
+  c.require(ssm_scan_fused_shape(a.chunk_size, a.state_size),
+            fmt::format("state_size {} above 2 x chunk_size {}: two state tiles per warp at most",
+                        a.state_size, a.chunk_size));
+  return c;
+}
+
+enum class ScanPath { kF32Math, kMma, kFused, kChain };
 
 template <ScanPath kPath>
 void scan_run(const SsmScanArgs& a, OpContext& ctx) {
@@ -114,14 +133,22 @@ void scan_run(const SsmScanArgs& a, OpContext& ctx) {
   p.has_initial = vec_of(a.has_initial);
   p.chunk_size = a.chunk_size;
   constexpr bool kMma = kPath != ScanPath::kF32Math;
-  const int64_t nf = kMma ? ssm_scan_mma_scratch_f32(p) : ssm_scan_scratch_f32(p);
-  const int64_t ni = kMma ? ssm_scan_mma_scratch_i32(p) : ssm_scan_scratch_i32(p);
+  constexpr bool kFused = kPath == ScanPath::kFused || kPath == ScanPath::kChain;
+  const int64_t nf = kFused ? ssm_scan_fused_scratch_f32(p)
+                     : kMma ? ssm_scan_mma_scratch_f32(p)
+                            : ssm_scan_scratch_f32(p);
+  const int64_t ni = kFused ? ssm_scan_fused_scratch_i32(p)
+                     : kMma ? ssm_scan_mma_scratch_i32(p)
+                            : ssm_scan_scratch_i32(p);
   // Scratch from the arena, released when this returns: later users are later on the stream.
   Tensor f = Tensor::empty(Shape{std::max<int64_t>(1, nf)}, DType::F32, Device::Cuda);
   Tensor i = Tensor::empty(Shape{std::max<int64_t>(1, ni)}, DType::I32, Device::Cuda);
   p.scratch_f32 = f.data<float>();
   p.scratch_i32 = i.data<int32_t>();
-  if (kPath == ScanPath::kMma)
+  if (kFused)
+    launch_ssm_scan_fused(p, kPath == ScanPath::kFused, context_of(ctx).index_errors(),
+                          stream_of(ctx));
+  else if (kPath == ScanPath::kMma)
     launch_ssm_scan_mma(p, context_of(ctx).index_errors(), stream_of(ctx));
   else
     launch_ssm_scan(p, context_of(ctx).index_errors(), stream_of(ctx));
@@ -140,6 +167,12 @@ void update_run(const SsmUpdateArgs& a, OpContext& ctx) {
 
 }  // namespace
 
+// The chain first: on the H200 it measured faster than the look-back in 7 of the 8 bench-kernels
+// rows (docs/BENCHMARKS.md, "Prefill scan, round 4").
+STRATA_REGISTER_KERNEL(SsmScanArgs, kChainName, Device::Cuda, scan_fused_supports<kChainName>,
+                       scan_run<ScanPath::kChain>);
+STRATA_REGISTER_KERNEL(SsmScanArgs, kFusedName, Device::Cuda, scan_fused_supports<kFusedName>,
+                       scan_run<ScanPath::kFused>);
 STRATA_REGISTER_KERNEL(SsmScanArgs, "cuda.ssd_mma", Device::Cuda, scan_mma_supports,
                        scan_run<ScanPath::kMma>);
 STRATA_REGISTER_KERNEL(SsmScanArgs, "cuda", Device::Cuda, scan_supports,
