@@ -655,6 +655,11 @@ void run_bench(const std::string& out_path, const std::string& only) {
   sweep("9b lm_head", 131072, 4480, bf, f32);
   sweep("nano3 in_proj", 10304, 2688, bf, bf);
   sweep("nano3 lm_head", 131072, 2688, bf, f32);
+  // Small bf16 matrices (the Nano-3 router and kv projection, the 9B-v2 kv projection), where
+  // cuBLASLt took ~9-10 us a call at every M in the branch `rest3` profiles.
+  sweep("nano3 router", 128, 2688, bf, f32);
+  sweep("nano3 kv_proj", 256, 2688, bf, bf);
+  sweep("9b kv_proj", 1024, 4480, bf, bf);
   sweep("nano3 in_proj", 10304, 2688, e4, bf);
   sweep("nano3 out_proj", 2688, 4096, e4, bf);
   sweep("nano3 shared up", 3712, 2688, e4, bf);

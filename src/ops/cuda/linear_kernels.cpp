@@ -76,16 +76,16 @@ int64_t rows_from_env(const char* name, int64_t fallback, int64_t max) {
 
 // Rows up to which the small-M kernel takes bf16 weights (cuBLASLt above): 1 by default. Its
 // weight stream is shared by the rows, but every 16-byte chunk (8 bf16) is applied to every row
-// with f32 FMAs on the CUDA cores: M / 2 FMAs per weight byte, so at T = 8, reading at 4.57 TB/s
-// would need 18 T FMA/s, 55% of the H200's f32 peak before the unpacking and the x loads: its
-// time grows with T (9B-v2 at B = 8: 13.1 ms a step, against 11.0 ms at B = 64 on cuBLASLt).
-// cuBLASLt's bf16 GEMM runs on the tensor cores, where T <= 16 costs what T = 1 does, and it was
-// already level with the small-M kernel at T = 1 (docs/BENCHMARKS.md: 16.1 vs 16.8 us on the
-// Nano-3 in_proj, 37.9 vs 42.6 us on the 9B-v2 MLP up). T = 1 stays here: the batch-1 decode
-// graphs were tuned on it (the Nano-3 lm_head at 93% of the ceiling).
+// with f32 FMAs on the CUDA cores: M / 2 FMAs per weight byte (at T = 8, reading at 4.57 TB/s
+// would need 18 T FMA/s, 55% of the H200's f32 peak, before the unpacking and the x loads), so
+// its time grows with T, while cuBLASLt's bf16 GEMM runs on the tensor cores and costs the same
+// at T = 1..16. Measured (docs/BENCHMARKS.md, branch rest3): 9B-v2 in_proj small-M 57.7 / 83.1 /
+// 144.9 us at T = 1 / 2 / 8 against cuBLASLt's 52.5-55.7; the 9B-v2 decode step at B = 8 12.8 ->
+// 5.9 ms. T = 1 stays here: within 83% of cuBLASLt on every model shape, faster on some (the
+// Nano-3 lm_head 166 vs 174 us), and the batch-1 decode graphs were tuned on it.
 // STRATA_SMALL_M_MAX_ROWS overrides it (1..kSmallMMaxRows; `strata bench --batch` and
-// `bench-kernels --only "M sweep"` measure it). f32 weights (x f32, or the router's bf16 x) keep
-// kSmallMMaxRows: M / 4 FMAs per byte, and cuBLASLt's f32 GEMM has no tensor cores either.
+// `bench-kernels --only "M sweep"` measure it). f32 weights (x f32, or a bf16 x with an f32
+// router) keep kSmallMMaxRows: M / 4 FMAs per byte, and cuBLASLt's f32 GEMM has no tensor cores.
 constexpr int64_t kSmallMDefaultRowsBf16 = 1;
 int64_t small_m_max_rows_bf16() {
   static const int64_t v =
@@ -93,12 +93,12 @@ int64_t small_m_max_rows_bf16() {
   return v;
 }
 
-// Rows up to which the FP8 GEMVs take W8A8 (cuBLASLt's FP8 GEMM above, with its separate
-// quantize pass): 1 by default. Each of their blocks quantizes all T x K activations and their
-// time grows with T: on the Nano-3 in_proj 13.3 us at T = 1, 14.4 at 2 and 22.8 at 8, against
-// cuBLASLt's 11.4 (T = 1) and 11.7 us (T = 16) (docs/BENCHMARKS.md, run 4).
-// STRATA_FP8_GEMV_MAX_ROWS overrides it (1..kFp8GemvMaxRowsW8A8). W8A16 has no cuBLASLt path
-// and keeps kFp8GemvMaxRows.
+// Rows up to which the FP8 GEMVs take W8A8 (cuBLASLt's FP8 GEMM above, after its separate
+// quantize pass): 1 by default. Each of their blocks quantizes all T x K activations, so their
+// time grows with T: Nano-3 in_proj 13.3 / 14.4 / 22.7 us at T = 1 / 2 / 8 against cuBLASLt's
+// 11.2-12.0 at T = 1..16; the Nano-3 decode step at B = 8 8.1 -> 6.4 ms (docs/BENCHMARKS.md,
+// branch rest3). STRATA_FP8_GEMV_MAX_ROWS overrides it (1..kFp8GemvMaxRowsW8A8). W8A16 has no
+// cuBLASLt path and keeps kFp8GemvMaxRows.
 constexpr int64_t kFp8GemvDefaultRowsW8A8 = 1;
 int64_t fp8_gemv_max_rows_w8a8() {
   static const int64_t v =
