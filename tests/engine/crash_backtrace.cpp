@@ -16,13 +16,15 @@ namespace {
 
 void put(const char* s) {
   size_t n = 0;
-  while (s[n]) ++n;
+  while (s[n])
+    ++n;
   (void)!write(STDERR_FILENO, s, n);
 }
 
 void put_hex(uintptr_t v) {
   char buf[19] = "0x";
-  for (int i = 0; i < 16; ++i) buf[2 + i] = "0123456789abcdef"[(v >> (60 - 4 * i)) & 0xf];
+  for (int i = 0; i < 16; ++i)
+    buf[2 + i] = "0123456789abcdef"[(v >> (60 - 4 * i)) & 0xf];
   buf[18] = 0;
   put(buf);
 }
@@ -44,7 +46,8 @@ void print_and_die(int sig, siginfo_t* info, void* uc) {
   if (fd >= 0) {
     char buf[4096];
     ssize_t n;
-    while ((n = read(fd, buf, sizeof(buf))) > 0) (void)!write(STDERR_FILENO, buf, n);
+    while ((n = read(fd, buf, sizeof(buf))) > 0)
+      (void)!write(STDERR_FILENO, buf, n);
     close(fd);
   }
   put("*** stack (addr2line -f -C -e BINARY +OFFSET):\n");
@@ -65,11 +68,12 @@ const bool kInstalled = [] {
   ss.ss_sp = g_alt_stack;
   ss.ss_size = sizeof(g_alt_stack);
   sigaltstack(&ss, nullptr);
-  struct sigaction sa{};
+  struct sigaction sa {};
   sa.sa_sigaction = print_and_die;
   sa.sa_flags = SA_ONSTACK | SA_SIGINFO;
   sigemptyset(&sa.sa_mask);
-  for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT}) sigaction(sig, &sa, nullptr);
+  for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT})
+    sigaction(sig, &sa, nullptr);
   return true;
 }();
 

@@ -14,6 +14,8 @@
 #include <tuple>
 #include <vector>
 
+#include "bench_kernels_scan.h"
+#include "bench_kernels_util.h"
 #include "command.h"
 #include "core/check.h"
 #include "io/atomic_file.h"
@@ -27,91 +29,12 @@ namespace {
 
 using namespace strata::ops;
 
-constexpr double kCeilingGBs = 4570.0;
-constexpr double kRotateBytes = 256e6;  // > 4x the 50 MB L2
+using namespace strata::cli::bench_kernels;
 
 struct Row {
   std::string kernel, shape;
   double bytes = 0, us = 0;
 };
-
-uint64_t g_state = 0x1234567;
-float next_uniform() {  // fast, deterministic, never exactly zero in practice
-  uint64_t z = (g_state += 0x9E3779B97F4A7C15ull);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  z ^= z >> 31;
-  return static_cast<float>(z >> 40) * (1.0f / 16777216.0f) * 2.f - 1.f;
-}
-
-uint64_t next_bits() {
-  uint64_t z = (g_state += 0x9E3779B97F4A7C15ull);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
-
-// e4m3 codes of values uniform in +-300 (4096 bins), five per random draw: converting one value
-// at a time took seconds for the MoE rows' 1.3 GB of experts.
-void fill_e4m3(uint8_t* q, int64_t n) {
-  static const std::vector<uint8_t> table = [] {
-    std::vector<uint8_t> t(4096);
-    for (size_t i = 0; i < t.size(); ++i)
-      t[i] = fp8e4m3_from_f32_sat((2.f * (static_cast<float>(i) + 0.5f) / 4096.f - 1.f) * 300.f);
-    return t;
-  }();
-  for (int64_t i = 0; i < n;) {
-    uint64_t z = next_bits();
-    for (int j = 0; j < 5 && i < n; ++j, ++i, z >>= 12)
-      q[i] = table[z & 4095u];
-  }
-}
-
-Tensor random_device(const Shape& shape, DType dt, float scale) {
-  Tensor h = Tensor::empty(shape, dt, Device::Host);
-  if (dt == DType::F8E4M3) {
-    fill_e4m3(static_cast<uint8_t*>(h.raw()), h.numel());
-  } else if (dt == DType::BF16) {
-    auto* q = static_cast<uint16_t*>(h.raw());
-    for (int64_t i = 0; i < h.numel(); ++i)
-      q[i] = f32_to_bf16(next_uniform() * scale);
-  } else {
-    for (int64_t i = 0; i < h.numel(); ++i)
-      store_from_f32(h.raw(), dt, static_cast<size_t>(i), next_uniform() * scale);
-  }
-  return h.to(Device::Cuda);
-}
-
-Tensor device_i32(const std::vector<int32_t>& v) {
-  Tensor h = Tensor::empty(Shape{static_cast<int64_t>(v.size())}, DType::I32, Device::Host);
-  std::copy(v.begin(), v.end(), h.data<int32_t>());
-  return h.to(Device::Cuda);
-}
-
-int sets_for(double bytes) {
-  return static_cast<int>(std::clamp(std::ceil(kRotateBytes / bytes), 1.0, 64.0));
-}
-
-template <class Args>
-const Kernel<Args>& kernel_named(const char* name) {
-  for (const auto& k : OpTable<Args>::kernels())
-    if (k.device == Device::Cuda && std::string(k.name) == name) return k;
-  fail("no CUDA kernel named {} for op {}", name, Args::kName);
-}
-
-// Median microseconds of one launch: `sets` launches (one per input set) captured in a graph.
-double time_launches(int sets, const std::function<void(int)>& launch) {
-  for (int i = 0; i < sets; ++i)
-    launch(i);  // warm: plans, tables, arena blocks
-  cuda::synchronize();
-  const double ms = cuda::time_graph_ms(
-      [&] {
-        for (int i = 0; i < sets; ++i)
-          launch(i);
-      },
-      3, 20);
-  return ms * 1000.0 / sets;
-}
 
 // Weight sets of one shape made on first use and shared by the rows that time it (the M sweep:
 // making the weights on the host takes longer than timing a kernel).
@@ -224,8 +147,8 @@ Row bench_conv_update(const char* what, int64_t C) {
 // Decode attention through the named kernel ("cuda.decode": the one ops::run picks for bf16
 // decode; "cuda": the general family, for comparison).
 // One decode row over a context of ctx_len keys; fp8: e4m3 caches (FP8 KV) with scales.
-Row bench_attention(const char* kernel, const char* what, int64_t nh, int64_t nkv,
-                    int64_t ctx_len, bool fp8 = false) {
+Row bench_attention(const char* kernel, const char* what, int64_t nh, int64_t nkv, int64_t ctx_len,
+                    bool fp8 = false) {
   const int64_t hd = 128, bs = 16, nb = (ctx_len + bs - 1) / bs;
   const DType kv_dt = fp8 ? DType::F8E4M3 : DType::BF16;
   const double kv_bytes =
@@ -380,194 +303,6 @@ Row bench_moe_tokens(const char* kernel, int64_t T) {
   return r;
 }
 
-// ---- prefill: the chunked scan (ssm_scan) ----
-// One ssm_scan call per row: bf16 activations, f32 state, chunk 128, every sequence continuing
-// from an initial state, inputs laid out as column ranges of one row (the model's layout), A and
-// dt_bias drawn like Mamba2's init (A in [-16, -1], dt ~ 1e-3..1e-1). The working set (x, B, C,
-// y and the chunk states) is far above the L2, so no rotation is needed. Reported: microseconds
-// of one call, tokens/s, and TFLOP/s of the four chunk-local matrix products counted causally:
-// C.B per group over s <= l (G N Lc(Lc+1)/2 per chunk), the chunk states and Y_off (Hm P N per
-// token each), Y_diag over s <= l (Hm P Lc(Lc+1)/2 per chunk); two FLOPs per multiply-add.
-
-struct ScanStage {
-  std::string kernel;
-  double us = 0;
-};
-
-struct ScanRow {
-  std::string kernel, shape;
-  double tokens = 0, flops = 0, bytes = 0, io_bytes = 0, us = 0;
-  std::vector<ScanStage> stages;  // the call's kernels in stream order, median microseconds
-};
-
-// The minimum-bytes ceiling of a scan call: x, B, C, dt read once, y written once, the initial
-// and final states (no intermediate state traffic at all).
-double scan_io_bytes(int64_t Hm, int64_t P, int64_t G, int64_t N, int64_t seqs, int64_t len) {
-  const double T = static_cast<double>(seqs * len);
-  const double state = static_cast<double>(Hm * P * N) * 4.0;
-  return T * static_cast<double>(2 * Hm * P + 2 * G * N + Hm) * 2.0 +
-         static_cast<double>(seqs) * 2.0 * state;
-}
-
-// Bytes a chunked scan of this design must move: x, B, C, dt read once, y written once, the
-// initial and final states, and one f32 round trip of the chunk states (written by the
-// chunk-state kernel, read by the state passing). The per-call time is compared with both at the
-// H200's read ceiling.
-double scan_min_bytes(int64_t Hm, int64_t P, int64_t G, int64_t N, int64_t Q, int64_t seqs,
-                      int64_t len) {
-  const double T = static_cast<double>(seqs * len);
-  const double chunks = static_cast<double>(seqs * ((len + Q - 1) / Q));
-  const double state = static_cast<double>(Hm * P * N) * 4.0;
-  return T * static_cast<double>(2 * Hm * P + 2 * G * N + Hm) * 2.0 +
-         static_cast<double>(seqs) * 2.0 * state + chunks * 2.0 * state;
-}
-
-// Per-kernel split of one scan call: eager launches behind a spinning kernel (so they run back
-// to back, as in the graph), a CUDA event after each kernel the launcher enqueues
-// (cuda::scan_stage_marker); median over `reps` calls per kernel.
-std::vector<ScanStage> split_scan_call(const std::function<void()>& call, int reps) {
-  cuda::StreamTimeline timeline;
-  std::vector<std::string> names;
-  const cuda::ScanStageMarker marker = [&](const char* kernel) {
-    timeline.mark();
-    names.emplace_back(kernel);
-  };
-  std::vector<std::vector<double>> us;  // [kernel][rep]
-  for (int rep = 0; rep < reps; ++rep) {
-    timeline.clear();
-    names.clear();
-    cuda::spin(300.0);
-    timeline.mark();
-    cuda::scan_stage_marker = &marker;
-    try {
-      call();
-    } catch (...) {
-      cuda::scan_stage_marker = nullptr;
-      throw;
-    }
-    cuda::scan_stage_marker = nullptr;
-    const std::vector<double> ms = timeline.intervals_ms();
-    STRATA_CHECK_EQ(ms.size(), names.size());
-    if (us.empty()) us.resize(ms.size());
-    STRATA_CHECK_EQ(ms.size(), us.size());
-    for (size_t i = 0; i < ms.size(); ++i)
-      us[i].push_back(ms[i] * 1000.0);
-  }
-  std::vector<ScanStage> stages;
-  for (size_t i = 0; i < us.size(); ++i) {
-    std::sort(us[i].begin(), us[i].end());
-    stages.push_back(ScanStage{names[i], us[i][us[i].size() / 2]});
-  }
-  return stages;
-}
-
-double scan_flops(int64_t Hm, int64_t P, int64_t G, int64_t N, int64_t Q, int64_t seqs,
-                  int64_t len) {
-  double pairs = 0;  // sum over a sequence's chunks of Lc (Lc + 1) / 2
-  for (int64_t c0 = 0; c0 < len; c0 += Q) {
-    const double lc = static_cast<double>(std::min(Q, len - c0));
-    pairs += lc * (lc + 1) / 2;
-  }
-  pairs *= static_cast<double>(seqs);
-  const double T = static_cast<double>(seqs * len);
-  return 2.0 * (static_cast<double>(G * N) * pairs + 2.0 * static_cast<double>(Hm * P * N) * T +
-                static_cast<double>(Hm * P) * pairs);
-}
-
-ScanRow bench_ssm_scan(const char* kernel, const char* what, int64_t Hm, int64_t P, int64_t G,
-                       int64_t N, int64_t seqs, int64_t len) {
-  const int64_t Q = 128, T = seqs * len, width = Hm * P + 2 * G * N + Hm;
-  SsmScanArgs a;
-  Tensor row = random_device(Shape{T, width}, DType::BF16, 1.f);  // [T, x | B | C | dt]
-  a.x = row.slice(1, 0, Hm * P);
-  a.B = row.slice(1, Hm * P, G * N);
-  a.C = row.slice(1, Hm * P + G * N, G * N);
-  a.dt_raw = row.slice(1, Hm * P + 2 * G * N, Hm);
-  Tensor A = Tensor::empty(Shape{Hm}, DType::F32, Device::Host);
-  Tensor bias = Tensor::empty(Shape{Hm}, DType::F32, Device::Host);
-  for (int64_t h = 0; h < Hm; ++h) {
-    const float u = 0.5f + 0.5f * next_uniform(), v = 0.5f + 0.5f * next_uniform();
-    A.data<float>()[h] = -std::exp(2.77f * u);
-    const float dt0 = std::exp(std::log(1e-3f) + v * (std::log(1e-1f) - std::log(1e-3f)));
-    bias.data<float>()[h] = std::log(std::expm1(dt0));
-  }
-  a.A = A.to(Device::Cuda);
-  a.dt_bias = bias.to(Device::Cuda);
-  a.D = random_device(Shape{Hm}, DType::F32, 1.f);
-  a.ssm_states = random_device(Shape{seqs, Hm, P, N}, DType::F32, 0.5f);
-  std::vector<int32_t> cu{0}, slots, init;
-  for (int64_t b = 0; b < seqs; ++b) {
-    cu.push_back(static_cast<int32_t>((b + 1) * len));
-    slots.push_back(static_cast<int32_t>(b));
-    init.push_back(1);
-  }
-  a.cu_seqlens = device_i32(cu);
-  a.slots = device_i32(slots);
-  a.has_initial = device_i32(init);
-  a.heads = Hm;
-  a.head_dim = P;
-  a.groups = G;
-  a.state_size = N;
-  a.chunk_size = Q;
-  a.out = Tensor::empty(Shape{T, Hm * P}, DType::BF16, Device::Cuda);
-  const auto& k = kernel_named<SsmScanArgs>(kernel);
-  OpContext ctx;
-  cuda::bind(ctx);
-  std::string why;
-  if (!k.supports(a, &why)) fail("bench ssm_scan {}: {}", kernel, why);
-  ScanRow r;
-  r.kernel = fmt::format("ssm_scan {} (bf16)", kernel);
-  r.shape = fmt::format("{} {}x{} tokens heads {}x{} G={} N={}", what, seqs, len, Hm, P, G, N);
-  r.tokens = static_cast<double>(T);
-  r.flops = scan_flops(Hm, P, G, N, Q, seqs, len);
-  r.bytes = scan_min_bytes(Hm, P, G, N, Q, seqs, len);
-  r.io_bytes = scan_io_bytes(Hm, P, G, N, seqs, len);
-  r.us = time_launches(1, [&](int) { k.run(a, ctx); });
-  r.stages = split_scan_call([&] { k.run(a, ctx); }, 20);
-  return r;
-}
-
-// Measures and prints the scan rows whose label contains `only` (all when empty).
-std::vector<ScanRow> run_scan_rows(const std::string& only) {
-  std::vector<ScanRow> rows;
-  for (const char* kernel : {"cuda.ssd_fused", "cuda.ssd_chain", "cuda.ssd_mma", "cuda"})
-    for (const auto& [what, Hm, P] : {std::tuple{"nano3", 64, 64}, std::tuple{"9b", 128, 80}})
-      for (const auto& [seqs, len] :
-           {std::pair{1, 512}, std::pair{1, 2048}, std::pair{1, 4096}, std::pair{8, 512}}) {
-        const std::string label = fmt::format("ssm_scan {} {} {}x{}", kernel, what, seqs, len);
-        if (!only.empty() && label.find(only) == std::string::npos) continue;
-        const ScanRow r = bench_ssm_scan(kernel, what, Hm, P, 8, 128, seqs, len);
-        std::printf(
-            "%-34s %-40s %9.2f us %10.0f tokens/s %7.1f TFLOP/s %6.1f%% of %.0f MB at "
-            "4.57 TB/s; %5.1f%% of the %.0f MB ceiling (io only)\n",
-            r.kernel.c_str(), r.shape.c_str(), r.us, r.tokens / r.us * 1e6, r.flops / r.us / 1e6,
-            100.0 * r.bytes / r.us / 1e3 / kCeilingGBs, r.bytes / 1e6,
-            100.0 * r.io_bytes / r.us / 1e3 / kCeilingGBs, r.io_bytes / 1e6);
-        for (const ScanStage& st : r.stages)
-          std::printf("  %-32s %-40s %9.2f us (eager, split)\n", st.kernel.c_str(), r.shape.c_str(),
-                      st.us);
-        std::fflush(stdout);
-        rows.push_back(r);
-      }
-  return rows;
-}
-
-void write_scan_rows(std::ostringstream& f, const std::vector<ScanRow>& rows) {
-  if (rows.empty()) return;
-  f << "\n| kernel | shape | time (us) | tokens/s | GFLOP | TFLOP/s | min MB | of 4.57 TB/s "
-       "| io MB | of the io ceiling |\n|---|---|---|---|---|---|---|---|---|---|\n";
-  for (const ScanRow& r : rows) {
-    f << fmt::format(
-        "| {} | {} | {:.2f} | {:.0f} | {:.2f} | {:.1f} | {:.0f} | {:.1f}% | {:.0f} | {:.1f}% |\n",
-        r.kernel, r.shape, r.us, r.tokens / r.us * 1e6, r.flops / 1e9, r.flops / r.us / 1e6,
-        r.bytes / 1e6, 100.0 * r.bytes / r.us / 1e3 / kCeilingGBs, r.io_bytes / 1e6,
-        100.0 * r.io_bytes / r.us / 1e3 / kCeilingGBs);
-    for (const ScanStage& st : r.stages)
-      f << fmt::format("| &nbsp;&nbsp;{} (eager split) | {} | {:.2f} | | | | | | | |\n", st.kernel,
-                       r.shape, st.us);
-  }
-}
-
 void run_bench(const std::string& out_path, const std::string& only) {
   cuda::init_backend(0);
   // (label for --only, the measurement). Linear labels: kernel, shape, N, K, weight dtype,
@@ -627,9 +362,9 @@ void run_bench(const std::string& out_path, const std::string& only) {
     w->dt = wt;
     const bool fp8 = wt == e4;
     for (int64_t M : {1, 2, 3, 4, 6, 8, 12, 16})
-      for (const char* kernel : fp8 ? std::vector<const char*>{"cuda.fp8_gemv", "cuda.fp8_stream",
-                                                                "cuda.cublaslt"}
-                                    : std::vector<const char*>{"cuda.small_m", "cuda.cublaslt"}) {
+      for (const char* kernel :
+           fp8 ? std::vector<const char*>{"cuda.fp8_gemv", "cuda.fp8_stream", "cuda.cublaslt"}
+               : std::vector<const char*>{"cuda.small_m", "cuda.cublaslt"}) {
         const int64_t gemv_rows = fp8 ? cuda::kFp8GemvMaxRowsW8A8 : cuda::kSmallMMaxRows;
         if (M > gemv_rows && std::string(kernel) != "cuda.cublaslt") continue;
         items.emplace_back(fmt::format("linear {}, {} (M sweep), {}, {}, {}, M={}", kernel, what, N,
