@@ -31,7 +31,6 @@ class SideBranch {
 
   void run(const std::function<void()>& work);
   void join();  // the step stream waits for the side work; the kept blocks are released
-  bool overlapped() const { return side_ != nullptr; }
 
  private:
   OpContext& ctx_;

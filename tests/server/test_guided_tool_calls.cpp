@@ -143,12 +143,20 @@ json accumulate(const std::vector<json>& chunks, std::string* finish, int* name_
   return calls;
 }
 
-void expect_same_calls(const json& a, const json& b) {
-  ASSERT_EQ(a.size(), b.size());
-  for (size_t i = 0; i < a.size(); ++i) {
-    EXPECT_EQ(a[i]["function"]["name"], b[i]["function"]["name"]);
-    EXPECT_EQ(a[i]["function"]["arguments"], b[i]["function"]["arguments"]);
-    EXPECT_EQ(a[i]["type"], "function");
+// The streamed answer's tool calls, accumulated, equal the non-streamed `calls`; it finished
+// with `finish` and named each call once.
+void expect_stream_equals(const std::vector<json>& chunks, const json& calls,
+                          const std::string& finish) {
+  std::string streamed_finish;
+  int names = 0;
+  const json streamed = accumulate(chunks, &streamed_finish, &names);
+  EXPECT_EQ(streamed_finish, finish);
+  EXPECT_EQ(names, static_cast<int>(calls.size()));
+  ASSERT_EQ(streamed.size(), calls.size());
+  for (size_t i = 0; i < streamed.size(); ++i) {
+    EXPECT_EQ(streamed[i]["function"]["name"], calls[i]["function"]["name"]);
+    EXPECT_EQ(streamed[i]["function"]["arguments"], calls[i]["function"]["arguments"]);
+    EXPECT_EQ(streamed[i]["type"], "function");
   }
 }
 
@@ -162,12 +170,7 @@ TEST(GuidedToolCalls, RequiredThroughTheServerStreamingAndNot) {
   EXPECT_EQ(json::parse(msg["tool_calls"][0]["function"]["arguments"].get<std::string>())["city"],
             "Paris");
   EXPECT_EQ(msg["tool_calls"][1]["function"]["name"], "now");
-  std::string finish;
-  int names = 0;
-  const json streamed_calls = accumulate(a.chunks, &finish, &names);
-  EXPECT_EQ(finish, "tool_calls");
-  EXPECT_EQ(names, 2);
-  expect_same_calls(streamed_calls, msg["tool_calls"]);
+  expect_stream_equals(a.chunks, msg["tool_calls"], "tool_calls");  // two calls, two names
 }
 
 TEST(GuidedToolCalls, NamedThroughTheServerStreamingAndNot) {
@@ -179,12 +182,7 @@ TEST(GuidedToolCalls, NamedThroughTheServerStreamingAndNot) {
   ASSERT_EQ(msg["tool_calls"].size(), 1u);
   EXPECT_EQ(msg["tool_calls"][0]["function"]["name"], "get_weather");
   EXPECT_EQ(msg["tool_calls"][0]["function"]["arguments"], args);
-  std::string finish;
-  int names = 0;
-  const json streamed_calls = accumulate(a.chunks, &finish, &names);
-  EXPECT_EQ(finish, "stop");
-  EXPECT_EQ(names, 1);
-  expect_same_calls(streamed_calls, msg["tool_calls"]);
+  expect_stream_equals(a.chunks, msg["tool_calls"], "stop");
   // The arguments arrived in more than one piece (the scripted engine sends a token a step).
   int pieces = 0;
   for (const json& ch : a.chunks)
