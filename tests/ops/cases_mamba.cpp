@@ -315,19 +315,11 @@ std::vector<OpCase> ssm_cases() {
                        fmt::join(s.has_initial, ","), dt(act), s.bf16_params ? " act params" : ""),
            true, [s, act](Rng& rng) {
              SsmScanArgs a;
-             const int64_t T = total(s.lens), B = static_cast<int64_t>(s.lens.size());
+             const int64_t T = total(s.lens);
              ssm_inputs(a, rng, T, s.Hm, s.P, s.G, s.N, act);
              ssm_params(a, rng, s.Hm, s.bf16_params ? act : DType::F32);
-             a.ssm_states = normal_tensor(rng, Shape{kSsmSlots, s.Hm, s.P, s.N}, DType::F32, 0.5f);
-             a.cu_seqlens = i32_tensor(offsets_of(s.lens));
-             a.slots = i32_tensor(distinct(rng, B, kSsmSlots));
-             a.has_initial = i32_tensor(s.has_initial);
-             a.heads = s.Hm;
-             a.head_dim = s.P;
-             a.groups = s.G;
-             a.state_size = s.N;
-             a.chunk_size = s.chunk;
-             a.out = Tensor::empty(Shape{T, s.Hm * s.P}, act);
+             set_scan_layout(a, rng, {s.Hm, s.P, s.G, s.N, s.chunk, kSsmSlots}, s.lens,
+                             s.has_initial, act);
              Tolerance tol = ssm_tolerance(s.chunk, s.N);
              tol.extra_rel = scan_decay_rel(a, s.lens);
              add_bf16_operand_rounding(tol, act);

@@ -132,7 +132,8 @@ Expected emulate(const SsmScanArgs& a, const std::vector<int32_t>& lens,
           const double w = E * dt[s], w_e = dt[s] * E_e + E * dt_e[s] + kU32 * w;
           for (int64_t n = 0; n < N; ++n) {
             const double v = w * Bv(s, n);
-            bw[n * len + s] = round_bf16_bounded(v, std::fabs(Bv(s, n)) * w_e + kU32 * std::fabs(v));
+            bw[n * len + s] =
+                round_bf16_bounded(v, std::fabs(Bv(s, n)) * w_e + kU32 * std::fabs(v));
           }
         }
         // S_loc and the state passing; rounding 2 takes the state entering the chunk.
@@ -220,19 +221,8 @@ SsmScanArgs make_args(const Shape5& s, Rng& rng, int64_t T) {
   }
   a.D = uniform_tensor(rng, Shape{s.Hm}, param, 0.5f, 1.5f);
   const int64_t slots = std::max<int64_t>(kMinSlots, static_cast<int64_t>(s.lens.size()) + 1);
-  a.ssm_states = normal_tensor(rng, Shape{slots, s.Hm, s.P, s.N}, DType::F32, 0.5f);
-  std::vector<int32_t> cu{0};
-  for (int32_t l : s.lens)
-    cu.push_back(cu.back() + l);
-  a.cu_seqlens = i32_tensor(cu);
-  a.slots = i32_tensor(distinct(rng, static_cast<int64_t>(s.lens.size()), slots));
-  a.has_initial = i32_tensor(s.has_initial);
-  a.heads = s.Hm;
-  a.head_dim = s.P;
-  a.groups = s.G;
-  a.state_size = s.N;
-  a.chunk_size = s.chunk;
-  a.out = Tensor::empty(Shape{T, xw}, DType::BF16);
+  set_scan_layout(a, rng, {s.Hm, s.P, s.G, s.N, s.chunk, slots}, s.lens, s.has_initial,
+                  DType::BF16);
   return a;
 }
 
@@ -248,7 +238,7 @@ Outcome run_exact(const Shape5& s, const char* kernel, Rng& rng) {
   auto worst = std::make_shared<double>(0.0);
   const int64_t PN = s.P * s.N, slots = a.ssm_states.dim(0);
   OutputCheck check = [ex, worst, T, xw, slots](int index, const Tensor&,
-                                             const Tensor& dev) -> std::string {
+                                                const Tensor& dev) -> std::string {
     int64_t bad = 0, compared = 0;
     std::string first;
     auto note = [&](const std::string& what) {
@@ -258,7 +248,8 @@ Outcome run_exact(const Shape5& s, const char* kernel, Rng& rng) {
       for (int64_t t = 0; t < T; ++t)
         for (int64_t c = 0; c < xw; ++c) {
           const size_t i = static_cast<size_t>(t * xw + c);
-          const double d = load_as_f64(dev.raw(), dev.dtype(), static_cast<size_t>(t * dev.stride(0) + c));
+          const double d =
+              load_as_f64(dev.raw(), dev.dtype(), static_cast<size_t>(t * dev.stride(0) + c));
           ++compared;
           const double half_ulp = half_ulp_bf16(ex->y[i]);
           *worst = std::max(*worst, std::fabs(d - ex->y[i]) / (ex->y_err[i] + half_ulp));
@@ -274,7 +265,8 @@ Outcome run_exact(const Shape5& s, const char* kernel, Rng& rng) {
         const double d = dev.data<float>()[i], want = ex->st[static_cast<size_t>(i)];
         ++compared;
         if (!ex->st_written[static_cast<size_t>(i / (n / slots))]) {
-          if (d != want) note(fmt::format("state {} of an unnamed slot changed: {} (was {})", i, d, want));
+          if (d != want)
+            note(fmt::format("state {} of an unnamed slot changed: {} (was {})", i, d, want));
           continue;
         }
         const double tol = ex->st_err[static_cast<size_t>(i)] + kU32 * std::fabs(want) + 1e-30;
@@ -309,15 +301,55 @@ std::vector<OpCase> all() {
   // without initial states) and the kernel's odd limits (chunks of 16, 32 and 48, N = 16, 48,
   // 64, 256, head_dim 80 with chunk 32), at odd and aligned column offsets.
   const Shape5 shapes[] = {
-      {"nano3", Nano3::heads, Nano3::head_dim, Nano3::groups, Nano3::state, 128,
-       {1, 127, 128, 129, 300}, {1, 0, 1, 0, 1}, true, false},
-      {"nano3 aligned", Nano3::heads, Nano3::head_dim, Nano3::groups, Nano3::state, 128,
-       {200, 5}, {1, 0}, false, true},
-      {"9b", Nano9B::heads, Nano9B::head_dim, Nano9B::groups, Nano9B::state, 128, {129, 1, 140},
-       {0, 1, 1}, true, true},
-      {"47b/56b state N=256 (32 of 256 heads)", 32, 64, 8, 256, 128, {257, 3}, {1, 0}, false,
+      {"nano3",
+       Nano3::heads,
+       Nano3::head_dim,
+       Nano3::groups,
+       Nano3::state,
+       128,
+       {1, 127, 128, 129, 300},
+       {1, 0, 1, 0, 1},
+       true,
        false},
-      {"chunk 32 N=64 head_dim 80", 4, 80, 2, 64, 32, {70, 31, 32, 33, 1}, {1, 0, 1, 0, 0}, false,
+      {"nano3 aligned",
+       Nano3::heads,
+       Nano3::head_dim,
+       Nano3::groups,
+       Nano3::state,
+       128,
+       {200, 5},
+       {1, 0},
+       false,
+       true},
+      {"9b",
+       Nano9B::heads,
+       Nano9B::head_dim,
+       Nano9B::groups,
+       Nano9B::state,
+       128,
+       {129, 1, 140},
+       {0, 1, 1},
+       true,
+       true},
+      {"47b/56b state N=256 (32 of 256 heads)",
+       32,
+       64,
+       8,
+       256,
+       128,
+       {257, 3},
+       {1, 0},
+       false,
+       false},
+      {"chunk 32 N=64 head_dim 80",
+       4,
+       80,
+       2,
+       64,
+       32,
+       {70, 31, 32, 33, 1},
+       {1, 0, 1, 0, 0},
+       false,
        false},
       {"chunk 16 N=16", 2, 64, 1, 16, 16, {40, 15, 0}, {0, 1, 1}, true, false},
       {"chunk 48 N=48", 2, 64, 2, 48, 48, {100, 47}, {1, 0}, false, true},
@@ -325,14 +357,37 @@ std::vector<OpCase> all() {
       // boundaries, and many short sequences in one call (the one-pass kernel's chunk
       // neighbours belong to different sequences), two of no tokens (a fresh one, whose state
       // is cleared, and a continued one).
-      {"nano3 dims, 4 heads, long", 4, Nano3::head_dim, 1, Nano3::state, 128, {2047, 2049, 1},
-       {1, 0, 1}, false, true},
-      {"nano3 dims, many short", 8, Nano3::head_dim, 2, Nano3::state, 128,
-       {1, 2, 17, 127, 128, 129, 255, 256, 257, 3, 0, 64, 1, 200, 5, 90, 31, 16, 15, 33, 1, 384,
-        100, 0, 7, 128},
-       {1, 0, 1, 1, 0, 1, 0, 1, 1, 0, 0, 1, 0, 0, 1, 1, 0, 1, 0, 1, 1, 0, 1, 1, 0, 1}, true, true},
-      {"9b dims, 8 heads, 256 and 1", 8, Nano9B::head_dim, 1, Nano9B::state, 128, {256, 1, 384},
-       {1, 1, 0}, false, true},
+      {"nano3 dims, 4 heads, long",
+       4,
+       Nano3::head_dim,
+       1,
+       Nano3::state,
+       128,
+       {2047, 2049, 1},
+       {1, 0, 1},
+       false,
+       true},
+      {"nano3 dims, many short",
+       8,
+       Nano3::head_dim,
+       2,
+       Nano3::state,
+       128,
+       {1,   2, 17, 127, 128, 129, 255, 256, 257, 3,   0, 64, 1,
+        200, 5, 90, 31,  16,  15,  33,  1,   384, 100, 0, 7,  128},
+       {1, 0, 1, 1, 0, 1, 0, 1, 1, 0, 0, 1, 0, 0, 1, 1, 0, 1, 0, 1, 1, 0, 1, 1, 0, 1},
+       true,
+       true},
+      {"9b dims, 8 heads, 256 and 1",
+       8,
+       Nano9B::head_dim,
+       1,
+       Nano9B::state,
+       128,
+       {256, 1, 384},
+       {1, 1, 0},
+       false,
+       true},
   };
   std::vector<OpCase> out;
   for (const char* kernel : kMmaKernels)

@@ -17,6 +17,24 @@ std::vector<int32_t> distinct(Rng& rng, int64_t k, int64_t n) {
   return all;
 }
 
+void set_scan_layout(ops::SsmScanArgs& a, Rng& rng, const ScanLayout& s,
+                     const std::vector<int32_t>& lens, const std::vector<int32_t>& has_initial,
+                     DType act) {
+  std::vector<int32_t> cu{0};
+  for (int32_t l : lens)
+    cu.push_back(cu.back() + l);
+  a.ssm_states = normal_tensor(rng, Shape{s.slots, s.Hm, s.P, s.N}, DType::F32, 0.5f);
+  a.cu_seqlens = i32_tensor(cu);
+  a.slots = i32_tensor(distinct(rng, static_cast<int64_t>(lens.size()), s.slots));
+  a.has_initial = i32_tensor(has_initial);
+  a.heads = s.Hm;
+  a.head_dim = s.P;
+  a.groups = s.G;
+  a.state_size = s.N;
+  a.chunk_size = s.chunk;
+  a.out = Tensor::empty(Shape{cu.back(), s.Hm * s.P}, act);
+}
+
 MoeDevicePrep experts_to_device(std::shared_ptr<const std::vector<ops::LinearWeight>> up,
                                 std::shared_ptr<const std::vector<ops::LinearWeight>> down) {
   return [up, down](ops::MoeExpertsArgs& dev, std::vector<std::shared_ptr<void>>& keep) {

@@ -38,6 +38,17 @@ inline std::string dt(DType t) {
 // k distinct values of [0, n), in random order.
 std::vector<int32_t> distinct(Rng& rng, int64_t k, int64_t n);
 
+// The sequence layout, dims and state slots of an ssm_scan case (the inputs and parameters are
+// each table's own): packed sequences of `lens` tokens, `slots` state slots of random f32
+// initial states [slots, Hm, P, N] (normal, sigma 0.5), one distinct random slot per sequence,
+// has_initial per sequence, and y [T, Hm * P] of `act`.
+struct ScanLayout {
+  int64_t Hm, P, G, N, chunk, slots;
+};
+void set_scan_layout(ops::SsmScanArgs& a, Rng& rng, const ScanLayout& s,
+                     const std::vector<int32_t>& lens, const std::vector<int32_t>& has_initial,
+                     DType act);
+
 // The device preparation of a moe_experts case: device copies of the experts (visit() does not
 // list them), kept alive in `keep` for the case.
 using MoeDevicePrep =

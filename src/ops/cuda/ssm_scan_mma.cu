@@ -124,10 +124,10 @@ __global__ void __launch_bounds__(256, 2)
   }
 }
 
-// grid (nc, Hm), block 2 Q threads: the outputs of one (chunk, head). Warp w owns rows l in
-// [16 w, 16 w + 16) and all P columns: Y_off through C and S_in (bf16 from the state passing),
-// then per 16 positions s: C.B of its rows (f32, from the staged C and B rows), the scores
-// built straight into A fragments, Y_diag; then D x. The chunk's C and B rows and S_in are
+// grid (nc, Hm), block 2 Q threads: the outputs of one (chunk, head). Each warp owns 16 rows
+// l (scan::output_row_tile) and all P columns: Y_off through C and S_in (bf16 from the state
+// passing), then per 16 positions s: C.B of its rows (f32, from the staged C and B rows), the
+// scores built straight into A fragments, Y_diag; then D x. The chunk's C and B rows and S_in are
 // staged whole, as they lie, by 16-byte cp.async copies (x read transposed by ldmatrix), so
 // the block waits on memory once.
 template <int NT>  // P = 8 NT
@@ -141,7 +141,7 @@ __global__ void __launch_bounds__(256, 2)
   if (len == 0) return;
   const int64_t t0 = ch.table[3 * c + 1];
   const int ldx = P + kPad;
-  const int ldn = N + kPad;  // row stride of the [rows][N] tiles
+  const int ldn = N + kPad;                             // row stride of the [rows][N] tiles
   bf16* xs = reinterpret_cast<bf16*>(smem);             // [Q][ldx]: x_s[p] at [s][p]
   bf16* cs = xs + Q * ldx;                              // [Q][ldn]: the chunk's C rows
   bf16* bs = cs + Q * ldn;                              // [Q][ldn]: its B rows
@@ -190,8 +190,8 @@ void launch_mma(const SsmLaunch& p, int* index_errors, cudaStream_t st) {
   }
   scan::launch_state_pass<bf16>(p, sc, sc.states, sc.sin, index_errors, st);
   if (nc > 0) {
-    output_mma_kernel<NT><<<dim3(nc, Hm), static_cast<unsigned>(2 * Q), output_smem(Q, P, N),
-                            st>>>(p, sc, sc.sin);
+    output_mma_kernel<NT>
+        <<<dim3(nc, Hm), static_cast<unsigned>(2 * Q), output_smem(Q, P, N), st>>>(p, sc, sc.sin);
     STRATA_CUDA_LAUNCH_CHECK();
     mark_scan_stage("output_mma");
   }

@@ -39,6 +39,50 @@ __device__ __forceinline__ void ldsm_x4_trans(uint32_t (&r)[4], const bf16* row)
                : "r"(a));
 }
 
+// Four 8 x 8 bf16 matrices from shared memory as stored (ldmatrix): lane i gives the address of
+// row i % 8 of matrix i / 8; register j holds matrix j, thread t its elements (t / 4, 2 (t % 4)
+// and + 1). One instruction where mma_bf16.cuh's loaders issue four 32-bit shared loads.
+__device__ __forceinline__ void ldsm_x4(uint32_t (&r)[4], const bf16* row) {
+  const uint32_t a = static_cast<uint32_t>(__cvta_generic_to_shared(row));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(a));
+}
+
+// A fragment of rows [m0, m0 + 16), k [k0, k0 + 16) of a tile stored [m][k] (rows 16-byte
+// aligned): the values of mma::load_a, by one ldmatrix. Matrices (m0.., k0..),
+// (m0 + 8.., k0..), (m0.., k0 + 8..), (m0 + 8.., k0 + 8..).
+__device__ __forceinline__ void load_a_rows(uint32_t (&a)[4], const bf16* tile, int ld, int m0,
+                                            int k0, int lane) {
+  const int j = lane >> 3, i = lane & 7;
+  ldsm_x4(a, tile + (m0 + ((j & 1) << 3) + i) * ld + k0 + ((j >> 1) << 3));
+}
+
+// B fragments of two n8 tiles (n0.., n0 + 8..) over k [k0, k0 + 16) of a tile stored [n][k]
+// (rows 16-byte aligned): the values of two mma::load_b, by one ldmatrix. Matrices
+// (n0.., k0..), (n0.., k0 + 8..), (n0 + 8.., k0..), (n0 + 8.., k0 + 8..).
+__device__ __forceinline__ void load_b2_rows(uint32_t (&b0)[2], uint32_t (&b1)[2], const bf16* tile,
+                                             int ld, int n0, int k0, int lane) {
+  const int j = lane >> 3, i = lane & 7;
+  uint32_t r[4];
+  ldsm_x4(r, tile + (n0 + ((j >> 1) << 3) + i) * ld + k0 + ((j & 1) << 3));
+  b0[0] = r[0];
+  b0[1] = r[1];
+  b1[0] = r[2];
+  b1[1] = r[3];
+}
+
+// The 16-row tile of a chunk's outputs that warp w of W takes. Row tile r has r + 1 causal
+// tiles of C.B and Y_diag; warps w and w + 4 share a sub-partition (and its tensor cores) when
+// W = 8, so the second half of the warps takes the row tiles in reverse: warps w and w + W / 2
+// hold tiles w and W - 1 - w, and every sub-partition gets the same causal work (9 tiles of s
+// at Q = 128, where in order the last one got 12 and the first 6). Rows and their arithmetic
+// are unchanged; only which warp computes them.
+__device__ __forceinline__ int output_row_tile(int w, int W) {
+  const int half = W / 2;
+  return w < half ? w : W - 1 - (w - half);
+}
+
 // A fragment (mma_bf16.cuh layout) of A[m][k] = tile[k][m], m in [m0, m0 + 16), k in
 // [k0, k0 + 16), from a tile stored [k][m] (row stride ld, rows 16-byte aligned): matrices
 // (m0.., k0..), (m0 + 8.., k0..), (m0.., k0 + 8..), (m0 + 8.., k0 + 8..).
@@ -86,15 +130,17 @@ struct ChunkTiles {
 };
 
 // The outputs of one (chunk, head) from its staged tiles (the caller has waited for them and
-// synchronized the block). Warp w owns rows l in [16 w, 16 w + 16) and all P columns: Y_off
-// through C and S_in, then per 16 positions s: C.B of its rows (f32, from the staged C and B
-// rows), the scores built straight into A fragments, Y_diag; then D x; y stored as bf16.
+// synchronized the block). Warp w owns rows l in [16 r, 16 r + 16), r = output_row_tile(w), and
+// all P columns: Y_off through C and S_in, then per 16 positions s: C.B of its rows (f32, from
+// the staged C and B rows), the scores built straight into A fragments, Y_diag; then D x; y
+// stored as bf16. Every fragment is read by ldmatrix.
 template <int NT>  // P = 8 NT
 __device__ __forceinline__ void chunk_outputs(const SsmLaunch& p, const ChunkTiles& t, int64_t t0,
                                               int len, int64_t h) {
   constexpr int P = 8 * NT;
   const int N = static_cast<int>(p.state_size);
-  const int warp = static_cast<int>(threadIdx.x >> 5), m0 = 16 * warp;
+  const int warp = static_cast<int>(threadIdx.x >> 5), warps = static_cast<int>(blockDim.x >> 5);
+  const int m0 = 16 * output_row_tile(warp, warps);
   const int lane = static_cast<int>(threadIdx.x & 31);
   const mma::Lane ln(lane);
   const int la = m0 + ln.grp, lb = la + 8;  // this lane's two rows
@@ -106,12 +152,13 @@ __device__ __forceinline__ void chunk_outputs(const SsmLaunch& p, const ChunkTil
   // Y_off (before the decay): C_l . S_in[p] over every state column.
   for (int k0 = 0; k0 < N; k0 += 16) {
     uint32_t a[4];
-    mma::load_a(a, t.cs, t.ldn, m0, k0, ln);  // A[l][n] = C_l[n]
+    load_a_rows(a, t.cs, t.ldn, m0, k0, lane);  // A[l][n] = C_l[n]
 #pragma unroll
-    for (int j = 0; j < NT; ++j) {
-      uint32_t b[2];
-      mma::load_b(b, t.ss, t.ldn, 8 * j, k0, ln);  // B[n][p] = S_in[p][n], stored [p][n]
-      mma::mma_16816(acc[j], a, b);
+    for (int j = 0; j < NT; j += 2) {
+      uint32_t b0[2], b1[2];
+      load_b2_rows(b0, b1, t.ss, t.ldn, 8 * j, k0, lane);  // B[n][p] = S_in[p][n], stored [p][n]
+      mma::mma_16816(acc[j], a, b0);
+      mma::mma_16816(acc[j + 1], a, b1);
     }
   }
   const float cum_a = t.cum[la], cum_b = t.cum[lb];
@@ -131,14 +178,11 @@ __device__ __forceinline__ void chunk_outputs(const SsmLaunch& p, const ChunkTil
     // B[n][s] = B_s[n] (stored [s][n]), accumulated over n in order from zero.
     float cbt[2][4] = {{0.f, 0.f, 0.f, 0.f}, {0.f, 0.f, 0.f, 0.f}};
     for (int n = 0; n < N; n += 16) {
-      uint32_t ca[4];
-      mma::load_a(ca, t.cs, t.ldn, m0, n, ln);
-#pragma unroll
-      for (int jj = 0; jj < 2; ++jj) {
-        uint32_t b[2];
-        mma::load_b(b, t.bs, t.ldn, k0 + 8 * jj, n, ln);
-        mma::mma_16816(cbt[jj], ca, b);
-      }
+      uint32_t ca[4], b0[2], b1[2];
+      load_a_rows(ca, t.cs, t.ldn, m0, n, lane);
+      load_b2_rows(b0, b1, t.bs, t.ldn, k0, n, lane);  // positions k0.., k0 + 8..
+      mma::mma_16816(cbt[0], ca, b0);
+      mma::mma_16816(cbt[1], ca, b1);
     }
     const int s = k0 + 2 * ln.tig;
     uint32_t a[4];
