@@ -150,7 +150,8 @@ std::vector<ScanRow> run_scan_rows(const std::string& only) {
   for (const char* kernel : {"cuda.ssd_fused", "cuda.ssd_chain", "cuda.ssd_mma", "cuda"})
     for (const auto& [what, Hm, P] : {std::tuple{"nano3", 64, 64}, std::tuple{"9b", 128, 80}})
       for (const auto& [seqs, len] :
-           {std::pair{1, 512}, std::pair{1, 2048}, std::pair{1, 4096}, std::pair{8, 512}}) {
+           {std::pair{1, 512}, std::pair{1, 2048}, std::pair{1, 4096}, std::pair{8, 512},
+            std::pair{16, 128}}) {  // 16x128: 1x2048's blocks with no chunk chained to another
         const std::string label = fmt::format("ssm_scan {} {} {}x{}", kernel, what, seqs, len);
         if (!only.empty() && label.find(only) == std::string::npos) continue;
         const ScanRow r = bench_ssm_scan(kernel, what, Hm, P, 8, 128, seqs, len);
