@@ -28,7 +28,6 @@ namespace {
 
 constexpr int kMaxQ = static_cast<int>(kMaxMmaScanChunk);
 constexpr int kMaxN = static_cast<int>(kMaxMmaScanState);
-constexpr int kFlagWarps = kMaxQ / 16;  // flags per (chunk, head): one per warp of the block
 using scan::kPad;
 
 // The f32 states a block hands on are stored in its fragment order: float4 number
@@ -38,10 +37,8 @@ struct FusedScratch {
   float* carried = nullptr;    // [nc, Hm, P * N]: the state leaving each chunk (inclusive)
   float* aggregate = nullptr;  // [nc, Hm, P * N]: look-back only: each chunk's own S_loc
   float* decays = nullptr;     // [nc, Hm]: look-back only: exp(cum_last) of each chunk
-  // [nc, Hm, kFlagWarps]: 1 = aggregate and decay published, 2 = carried. The look-back and the
-  // block-level chain use entry 0 of a (chunk, head); the per-warp chain one entry per warp.
-  int* flags = nullptr;
-  int* ticket = nullptr;  // [1]: blocks started so far
+  int* flags = nullptr;        // [nc, Hm]: 1 = aggregate and decay published, 2 = carried
+  int* ticket = nullptr;       // [1]: blocks started so far
 };
 
 FusedScratch fused_scratch_of(const SsmLaunch& p) {
@@ -51,7 +48,7 @@ FusedScratch fused_scratch_of(const SsmLaunch& p) {
   s.ch.table = p.scratch_i32;
   s.ch.seq_chunks = s.ch.table + nc * 3;
   s.flags = p.scratch_i32 + scan::chunks_i32(p);
-  s.ticket = s.flags + nc * p.heads * kFlagWarps;
+  s.ticket = s.flags + nc * p.heads;
   s.carried = p.scratch_f32;
   s.aggregate = s.carried + nc * p.heads * p.head_dim * p.state_size;
   s.decays = s.aggregate + nc * p.heads * p.head_dim * p.state_size;
@@ -105,10 +102,9 @@ __device__ void clear_empty_sequences(const SsmLaunch& p, const scan::Chunks& ch
 // warps). Warp w holds S_loc for the 16-column state tiles n in {w, w + W, ...} (MT of them)
 // and all P rows, computed as (N x Q).(Q x P): A[n][s] = bf16(w_s B_s[n]), B[s][p] = x_s[p].
 // kLdsm, balanced: scan::OutputVariant.
-// warp_flags (plain chain only): the hand-over goes warp to warp (below).
 template <int NT, int MT, bool kLookback, bool kLdsm>  // P = 8 NT; MT = ceil(N / Q) tiles per warp
 __global__ void __launch_bounds__(256, 2)
-    fused_scan_kernel(SsmLaunch p, FusedScratch fs, int* errors, bool balanced, bool warp_flags) {
+    fused_scan_kernel(SsmLaunch p, FusedScratch fs, int* errors, bool balanced, bool tile_pairs) {
   constexpr int P = 8 * NT;
   extern __shared__ __align__(16) unsigned char smem[];
   __shared__ int ticket;
@@ -204,12 +200,6 @@ __global__ void __launch_bounds__(256, 2)
   // (kLookback): the block first publishes its own S_loc and decay (flag 1), then walks back over
   // predecessors that have only published theirs until one has its inclusive state (flag 2);
   // the first chunk of a sequence always publishes flag 2, so the walk stops there at the latest.
-  // Per-warp chain (warp_flags): warp w reads only the state tiles that warp w of the
-  // predecessor wrote (the same tiles, in the same fragment order), so it waits on that warp's
-  // flag alone and publishes its own: no block barrier on either side of the hand-over, which
-  // is the serial part of the kernel (one per chunk of a sequence).
-  const bool warp_chain = !kLookback && warp_flags;
-  auto flag_at = [&](int64_t k, int w) { return fs.flags + (k * Hm + h) * kFlagWarps + w; };
   const int64_t PN = static_cast<int64_t>(P) * N;
   const float decay = expf(last);
   const int frag = lane;  // float4 index of this lane's fragment within a (tile, j) group
@@ -228,25 +218,22 @@ __global__ void __launch_bounds__(256, 2)
       if (threadIdx.x == 0) __stcg(fs.decays + c * Hm + h, decay);
       __threadfence();
       __syncthreads();
-      if (threadIdx.x == 0) store_release(flag_at(c, 0), 1);
+      if (threadIdx.x == 0) store_release(fs.flags + c * Hm + h, 1);
     }
-    if (warp_chain) {  // every lane acquires the flag itself before it reads the state
-      while (load_acquire(flag_at(c - 1, warp)) != 2)
-        __nanosleep(32);
-    } else if (threadIdx.x == 0) {
+    if (threadIdx.x == 0) {
       int64_t k = c - 1;
       for (;;) {
         int f;
-        while ((f = load_acquire(flag_at(k, 0))) == 0 || (!kLookback && f != 2))
+        while ((f = load_acquire(fs.flags + k * Hm + h)) == 0 || (!kLookback && f != 2))
           __nanosleep(32);
         if (f == 2) break;
         --k;  // flag 1: S_loc and decay of chunk k are published; look further back
       }
       base_chunk = k;
     }
-    if (!warp_chain) __syncthreads();
+    __syncthreads();
   }
-  const int64_t base = is_first ? c : (warp_chain ? c - 1 : base_chunk);
+  const int64_t base = is_first ? c : base_chunk;
   const bool from_slot =
       is_first && slot_ok && static_cast<const int32_t*>(p.has_initial.p)[b] != 0;
   float* slot_state = p.states + (static_cast<int64_t>(slot_ok ? slot : 0) * Hm + h) * PN;
@@ -318,25 +305,11 @@ __global__ void __launch_bounds__(256, 2)
     }
   }
   if (!is_last) __threadfence();
-  if (warp_chain && !is_last) {
-    __syncwarp();
-    if (lane == 0) store_release(flag_at(c, warp), 2);
-  }
   __syncthreads();  // S_in staged; S_out stored
-  if (!warp_chain && !is_last && threadIdx.x == 0) store_release(flag_at(c, 0), 2);
+  if (!is_last && threadIdx.x == 0) store_release(fs.flags + c * Hm + h, 2);
 
   scan::chunk_outputs<NT, kLdsm>(p, scan::ChunkTiles{xs, cs, bs, ss, cum, dts, ldx, ldn}, t0, len,
-                                 h, balanced);
-}
-
-// Round 5's A/B switch of the plain chain's hand-over (read once): STRATA_SSD_CHAIN_FLAGS=block
-// = round 4's (one flag per block, block barriers around it); unset = per warp.
-bool warp_flags() {
-  static const bool v = [] {
-    const char* e = std::getenv("STRATA_SSD_CHAIN_FLAGS");
-    return !(e && std::string(e) == "block");
-  }();
-  return v;
+                                 h, balanced, tile_pairs);
 }
 
 int fused_smem(int Q, int P, int N) {
@@ -364,11 +337,11 @@ void launch_fused(const SsmLaunch& p, int* index_errors, cudaStream_t st) {
                                    st);
     return;
   }
-  STRATA_CUDA_CHECK(cudaMemsetAsync(
-      fs.flags, 0, static_cast<size_t>(nc * p.heads * kFlagWarps + 1) * sizeof(int), st));
+  STRATA_CUDA_CHECK(
+      cudaMemsetAsync(fs.flags, 0, static_cast<size_t>(nc * p.heads + 1) * sizeof(int), st));
   mark_scan_stage("flags_reset");
   kernel<<<static_cast<unsigned>(nc * p.heads), static_cast<unsigned>(2 * Q), fused_smem(Q, P, N),
-           st>>>(p, fs, index_errors, ov.balanced, warp_flags());
+           st>>>(p, fs, index_errors, ov.balanced, ov.tile_pairs);
   STRATA_CUDA_LAUNCH_CHECK();
   mark_scan_stage(kLookback ? "fused (look-back)" : "fused (chain)");
 }
@@ -400,8 +373,7 @@ int64_t ssm_scan_fused_scratch_f32(const SsmLaunch& p) {
 }
 
 int64_t ssm_scan_fused_scratch_i32(const SsmLaunch& p) {
-  return scan::chunks_i32(p) +
-         ssm_scan_max_chunks(p.x.rows, p.slots.n, p.chunk_size) * p.heads * kFlagWarps + 1;
+  return scan::chunks_i32(p) + ssm_scan_max_chunks(p.x.rows, p.slots.n, p.chunk_size) * p.heads + 1;
 }
 
 void launch_ssm_scan_fused(const SsmLaunch& p, bool lookback, int* index_errors, void* stream) {

@@ -132,7 +132,8 @@ __global__ void __launch_bounds__(256, 2)
 // the block waits on memory once.
 template <int NT, bool kLdsm>  // P = 8 NT; kLdsm, balanced: scan::OutputVariant
 __global__ void __launch_bounds__(256, 2)
-    output_mma_kernel(SsmLaunch p, scan::Chunks ch, const bf16* sin, bool balanced) {
+    output_mma_kernel(SsmLaunch p, scan::Chunks ch, const bf16* sin, bool balanced,
+                      bool tile_pairs) {
   constexpr int P = 8 * NT;
   extern __shared__ __align__(16) unsigned char smem[];
   const int64_t c = blockIdx.x, h = blockIdx.y, Hm = p.heads, g = h / (Hm / p.groups);
@@ -164,7 +165,7 @@ __global__ void __launch_bounds__(256, 2)
   scan::cp_async_wait_all();
   __syncthreads();  // C, B, S_in, x, cum and dt staged
   scan::chunk_outputs<NT, kLdsm>(p, scan::ChunkTiles{xs, cs, bs, ss, cum, dts, ldx, ldn}, t0, len,
-                                 h, balanced);
+                                 h, balanced, tile_pairs);
 }
 
 int state_smem(int Q, int N, int P) {
@@ -195,7 +196,7 @@ void launch_mma(const SsmLaunch& p, int* index_errors, cudaStream_t st) {
   scan::launch_state_pass<bf16>(p, sc, sc.states, sc.sin, index_errors, st);
   if (nc > 0) {
     output_kernel<<<dim3(nc, Hm), static_cast<unsigned>(2 * Q), output_smem(Q, P, N), st>>>(
-        p, sc, sc.sin, ov.balanced);
+        p, sc, sc.sin, ov.balanced, ov.tile_pairs);
     STRATA_CUDA_LAUNCH_CHECK();
     mark_scan_stage("output_mma");
   }

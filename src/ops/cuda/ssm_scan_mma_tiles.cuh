@@ -140,15 +140,16 @@ struct ChunkTiles {
 // by 32-bit shared loads, row tiles in warp order), "ldsm" = ldmatrix fragments, rows in warp
 // order; unset = ldmatrix and paired row tiles. The same values on every setting.
 struct OutputVariant {
-  bool ldsm = true, balanced = true;
+  bool ldsm = true, balanced = true, tile_pairs = true;
 };
 inline OutputVariant output_variant() {
   static const OutputVariant v = [] {
     OutputVariant o;
     const char* e = std::getenv("STRATA_SSD_OUTPUTS");
     const std::string s = e ? e : "";
-    if (s == "round4") o.ldsm = o.balanced = false;
-    if (s == "ldsm") o.balanced = false;
+    if (s == "round4") o.ldsm = o.balanced = o.tile_pairs = false;
+    if (s == "ldsm") o.balanced = o.tile_pairs = false;
+    if (s == "nopairs") o.tile_pairs = false;
     return o;
   }();
   return v;
@@ -156,7 +157,7 @@ inline OutputVariant output_variant() {
 
 template <int NT, bool kLdsm>  // P = 8 NT; kLdsm: OutputVariant::ldsm
 __device__ __forceinline__ void chunk_outputs(const SsmLaunch& p, const ChunkTiles& t, int64_t t0,
-                                              int len, int64_t h, bool balanced) {
+                                              int len, int64_t h, bool balanced, bool tile_pairs) {
   constexpr int P = 8 * NT;
   const int N = static_cast<int>(p.state_size);
   const int warp = static_cast<int>(threadIdx.x >> 5), warps = static_cast<int>(blockDim.x >> 5);
@@ -201,12 +202,33 @@ __device__ __forceinline__ void chunk_outputs(const SsmLaunch& p, const ChunkTil
     acc[j][3] *= eb;
   }
 
-  // Y_diag: the s tiles up to the diagonal (and inside the chunk); scores computed into the A
-  // fragment directly.
-  for (int k0 = 0; k0 <= m0 && k0 < len; k0 += 16) {
-    // cbt[jj] = C.B of rows la, lb at positions k0 + 8 jj + 2 tig (+1): A[l][n] = C_l[n],
-    // B[n][s] = B_s[n] (stored [s][n]), accumulated over n in order from zero.
-    float cbt[2][4] = {{0.f, 0.f, 0.f, 0.f}, {0.f, 0.f, 0.f, 0.f}};
+  // Y_diag of one s tile from its C.B values (cb[jj]: positions k0 + 8 jj + 2 tig, +1): the
+  // scores built straight into the A fragment, then the product with x.
+  auto diag_tile = [&](const float(&cb)[2][4], int k0) {
+    const int s = k0 + 2 * ln.tig;
+    uint32_t a[4];
+    a[0] = score_pair(make_float2(cb[0][0], cb[0][1]), la, s, cum_a, t.cum, t.dts, len);
+    a[1] = score_pair(make_float2(cb[0][2], cb[0][3]), lb, s, cum_b, t.cum, t.dts, len);
+    a[2] = score_pair(make_float2(cb[1][0], cb[1][1]), la, s + 8, cum_a, t.cum, t.dts, len);
+    a[3] = score_pair(make_float2(cb[1][2], cb[1][3]), lb, s + 8, cum_b, t.cum, t.dts, len);
+#pragma unroll
+    for (int j = 0; j < NT; j += 2) {
+      uint32_t b0[2], b1[2];
+      load_b2_trans(b0, b1, t.xs, t.ldx, 8 * j, k0, lane);  // B[s][p] = x_s[p], stored [s][p]
+      mma::mma_16816(acc[j], a, b0);
+      mma::mma_16816(acc[j + 1], a, b1);
+    }
+  };
+  // Y_diag: the s tiles up to the diagonal (k0 <= m0) and inside the chunk, two at a time when
+  // tile_pairs: their C.B are then independent mma chains over n (each element still summed over
+  // n in order from zero, so the same values), the C fragment loaded once for both, and the
+  // tiles' scores and products taken in the same order as one at a time.
+  const int kend = min(m0 + 16, len);
+  for (int k0 = 0; k0 < kend;) {
+    const bool two = kLdsm && tile_pairs && k0 + 16 < kend;
+    // cbt[i][jj] = C.B of rows la, lb at positions k0 + 16 i + 8 jj + 2 tig (+1): A[l][n] =
+    // C_l[n], B[n][s] = B_s[n] (stored [s][n]).
+    float cbt[2][2][4] = {};
     for (int n = 0; n < N; n += 16) {
       uint32_t ca[4], b0[2], b1[2];
       if constexpr (kLdsm) {
@@ -217,22 +239,18 @@ __device__ __forceinline__ void chunk_outputs(const SsmLaunch& p, const ChunkTil
         mma::load_b(b0, t.bs, t.ldn, k0, n, ln);
         mma::load_b(b1, t.bs, t.ldn, k0 + 8, n, ln);
       }
-      mma::mma_16816(cbt[0], ca, b0);
-      mma::mma_16816(cbt[1], ca, b1);
+      mma::mma_16816(cbt[0][0], ca, b0);
+      mma::mma_16816(cbt[0][1], ca, b1);
+      if (two) {
+        uint32_t b2[2], b3[2];
+        load_b2_rows(b2, b3, t.bs, t.ldn, k0 + 16, n, lane);
+        mma::mma_16816(cbt[1][0], ca, b2);
+        mma::mma_16816(cbt[1][1], ca, b3);
+      }
     }
-    const int s = k0 + 2 * ln.tig;
-    uint32_t a[4];
-    a[0] = score_pair(make_float2(cbt[0][0], cbt[0][1]), la, s, cum_a, t.cum, t.dts, len);
-    a[1] = score_pair(make_float2(cbt[0][2], cbt[0][3]), lb, s, cum_b, t.cum, t.dts, len);
-    a[2] = score_pair(make_float2(cbt[1][0], cbt[1][1]), la, s + 8, cum_a, t.cum, t.dts, len);
-    a[3] = score_pair(make_float2(cbt[1][2], cbt[1][3]), lb, s + 8, cum_b, t.cum, t.dts, len);
-#pragma unroll
-    for (int j = 0; j < NT; j += 2) {
-      uint32_t b0[2], b1[2];
-      load_b2_trans(b0, b1, t.xs, t.ldx, 8 * j, k0, lane);  // B[s][p] = x_s[p], stored [s][p]
-      mma::mma_16816(acc[j], a, b0);
-      mma::mma_16816(acc[j + 1], a, b1);
-    }
+    diag_tile(cbt[0], k0);
+    if (two) diag_tile(cbt[1], k0 + 16);
+    k0 += two ? 32 : 16;
   }
 
   const float Dh = load_param(p.D.p, p.D.dt == DType::BF16, h);
