@@ -101,10 +101,9 @@ __device__ void clear_empty_sequences(const SsmLaunch& p, const scan::Chunks& ch
 // grid nc * Hm (one block per (chunk, head), taken by ticket), block 2 Q threads (Q / 16
 // warps). Warp w holds S_loc for the 16-column state tiles n in {w, w + W, ...} (MT of them)
 // and all P rows, computed as (N x Q).(Q x P): A[n][s] = bf16(w_s B_s[n]), B[s][p] = x_s[p].
-// kLdsm, balanced: scan::OutputVariant.
-template <int NT, int MT, bool kLookback, bool kLdsm>  // P = 8 NT; MT = ceil(N / Q) tiles per warp
+template <int NT, int MT, bool kLookback>  // P = 8 NT; MT = ceil(N / Q) state tiles per warp
 __global__ void __launch_bounds__(256, 2)
-    fused_scan_kernel(SsmLaunch p, FusedScratch fs, int* errors, bool balanced, bool tile_pairs) {
+    fused_scan_kernel(SsmLaunch p, FusedScratch fs, int* errors) {
   constexpr int P = 8 * NT;
   extern __shared__ __align__(16) unsigned char smem[];
   __shared__ int ticket;
@@ -308,8 +307,7 @@ __global__ void __launch_bounds__(256, 2)
   __syncthreads();  // S_in staged; S_out stored
   if (!is_last && threadIdx.x == 0) store_release(fs.flags + c * Hm + h, 2);
 
-  scan::chunk_outputs<NT, kLdsm>(p, scan::ChunkTiles{xs, cs, bs, ss, cum, dts, ldx, ldn}, t0, len,
-                                 h, balanced, tile_pairs);
+  scan::chunk_outputs<NT>(p, scan::ChunkTiles{xs, cs, bs, ss, cum, dts, ldx, ldn}, t0, len, h);
 }
 
 int fused_smem(int Q, int P, int N) {
@@ -319,11 +317,8 @@ int fused_smem(int Q, int P, int N) {
 template <int NT, int MT, bool kLookback>
 void launch_fused(const SsmLaunch& p, int* index_errors, cudaStream_t st) {
   constexpr int P = 8 * NT;
-  static std::atomic<uint64_t> attr{0}, attr4{0};
-  const scan::OutputVariant ov = scan::output_variant();
-  auto kernel = ov.ldsm ? fused_scan_kernel<NT, MT, kLookback, true>
-                        : fused_scan_kernel<NT, MT, kLookback, false>;
-  scan::allow_smem(kernel, fused_smem(kMaxQ, P, kMaxN), ov.ldsm ? attr : attr4);
+  static std::atomic<uint64_t> attr{0};
+  scan::allow_smem(fused_scan_kernel<NT, MT, kLookback>, fused_smem(kMaxQ, P, kMaxN), attr);
   const FusedScratch fs = fused_scratch_of(p);
   const int Q = static_cast<int>(p.chunk_size), N = static_cast<int>(p.state_size);
   const int64_t nc = fs.ch.max_chunks;
@@ -340,8 +335,9 @@ void launch_fused(const SsmLaunch& p, int* index_errors, cudaStream_t st) {
   STRATA_CUDA_CHECK(
       cudaMemsetAsync(fs.flags, 0, static_cast<size_t>(nc * p.heads + 1) * sizeof(int), st));
   mark_scan_stage("flags_reset");
-  kernel<<<static_cast<unsigned>(nc * p.heads), static_cast<unsigned>(2 * Q), fused_smem(Q, P, N),
-           st>>>(p, fs, index_errors, ov.balanced, ov.tile_pairs);
+  fused_scan_kernel<NT, MT, kLookback>
+      <<<static_cast<unsigned>(nc * p.heads), static_cast<unsigned>(2 * Q), fused_smem(Q, P, N),
+         st>>>(p, fs, index_errors);
   STRATA_CUDA_LAUNCH_CHECK();
   mark_scan_stage(kLookback ? "fused (look-back)" : "fused (chain)");
 }

@@ -130,10 +130,9 @@ __global__ void __launch_bounds__(256, 2)
 // scores built straight into A fragments, Y_diag; then D x. The chunk's C and B rows and S_in are
 // staged whole, as they lie, by 16-byte cp.async copies (x read transposed by ldmatrix), so
 // the block waits on memory once.
-template <int NT, bool kLdsm>  // P = 8 NT; kLdsm, balanced: scan::OutputVariant
+template <int NT>  // P = 8 NT
 __global__ void __launch_bounds__(256, 2)
-    output_mma_kernel(SsmLaunch p, scan::Chunks ch, const bf16* sin, bool balanced,
-                      bool tile_pairs) {
+    output_mma_kernel(SsmLaunch p, scan::Chunks ch, const bf16* sin) {
   constexpr int P = 8 * NT;
   extern __shared__ __align__(16) unsigned char smem[];
   const int64_t c = blockIdx.x, h = blockIdx.y, Hm = p.heads, g = h / (Hm / p.groups);
@@ -164,8 +163,7 @@ __global__ void __launch_bounds__(256, 2)
   }
   scan::cp_async_wait_all();
   __syncthreads();  // C, B, S_in, x, cum and dt staged
-  scan::chunk_outputs<NT, kLdsm>(p, scan::ChunkTiles{xs, cs, bs, ss, cum, dts, ldx, ldn}, t0, len,
-                                 h, balanced, tile_pairs);
+  scan::chunk_outputs<NT>(p, scan::ChunkTiles{xs, cs, bs, ss, cum, dts, ldx, ldn}, t0, len, h);
 }
 
 int state_smem(int Q, int N, int P) {
@@ -178,12 +176,9 @@ int output_smem(int Q, int P, int N) {
 template <int NT>
 void launch_mma(const SsmLaunch& p, int* index_errors, cudaStream_t st) {
   constexpr int P = 8 * NT;
-  static std::atomic<uint64_t> state_attr{0}, output_attr{0}, output4_attr{0};
+  static std::atomic<uint64_t> state_attr{0}, output_attr{0};
   scan::allow_smem(state_mma_kernel<NT>, state_smem(kMaxQ, kMaxN, P), state_attr);
-  const scan::OutputVariant ov = scan::output_variant();
-  auto output_kernel = ov.ldsm ? output_mma_kernel<NT, true> : output_mma_kernel<NT, false>;
-  scan::allow_smem(output_kernel, output_smem(kMaxQ, P, kMaxN),
-                   ov.ldsm ? output_attr : output4_attr);
+  scan::allow_smem(output_mma_kernel<NT>, output_smem(kMaxQ, P, kMaxN), output_attr);
   const MmaScratch sc = mma_scratch_of(p);
   const int Q = static_cast<int>(p.chunk_size), N = static_cast<int>(p.state_size);
   const unsigned nc = static_cast<unsigned>(sc.max_chunks), Hm = static_cast<unsigned>(p.heads);
@@ -195,8 +190,8 @@ void launch_mma(const SsmLaunch& p, int* index_errors, cudaStream_t st) {
   }
   scan::launch_state_pass<bf16>(p, sc, sc.states, sc.sin, index_errors, st);
   if (nc > 0) {
-    output_kernel<<<dim3(nc, Hm), static_cast<unsigned>(2 * Q), output_smem(Q, P, N), st>>>(
-        p, sc, sc.sin, ov.balanced, ov.tile_pairs);
+    output_mma_kernel<NT>
+        <<<dim3(nc, Hm), static_cast<unsigned>(2 * Q), output_smem(Q, P, N), st>>>(p, sc, sc.sin);
     STRATA_CUDA_LAUNCH_CHECK();
     mark_scan_stage("output_mma");
   }

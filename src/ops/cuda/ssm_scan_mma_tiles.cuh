@@ -5,8 +5,6 @@
 #pragma once
 
 #include <atomic>
-#include <cstdlib>
-#include <string>
 
 #include "ops/cuda/common.cuh"
 #include "ops/cuda/mma_bf16.cuh"
@@ -136,32 +134,13 @@ struct ChunkTiles {
 // all P columns: Y_off through C and S_in, then per 16 positions s: C.B of its rows (f32, from
 // the staged C and B rows), the scores built straight into A fragments, Y_diag; then D x; y
 // stored as bf16. Every fragment is read by ldmatrix.
-// Round 5's A/B switch (STRATA_SSD_OUTPUTS, read once): "round4" = round 4's outputs (fragments
-// by 32-bit shared loads, row tiles in warp order), "ldsm" = ldmatrix fragments, rows in warp
-// order; unset = ldmatrix and paired row tiles. The same values on every setting.
-struct OutputVariant {
-  bool ldsm = true, balanced = true, tile_pairs = true;
-};
-inline OutputVariant output_variant() {
-  static const OutputVariant v = [] {
-    OutputVariant o;
-    const char* e = std::getenv("STRATA_SSD_OUTPUTS");
-    const std::string s = e ? e : "";
-    if (s == "round4") o.ldsm = o.balanced = o.tile_pairs = false;
-    if (s == "ldsm") o.balanced = o.tile_pairs = false;
-    if (s == "nopairs") o.tile_pairs = false;
-    return o;
-  }();
-  return v;
-}
-
-template <int NT, bool kLdsm>  // P = 8 NT; kLdsm: OutputVariant::ldsm
+template <int NT>  // P = 8 NT
 __device__ __forceinline__ void chunk_outputs(const SsmLaunch& p, const ChunkTiles& t, int64_t t0,
-                                              int len, int64_t h, bool balanced, bool tile_pairs) {
+                                              int len, int64_t h) {
   constexpr int P = 8 * NT;
   const int N = static_cast<int>(p.state_size);
   const int warp = static_cast<int>(threadIdx.x >> 5), warps = static_cast<int>(blockDim.x >> 5);
-  const int m0 = 16 * (balanced ? output_row_tile(warp, warps) : warp);
+  const int m0 = 16 * output_row_tile(warp, warps);
   const int lane = static_cast<int>(threadIdx.x & 31);
   const mma::Lane ln(lane);
   const int la = m0 + ln.grp, lb = la + 8;  // this lane's two rows
@@ -173,23 +152,13 @@ __device__ __forceinline__ void chunk_outputs(const SsmLaunch& p, const ChunkTil
   // Y_off (before the decay): C_l . S_in[p] over every state column.
   for (int k0 = 0; k0 < N; k0 += 16) {
     uint32_t a[4];
-    if constexpr (kLdsm) {
-      load_a_rows(a, t.cs, t.ldn, m0, k0, lane);  // A[l][n] = C_l[n]
+    load_a_rows(a, t.cs, t.ldn, m0, k0, lane);  // A[l][n] = C_l[n]
 #pragma unroll
-      for (int j = 0; j < NT; j += 2) {
-        uint32_t b0[2], b1[2];
-        load_b2_rows(b0, b1, t.ss, t.ldn, 8 * j, k0, lane);  // B[n][p] = S_in[p][n], as [p][n]
-        mma::mma_16816(acc[j], a, b0);
-        mma::mma_16816(acc[j + 1], a, b1);
-      }
-    } else {
-      mma::load_a(a, t.cs, t.ldn, m0, k0, ln);
-#pragma unroll
-      for (int j = 0; j < NT; ++j) {
-        uint32_t b[2];
-        mma::load_b(b, t.ss, t.ldn, 8 * j, k0, ln);
-        mma::mma_16816(acc[j], a, b);
-      }
+    for (int j = 0; j < NT; j += 2) {
+      uint32_t b0[2], b1[2];
+      load_b2_rows(b0, b1, t.ss, t.ldn, 8 * j, k0, lane);  // B[n][p] = S_in[p][n], as [p][n]
+      mma::mma_16816(acc[j], a, b0);
+      mma::mma_16816(acc[j + 1], a, b1);
     }
   }
   const float cum_a = t.cum[la], cum_b = t.cum[lb];
@@ -219,26 +188,20 @@ __device__ __forceinline__ void chunk_outputs(const SsmLaunch& p, const ChunkTil
       mma::mma_16816(acc[j + 1], a, b1);
     }
   };
-  // Y_diag: the s tiles up to the diagonal (k0 <= m0) and inside the chunk, two at a time when
-  // tile_pairs: their C.B are then independent mma chains over n (each element still summed over
-  // n in order from zero, so the same values), the C fragment loaded once for both, and the
-  // tiles' scores and products taken in the same order as one at a time.
+  // Y_diag: the s tiles up to the diagonal (k0 <= m0) and inside the chunk, two at a time: their
+  // C.B are then independent mma chains over n (each element still summed over n in order from
+  // zero, so the same values), the C fragment loaded once for both, and the tiles' scores and
+  // products taken in the same order as one at a time.
   const int kend = min(m0 + 16, len);
   for (int k0 = 0; k0 < kend;) {
-    const bool two = kLdsm && tile_pairs && k0 + 16 < kend;
+    const bool two = k0 + 16 < kend;
     // cbt[i][jj] = C.B of rows la, lb at positions k0 + 16 i + 8 jj + 2 tig (+1): A[l][n] =
     // C_l[n], B[n][s] = B_s[n] (stored [s][n]).
     float cbt[2][2][4] = {};
     for (int n = 0; n < N; n += 16) {
       uint32_t ca[4], b0[2], b1[2];
-      if constexpr (kLdsm) {
-        load_a_rows(ca, t.cs, t.ldn, m0, n, lane);
-        load_b2_rows(b0, b1, t.bs, t.ldn, k0, n, lane);  // positions k0.., k0 + 8..
-      } else {
-        mma::load_a(ca, t.cs, t.ldn, m0, n, ln);
-        mma::load_b(b0, t.bs, t.ldn, k0, n, ln);
-        mma::load_b(b1, t.bs, t.ldn, k0 + 8, n, ln);
-      }
+      load_a_rows(ca, t.cs, t.ldn, m0, n, lane);
+      load_b2_rows(b0, b1, t.bs, t.ldn, k0, n, lane);  // positions k0.., k0 + 8..
       mma::mma_16816(cbt[0][0], ca, b0);
       mma::mma_16816(cbt[0][1], ca, b1);
       if (two) {
