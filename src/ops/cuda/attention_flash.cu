@@ -2,16 +2,22 @@
 // attention over the paged cache): bf16 q/out, bf16 or e4m3 caches, head_dim 64 or 128, any
 // q_len per sequence (decode rows are sequences with q_len 1).
 //
-// grid (query tiles x splits, kv heads, sequences), 4 warps. A block's 64 rows are (query, head)
-// pairs that share one kv head (row r: query q0 + r / group, head kvh * group + r % group), so
-// each K/V tile read is used by the whole GQA group; a warp owns 16 rows (one mma m16 tile). Keys
-// stream in tiles of 64 up to the block's last query position: bf16 tiles through a two-stage
-// cp.async pipeline, e4m3 tiles converted to bf16 on the way in (exactly: e4m3 values are bf16
-// values; k_scale folds into the score scale, v_scale into the output).
-//   S = Q K^T       mma m16n8k16 bf16 -> f32, Q fragments kept in registers
-//   online softmax  per row in f32 (exp2 with the scale folded in), causal mask per row
-//   O += P V        P in registers as bf16 hi + mid + lo parts (three mmas: ~24 bits of P), V
-//                   fragments by ldmatrix.trans from the [key][dim] tile
+// grid (query tiles x splits, kv heads, sequences), 8 warps (variant "4": 4). A block's 128 (64)
+// rows are (query, head) pairs that share one kv head (row r: query q0 + r / group, head
+// kvh * group + r % group), so each K/V tile read is used by the whole GQA group; a warp owns 16
+// rows (one mma m16 tile). Query tiles run last tile first (the causal tiles with the most keys
+// start first). Keys stream in tiles of 64 up to the block's last query position: bf16 tiles
+// through a two-stage cp.async pipeline, e4m3 tiles converted to bf16 on the way in (exactly:
+// e4m3 values are bf16 values; k_scale folds into the score scale, v_scale into the output).
+//   S = Q K^T       mma m16n8k16 bf16 -> f32, Q fragments kept in registers, K fragments by
+//                   ldmatrix.x4 (two k16 steps of one n8 key tile)
+//   online softmax  per row in f32 (exp2 with the scale folded in); the causal mask only on
+//                   tiles that reach past the block's first query or the split's end
+//   O += P V        P in registers as one bf16 per probability, V fragments by ldmatrix.trans
+//                   from the [key][dim] tile. transformers' eager attention (the reference
+//                   model) casts the softmax probabilities to bf16 before P V too; the harness
+//                   bounds the difference per element (cases_attention.cpp, bf16_p_bound).
+//                   Variant "exact4" splits P into bf16 hi + mid + lo (three mmas, ~24 bits).
 // Split-K (flash-decoding): when the grid would have few blocks (decode rows, short chunks at
 // long contexts), each query tile's keys are split into ranges of split_len (a multiple of the
 // key tile); every split writes its rows' partial (max, sum, unnormalized output) in f32 and a
@@ -20,6 +26,8 @@
 // (a 16-byte pad): the 8 rows a fragment load or an ldmatrix touches land in distinct banks.
 #include <algorithm>
 #include <cfloat>
+#include <cstdlib>
+#include <string>
 
 #include "ops/cuda/attention.h"
 #include "ops/cuda/common.cuh"
@@ -28,20 +36,20 @@ namespace strata::cuda {
 
 namespace {
 
-constexpr int kWarps = 4;
-constexpr int kThreads = kWarps * 32;
-constexpr int kRows = kWarps * 16;  // (query, head) rows per block
-constexpr int kKeys = 64;           // keys per tile
+constexpr int kKeys = 64;  // keys per tile
 constexpr float kLog2e = 1.4426950408889634f;
 
-template <int HD>
+template <int HD, int WARPS>
 struct Geo {
-  static constexpr int kLd = HD + 8;                    // shared row stride (bf16 elements)
-  static constexpr int kTileElems = kKeys * kLd;        // one K or V tile
-  static constexpr int kStageElems = 2 * kTileElems;    // K then V
+  static constexpr int kThreads = WARPS * 32;
+  static constexpr int kLd = HD + 8;                      // shared row stride (bf16 elements)
+  static constexpr int kTileElems = kKeys * kLd;          // one K or V tile
+  static constexpr int kStageElems = 2 * kTileElems;      // K then V
   static constexpr int kSmemBytes = 2 * kStageElems * 2;  // two stages, bf16
-  static constexpr int kKSteps = HD / 16;               // k16 steps of a score
-  static constexpr int kDimTiles = HD / 8;              // n8 tiles of the output
+  static constexpr int kKSteps = HD / 16;                 // k16 steps of a score
+  static constexpr int kDimTiles = HD / 8;                // n8 tiles of the output
+  static constexpr int kUnits = HD / 8;                   // 16-byte units of a key row
+  static constexpr int kRowsPerPass = kThreads / kUnits;  // key rows one loader pass fills
 };
 
 __device__ __forceinline__ void cp_async16(void* smem, const void* gmem, int src_bytes) {
@@ -64,6 +72,13 @@ __device__ __forceinline__ void mma_bf16(float (&c)[4], const uint32_t (&a)[4], 
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
+// B fragments of a [key][dim] tile for S = Q K^T: four 8 x 8 matrices (keys x 8 dims).
+__device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], const bf16* p) {
+  const uint32_t s = static_cast<uint32_t>(__cvta_generic_to_shared(p));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(s));
+}
 // B fragments of two n8 tiles (dims n0.., n0 + 8..) over keys k0..k0 + 15 of a [key][dim] tile.
 __device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&r)[4], const bf16* p) {
   const uint32_t s = static_cast<uint32_t>(__cvta_generic_to_shared(p));
@@ -99,44 +114,50 @@ __device__ __forceinline__ uint4 e4m3x8_to_bf16(uint2 v) {
   return o;
 }
 
-// FP8: e4m3 caches, else bf16.
-template <int HD, bool FP8>
-__global__ void __launch_bounds__(kThreads)
-    flash_kernel(AttentionLaunch p, int64_t bq, int64_t split_len, int* errors) {
-  using G = Geo<HD>;
+// FP8: e4m3 caches, else bf16. EXACT_P: P V with P in three bf16 parts (~24 bits, f32's
+// precision), else one bf16 P (what the model computes: see the header). WARPS: 4 or 8 (64 or
+// 128 rows per block); MIN_BLOCKS: blocks per multiprocessor the registers must allow.
+template <int HD, bool FP8, bool EXACT_P, int WARPS, int MIN_BLOCKS>
+__global__ void __launch_bounds__(WARPS * 32, MIN_BLOCKS)
+    flash_kernel(AttentionLaunch p, int bq, int split_len, int n_qtiles, int* errors) {
+  using G = Geo<HD, WARPS>;
   extern __shared__ __align__(16) bf16 fsm[];
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int grp = lane >> 2, tig = lane & 3;
-  const int64_t kvh = blockIdx.y, b = blockIdx.z, group = p.n_heads / p.n_kv_heads;
+  const int kvh = blockIdx.y, b = blockIdx.z, group = static_cast<int>(p.n_heads / p.n_kv_heads);
   const int32_t* cu = static_cast<const int32_t*>(p.cu_seqlens_q.p);
-  const int64_t q_start = cu[b], q_len = cu[b + 1] - cu[b];
-  int64_t ctx = static_cast<const int32_t*>(p.context_lens.p)[b];
-  const int64_t max_ctx = p.block_tables.cols * p.block_size;
+  const int q_start = cu[b], q_len = cu[b + 1] - cu[b];
+  int ctx = static_cast<const int32_t*>(p.context_lens.p)[b];
+  const int max_ctx = static_cast<int>(p.block_tables.cols * p.block_size);
+  const int bs = static_cast<int>(p.block_size);
   if (threadIdx.x == 0 && blockIdx.x == 0 && kvh == 0 &&
       (q_len > p.max_q_len || ctx < q_len || ctx > max_ctx || q_len < 0))
     atomicAdd(errors, 1);  // inconsistent lengths: clamped below
   if (ctx > max_ctx) ctx = max_ctx;
-  const int64_t split = blockIdx.x % p.n_splits;
-  const int64_t q0 = static_cast<int64_t>(blockIdx.x / p.n_splits) * bq;
-  const int64_t q_rows = min(bq, min(q_len, ctx) - q0);
+  const int n_splits = static_cast<int>(p.n_splits);
+  const int split = blockIdx.x % n_splits;
+  // Query tiles in reverse: the last tiles of a causal sequence see the most keys, so they start
+  // first and the short ones fill the tail of the grid.
+  const int q0 = (n_qtiles - 1 - static_cast<int>(blockIdx.x) / n_splits) * bq;
+  const int q_rows = min(bq, min(q_len, ctx) - q0);
   if (q_rows <= 0) return;
-  const int64_t first_pos = ctx - q_len + q0;  // position of the tile's first query
+  const int first_pos = ctx - q_len + q0;  // position of the tile's first query
   // Keys k_begin .. k_end - 1: this split's range, up to the tile's last query position. A split
   // past it has no keys and leaves empty partials (max -FLT_MAX, sum 0).
-  const int64_t k_begin = split * split_len;
-  const int64_t k_end = min(first_pos + q_rows, k_begin + split_len);
+  const int k_begin = split * split_len;
+  const int k_end = min(first_pos + q_rows, k_begin + split_len);
   const int32_t* table = static_cast<const int32_t*>(p.block_tables.p) + b * p.block_tables.ld;
 
   // This thread's two rows (grp, grp + 8 of the warp's m16 tile): query index and validity.
-  int64_t row_pos[2];
+  int row_pos[2];
   bool row_ok[2];
   const bf16* qrow[2];
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
-    const int64_t r = warp * 16 + grp + 8 * h, qi = r / group;
+    const int r = warp * 16 + grp + 8 * h, qi = r / group;
     row_ok[h] = r < bq * group && qi < q_rows;
     row_pos[h] = first_pos + qi;
-    qrow[h] = static_cast<const bf16*>(p.q.p) + (q_start + q0 + qi) * p.q.ld +
+    qrow[h] = static_cast<const bf16*>(p.q.p) + static_cast<int64_t>(q_start + q0 + qi) * p.q.ld +
               (kvh * group + r % group) * HD;
   }
   const bool warp_live = warp * 16 < q_rows * group;  // any valid row in this warp's tile
@@ -152,41 +173,38 @@ __global__ void __launch_bounds__(kThreads)
     qa[ks][3] = row_ok[1] ? *reinterpret_cast<const uint32_t*>(qrow[1] + d + 8) : 0u;
   }
 
-  // Tile loader: 16-byte units of bf16 (8 dims); key rows past k_end or with a bad page are zero.
-  constexpr int kUnits = HD / 8;  // per key row
-  auto page_of = [&](int64_t key) -> int64_t {
-    if (key >= k_end) return -1;
-    const int32_t page = table[key / p.block_size];
-    if (page < 0 || page >= p.num_blocks) {
-      atomicAdd(errors, 1);
-      return -1;
-    }
-    return page;
-  };
-  auto load_tile = [&](int stage, int64_t k0) {
+  // Tile loader: 16-byte units of bf16 (8 dims); a thread fills unit `uc` of key rows uj,
+  // uj + kRowsPerPass, ...; key rows past k_end or with a bad page are zero.
+  const int uc = threadIdx.x % G::kUnits, uj = threadIdx.x / G::kUnits;
+  auto load_tile = [&](int stage, int k0) {
     bf16* sk = fsm + stage * G::kStageElems;
     bf16* sv = sk + G::kTileElems;
-    for (int u = threadIdx.x; u < kKeys * kUnits; u += kThreads) {
-      const int j = u / kUnits, c = u % kUnits;
-      const int64_t key = k0 + j, page = page_of(key);
-      const int64_t off =
-          page < 0 ? 0
-                   : ((page * p.block_size + key % p.block_size) * p.n_kv_heads + kvh) * HD +
-                         c * 8;
+#pragma unroll
+    for (int j = uj; j < kKeys; j += G::kRowsPerPass) {
+      const int key = k0 + j;
+      int64_t off = -1;
+      if (key < k_end) {
+        const int32_t page = table[key / bs];
+        if (page < 0 || page >= p.num_blocks)
+          atomicAdd(errors, 1);
+        else
+          off = ((static_cast<int64_t>(page) * bs + key % bs) * p.n_kv_heads + kvh) * HD + uc * 8;
+      }
       if constexpr (FP8) {
         uint4 kv = make_uint4(0, 0, 0, 0), vv = make_uint4(0, 0, 0, 0);
-        if (page >= 0) {
+        if (off >= 0) {
           kv = e4m3x8_to_bf16(
               *reinterpret_cast<const uint2*>(static_cast<const uint8_t*>(p.k_cache) + off));
           vv = e4m3x8_to_bf16(
               *reinterpret_cast<const uint2*>(static_cast<const uint8_t*>(p.v_cache) + off));
         }
-        *reinterpret_cast<uint4*>(sk + j * G::kLd + c * 8) = kv;
-        *reinterpret_cast<uint4*>(sv + j * G::kLd + c * 8) = vv;
+        *reinterpret_cast<uint4*>(sk + j * G::kLd + uc * 8) = kv;
+        *reinterpret_cast<uint4*>(sv + j * G::kLd + uc * 8) = vv;
       } else {
-        const int n = page < 0 ? 0 : 16;
-        cp_async16(sk + j * G::kLd + c * 8, static_cast<const bf16*>(p.k_cache) + off, n);
-        cp_async16(sv + j * G::kLd + c * 8, static_cast<const bf16*>(p.v_cache) + off, n);
+        const int n = off < 0 ? 0 : 16;
+        const int64_t o = off < 0 ? 0 : off;
+        cp_async16(sk + j * G::kLd + uc * 8, static_cast<const bf16*>(p.k_cache) + o, n);
+        cp_async16(sv + j * G::kLd + uc * 8, static_cast<const bf16*>(p.v_cache) + o, n);
       }
     }
   };
@@ -200,13 +218,19 @@ __global__ void __launch_bounds__(kThreads)
     for (int i = 0; i < 4; ++i)
       o[nt][i] = 0.f;
 
-  const int64_t ntiles = k_end > k_begin ? (k_end - k_begin + kKeys - 1) / kKeys : 0;
+  // ldmatrix.x4 row addresses: K fragments (lanes 8i..8i+7: keys 0..7 at dims 8i..8i+7 of a
+  // k32 pair of steps) and V fragments (lanes 0-15: keys 0..15 at dims n0, lanes 16-31 the same
+  // keys at dims n0 + 8).
+  const int k_lane = (lane & 7) * G::kLd + (lane >> 3) * 8;
+  const int v_lane = (lane & 15) * G::kLd + (lane >> 4) * 8;
+
+  const int ntiles = k_end > k_begin ? (k_end - k_begin + kKeys - 1) / kKeys : 0;
   if (ntiles > 0) load_tile(0, k_begin);
   cp_async_commit();
-  for (int64_t t = 0; t < ntiles; ++t) {
+  for (int t = 0; t < ntiles; ++t) {
     if (t + 1 < ntiles) {
       __syncthreads();  // the stage about to be refilled was consumed (tile t - 1)
-      load_tile(static_cast<int>((t + 1) & 1), k_begin + (t + 1) * kKeys);
+      load_tile((t + 1) & 1, k_begin + (t + 1) * kKeys);
     }
     cp_async_commit();
     cp_async_wait<1>();
@@ -214,33 +238,47 @@ __global__ void __launch_bounds__(kThreads)
     if (!warp_live) continue;
     const bf16* sk = fsm + (t & 1) * G::kStageElems;
     const bf16* sv = sk + G::kTileElems;
-    const int64_t k0 = k_begin + t * kKeys;
+    const int k0 = k_begin + t * kKeys;
 
-    // S = Q K^T: 8 n8 tiles of keys.
+    // S = Q K^T: 8 n8 tiles of keys; K fragments of two k16 steps per ldmatrix.x4.
     float s[kKeys / 8][4];
 #pragma unroll
     for (int nt = 0; nt < kKeys / 8; ++nt) {
 #pragma unroll
       for (int i = 0; i < 4; ++i)
         s[nt][i] = 0.f;
-      const bf16* kr = sk + (nt * 8 + grp) * G::kLd + 2 * tig;
 #pragma unroll
-      for (int ks = 0; ks < G::kKSteps; ++ks)
-        mma_bf16(s[nt], qa[ks], *reinterpret_cast<const uint32_t*>(kr + ks * 16),
-                 *reinterpret_cast<const uint32_t*>(kr + ks * 16 + 8));
-    }
-    // Mask, scale, tile maxima (row h = 0: c[0], c[1]; h = 1: c[2], c[3]).
-    float tmax[2] = {-FLT_MAX, -FLT_MAX};
-#pragma unroll
-    for (int nt = 0; nt < kKeys / 8; ++nt)
-#pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        const int h = i >> 1;
-        const int64_t key = k0 + nt * 8 + 2 * tig + (i & 1);
-        const bool ok = row_ok[h] && key <= row_pos[h] && key < k_end;
-        s[nt][i] = ok ? s[nt][i] * sscale : -FLT_MAX;
-        tmax[h] = fmaxf(tmax[h], s[nt][i]);
+      for (int ks = 0; ks < G::kKSteps; ks += 2) {
+        uint32_t kb[4];
+        ldmatrix_x4(kb, sk + nt * 8 * G::kLd + ks * 16 + k_lane);
+        mma_bf16(s[nt], qa[ks], kb[0], kb[1]);
+        mma_bf16(s[nt], qa[ks + 1], kb[2], kb[3]);
       }
+    }
+    // Scale, mask, tile maxima (row h = 0: c[0], c[1]; h = 1: c[2], c[3]). A tile whose keys
+    // all lie at or before the block's first query and inside the split sees no mask (rows
+    // past the block's queries are never written).
+    float tmax[2] = {-FLT_MAX, -FLT_MAX};
+    if (k0 + kKeys - 1 <= first_pos && k0 + kKeys <= k_end) {
+#pragma unroll
+      for (int nt = 0; nt < kKeys / 8; ++nt)
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+          s[nt][i] *= sscale;
+          tmax[i >> 1] = fmaxf(tmax[i >> 1], s[nt][i]);
+        }
+    } else {
+#pragma unroll
+      for (int nt = 0; nt < kKeys / 8; ++nt)
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+          const int h = i >> 1;
+          const int key = k0 + nt * 8 + 2 * tig + (i & 1);
+          const bool ok = row_ok[h] && key <= row_pos[h] && key < k_end;
+          s[nt][i] = ok ? s[nt][i] * sscale : -FLT_MAX;
+          tmax[h] = fmaxf(tmax[h], s[nt][i]);
+        }
+    }
     float corr[2], mref[2];
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
@@ -274,8 +312,8 @@ __global__ void __launch_bounds__(kThreads)
       o[nt][2] *= corr[1];
       o[nt][3] *= corr[1];
     }
-    // O += P V over 4 k16 steps of keys; P as three bf16 parts (hi + mid + lo: ~24 bits, so P
-    // keeps f32's precision: two parts, ~16 bits, failed the harness on a cancelling output).
+    // O += P V over 4 k16 steps of keys. The row sums l above add the f32 p; P V takes p
+    // rounded to bf16 (EXACT_P: plus the mid and lo remainders, three mmas).
 #pragma unroll
     for (int kk = 0; kk < kKeys / 16; ++kk) {
       const float pv[8] = {s[2 * kk][0],     s[2 * kk][1],     s[2 * kk][2],     s[2 * kk][3],
@@ -285,23 +323,24 @@ __global__ void __launch_bounds__(kThreads)
       for (int r = 0; r < 4; ++r) {
         const float x0 = pv[2 * r], x1 = pv[2 * r + 1];
         hi[r] = pack_bf16(x0, x1);
-        const float y0 = x0 - bf16_lo(hi[r]), y1 = x1 - bf16_hi(hi[r]);
-        mid[r] = pack_bf16(y0, y1);
-        lo[r] = pack_bf16(y0 - bf16_lo(mid[r]), y1 - bf16_hi(mid[r]));
+        if constexpr (EXACT_P) {
+          const float y0 = x0 - bf16_lo(hi[r]), y1 = x1 - bf16_hi(hi[r]);
+          mid[r] = pack_bf16(y0, y1);
+          lo[r] = pack_bf16(y0 - bf16_lo(mid[r]), y1 - bf16_hi(mid[r]));
+        }
       }
-      // ldmatrix.x4.trans: lanes 0-15 address keys kk*16 + (lane & 15) at dims n0, lanes 16-31
-      // the same keys at dims n0 + 8: registers = (b0, b1) of tile n0, then of tile n0 + 8.
-      const bf16* vbase = sv + (kk * 16 + (lane & 15)) * G::kLd + (lane >> 4) * 8;
 #pragma unroll
       for (int nt = 0; nt < G::kDimTiles; nt += 2) {
         uint32_t vb[4];
-        ldmatrix_x4_trans(vb, vbase + nt * 8);
+        ldmatrix_x4_trans(vb, sv + kk * 16 * G::kLd + nt * 8 + v_lane);
         mma_bf16(o[nt], hi, vb[0], vb[1]);
-        mma_bf16(o[nt], mid, vb[0], vb[1]);
-        mma_bf16(o[nt], lo, vb[0], vb[1]);
         mma_bf16(o[nt + 1], hi, vb[2], vb[3]);
-        mma_bf16(o[nt + 1], mid, vb[2], vb[3]);
-        mma_bf16(o[nt + 1], lo, vb[2], vb[3]);
+        if constexpr (EXACT_P) {
+          mma_bf16(o[nt], mid, vb[0], vb[1]);
+          mma_bf16(o[nt], lo, vb[0], vb[1]);
+          mma_bf16(o[nt + 1], mid, vb[2], vb[3]);
+          mma_bf16(o[nt + 1], lo, vb[2], vb[3]);
+        }
       }
     }
   }
@@ -311,8 +350,8 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
     if (!row_ok[h]) continue;
-    const int64_t r = warp * 16 + grp + 8 * h, qi = r / group, head = kvh * group + r % group;
-    if (p.n_splits > 1) {
+    const int r = warp * 16 + grp + 8 * h, qi = r / group, head = kvh * group + r % group;
+    if (n_splits > 1) {
       const int64_t idx = (split * p.q.rows + q_start + q0 + qi) * p.n_heads + head;
       float* po = p.partials + 2 * p.n_splits * p.q.rows * p.n_heads + idx * HD;
       if (tig == 0) {
@@ -326,7 +365,8 @@ __global__ void __launch_bounds__(kThreads)
       continue;
     }
     const float inv = l[h] > 0.f ? p.v_scale / l[h] : 0.f;
-    bf16* out = static_cast<bf16*>(p.out.p) + (q_start + q0 + qi) * p.out.ld + head * HD;
+    bf16* out = static_cast<bf16*>(p.out.p) + static_cast<int64_t>(q_start + q0 + qi) * p.out.ld +
+                head * HD;
 #pragma unroll
     for (int nt = 0; nt < G::kDimTiles; ++nt)
       *reinterpret_cast<__nv_bfloat162*>(out + nt * 8 + 2 * tig) =
@@ -368,26 +408,29 @@ __global__ void __launch_bounds__(128) flash_combine_kernel(AttentionLaunch p) {
   }
 }
 
-template <int HD, bool FP8>
+template <int HD, bool FP8, bool EXACT_P, int WARPS, int MIN_BLOCKS>
 void launch_flash_for(const AttentionLaunch& p, int* errors, cudaStream_t s) {
-  using G = Geo<HD>;
+  using G = Geo<HD, WARPS>;
+  auto* kernel = flash_kernel<HD, FP8, EXACT_P, WARPS, MIN_BLOCKS>;
   static std::atomic<uint64_t> configured{0};
-  once_per_device(configured, [] {
-    STRATA_CUDA_CHECK(cudaFuncSetAttribute(
-        flash_kernel<HD, FP8>, cudaFuncAttributeMaxDynamicSharedMemorySize, G::kSmemBytes));
-    STRATA_CUDA_CHECK(cudaFuncSetAttribute(flash_kernel<HD, FP8>,
-                                           cudaFuncAttributePreferredSharedMemoryCarveout,
+  once_per_device(configured, [kernel] {
+    STRATA_CUDA_CHECK(
+        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, G::kSmemBytes));
+    STRATA_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
                                            cudaSharedmemCarveoutMaxShared));
   });
-  const int64_t group = p.n_heads / p.n_kv_heads, bq = kRows / group;
+  const int64_t group = p.n_heads / p.n_kv_heads, bq = WARPS * 16 / group;
   const int64_t B = p.cu_seqlens_q.n - 1;
   const int64_t max_ctx = p.block_tables.cols * p.block_size;
   const int64_t S = p.n_splits > 1 ? p.n_splits : 1;
   const int64_t split_len =
       S > 1 ? ((max_ctx + S - 1) / S + kKeys - 1) / kKeys * kKeys : max_ctx + kKeys;
-  const dim3 grid(static_cast<unsigned>((p.max_q_len + bq - 1) / bq * S),
-                  static_cast<unsigned>(p.n_kv_heads), static_cast<unsigned>(B));
-  flash_kernel<HD, FP8><<<grid, kThreads, G::kSmemBytes, s>>>(p, bq, split_len, errors);
+  const int64_t n_qtiles = (p.max_q_len + bq - 1) / bq;
+  const dim3 grid(static_cast<unsigned>(n_qtiles * S), static_cast<unsigned>(p.n_kv_heads),
+                  static_cast<unsigned>(B));
+  kernel<<<grid, G::kThreads, G::kSmemBytes, s>>>(p, static_cast<int>(bq),
+                                                  static_cast<int>(split_len),
+                                                  static_cast<int>(n_qtiles), errors);
   STRATA_CUDA_LAUNCH_CHECK();
   if (S > 1) {
     flash_combine_kernel<<<dim3(static_cast<unsigned>(p.max_q_len), static_cast<unsigned>(B)), 128,
@@ -396,14 +439,43 @@ void launch_flash_for(const AttentionLaunch& p, int* errors, cudaStream_t s) {
   }
 }
 
+template <int HD, bool FP8>
+void launch_flash_hd(const AttentionLaunch& p, int* errors, cudaStream_t s) {
+  const FlashVariant v = attention_flash_variant();
+  if (v.exact_p)
+    launch_flash_for<HD, FP8, true, 4, 2>(p, errors, s);
+  else if (v.warps == 8)
+    launch_flash_for<HD, FP8, false, 8, 1>(p, errors, s);
+  else if (v.min_blocks == 3)
+    launch_flash_for<HD, FP8, false, 4, 3>(p, errors, s);
+  else
+    launch_flash_for<HD, FP8, false, 4, 2>(p, errors, s);
+}
+
 }  // namespace
 
+FlashVariant attention_flash_variant() {
+  static const FlashVariant v = [] {
+    FlashVariant f;
+    const char* e = std::getenv("STRATA_FLASH_VARIANT");
+    const std::string name = e ? e : "";
+    if (name == "4")
+      f = {4, 2, false};
+    else if (name == "4x3")
+      f = {4, 3, false};
+    else if (name == "exact4")
+      f = {4, 2, true};
+    return f;
+  }();
+  return v;
+}
+
 bool attention_flash_shape_supported(int64_t head_dim, int64_t group) {
-  return (head_dim == 64 || head_dim == 128) && group >= 1 && group <= kRows;
+  return (head_dim == 64 || head_dim == 128) && group >= 1 && group <= kFlashMaxGroup;
 }
 
 int64_t attention_flash_splits(const AttentionLaunch& p, int sms) {
-  const int64_t group = p.n_heads / p.n_kv_heads, bq = kRows / group;
+  const int64_t group = p.n_heads / p.n_kv_heads, bq = attention_flash_variant().warps * 16 / group;
   const int64_t B = p.cu_seqlens_q.n - 1;
   const int64_t max_ctx = p.block_tables.cols * p.block_size;
   // Key tiles of the widest context: a split gets at least kFlashMinSplitKeys keys.
@@ -427,11 +499,11 @@ void launch_attention_flash(const AttentionLaunch& p, int* index_errors, void* s
   if (p.q.rows == 0 || B <= 0) return;
   auto s = static_cast<cudaStream_t>(stream);
   if (p.head_dim == 64)
-    p.fp8_cache ? launch_flash_for<64, true>(p, index_errors, s)
-                : launch_flash_for<64, false>(p, index_errors, s);
+    p.fp8_cache ? launch_flash_hd<64, true>(p, index_errors, s)
+                : launch_flash_hd<64, false>(p, index_errors, s);
   else
-    p.fp8_cache ? launch_flash_for<128, true>(p, index_errors, s)
-                : launch_flash_for<128, false>(p, index_errors, s);
+    p.fp8_cache ? launch_flash_hd<128, true>(p, index_errors, s)
+                : launch_flash_hd<128, false>(p, index_errors, s);
 }
 
 }  // namespace strata::cuda
