@@ -372,10 +372,10 @@ void compare_output(int index, const Tensor& host, const Tensor& dev, DType act,
       }
       err2 += (d - h) * (d - h);
       if (tol.rel_l2 > 0) return;
-      const double lim =
-          rel * std::fabs(h) + abs +
-          (extra ? load_as_f64(tol.extra_abs.raw(), tol.extra_abs.dtype(), static_cast<size_t>(flat))
-                 : 0.0);
+      const double lim = rel * std::fabs(h) + abs +
+                         (extra ? load_as_f64(tol.extra_abs.raw(), tol.extra_abs.dtype(),
+                                              static_cast<size_t>(flat))
+                                : 0.0);
       const double ratio = std::fabs(d - h) / lim;
       out.worst = std::max(out.worst, ratio);
       if (ratio > 1.0)

@@ -229,8 +229,8 @@ Row bench_attention_prefill(const char* kernel, const char* what, int64_t nh, in
   const double gflop = 4.0 * static_cast<double>(nh * hd * seqs * len * (len + 1) / 2) / 1e9;
   Row r;
   r.kernel = fmt::format("attention {} prefill (bf16 KV)", kernel);
-  r.shape = fmt::format("{} heads {}/{}x{} {}x{} ({:.2f} GFLOP)", what, nh, nkv, hd, seqs, len,
-                        gflop);
+  r.shape =
+      fmt::format("{} heads {}/{}x{} {}x{} ({:.2f} GFLOP)", what, nh, nkv, hd, seqs, len, gflop);
   r.bytes = static_cast<double>(2 * T * (2 * nh + 2 * nkv) * hd);
   r.us = time_launches(4, [&](int) { k.run(a, ctx); });
   return r;
@@ -474,15 +474,16 @@ void run_bench(const std::string& out_path, const std::string& only) {
     int64_t nh, nkv, seqs, len;
   };
   for (const char* kernel : {"cuda.flash", "cuda"})
-    for (const PrefillShape& s : {PrefillShape{"nano3", 32, 2, 1, 512}, {"nano3", 32, 2, 1, 2048},
-                                  {"nano3", 32, 2, 8, 512}, {"9b", 40, 8, 1, 512},
-                                  {"9b", 40, 8, 1, 2048}, {"9b", 40, 8, 8, 512}})
-      items.emplace_back(fmt::format("attention prefill {} {}, {}, {}, {}x{}", kernel, s.what,
-                                     s.nh, s.nkv, s.seqs, s.len),
-                         [=] {
-                           return bench_attention_prefill(kernel, s.what, s.nh, s.nkv, s.seqs,
-                                                          s.len);
-                         });
+    for (const PrefillShape& s : {PrefillShape{"nano3", 32, 2, 1, 512},
+                                  {"nano3", 32, 2, 1, 2048},
+                                  {"nano3", 32, 2, 8, 512},
+                                  {"9b", 40, 8, 1, 512},
+                                  {"9b", 40, 8, 1, 2048},
+                                  {"9b", 40, 8, 8, 512}})
+      items.emplace_back(
+          fmt::format("attention prefill {} {}, {}, {}, {}x{}", kernel, s.what, s.nh, s.nkv, s.seqs,
+                      s.len),
+          [=] { return bench_attention_prefill(kernel, s.what, s.nh, s.nkv, s.seqs, s.len); });
   moe("cuda.decode", bf, false);
   moe("cuda.decode", e4, true);
   moe("cuda.decode", e4, false);

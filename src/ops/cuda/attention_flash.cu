@@ -2,13 +2,14 @@
 // attention over the paged cache): bf16 q/out, bf16 or e4m3 caches, head_dim 64 or 128, any
 // q_len per sequence (decode rows are sequences with q_len 1).
 //
-// grid (query tiles x splits, kv heads, sequences), 8 warps (variant "4": 4). A block's 128 (64)
-// rows are (query, head) pairs that share one kv head (row r: query q0 + r / group, head
+// grid (query tiles x splits, kv heads, sequences), 8 warps (variants "4", "4s3": 4). A block's
+// 128 (64) rows are (query, head) pairs that share one kv head (row r: query q0 + r / group, head
 // kvh * group + r % group), so each K/V tile read is used by the whole GQA group; a warp owns 16
 // rows (one mma m16 tile). Query tiles run last tile first (the causal tiles with the most keys
 // start first). Keys stream in tiles of 64 up to the block's last query position: bf16 tiles
-// through a two-stage cp.async pipeline, e4m3 tiles converted to bf16 on the way in (exactly:
-// e4m3 values are bf16 values; k_scale folds into the score scale, v_scale into the output).
+// through a cp.async pipeline of two stages (variants "8s3", "4s3": three), e4m3 tiles converted
+// to bf16 on the way in (exactly: e4m3 values are bf16 values; k_scale folds into the score
+// scale, v_scale into the output).
 //   S = Q K^T       mma m16n8k16 bf16 -> f32, Q fragments kept in registers, K fragments by
 //                   ldmatrix.x4 (two k16 steps of one n8 key tile)
 //   online softmax  per row in f32 (exp2 with the scale folded in); the causal mask only on
@@ -39,17 +40,17 @@ namespace {
 constexpr int kKeys = 64;  // keys per tile
 constexpr float kLog2e = 1.4426950408889634f;
 
-template <int HD, int WARPS>
+template <int HD, int WARPS, int STAGES>
 struct Geo {
   static constexpr int kThreads = WARPS * 32;
-  static constexpr int kLd = HD + 8;                      // shared row stride (bf16 elements)
-  static constexpr int kTileElems = kKeys * kLd;          // one K or V tile
-  static constexpr int kStageElems = 2 * kTileElems;      // K then V
-  static constexpr int kSmemBytes = 2 * kStageElems * 2;  // two stages, bf16
-  static constexpr int kKSteps = HD / 16;                 // k16 steps of a score
-  static constexpr int kDimTiles = HD / 8;                // n8 tiles of the output
-  static constexpr int kUnits = HD / 8;                   // 16-byte units of a key row
-  static constexpr int kRowsPerPass = kThreads / kUnits;  // key rows one loader pass fills
+  static constexpr int kLd = HD + 8;                           // shared row stride (bf16 elements)
+  static constexpr int kTileElems = kKeys * kLd;               // one K or V tile
+  static constexpr int kStageElems = 2 * kTileElems;           // K then V
+  static constexpr int kSmemBytes = STAGES * kStageElems * 2;  // bf16
+  static constexpr int kKSteps = HD / 16;                      // k16 steps of a score
+  static constexpr int kDimTiles = HD / 8;                     // n8 tiles of the output
+  static constexpr int kUnits = HD / 8;                        // 16-byte units of a key row
+  static constexpr int kRowsPerPass = kThreads / kUnits;       // key rows one loader pass fills
 };
 
 __device__ __forceinline__ void cp_async16(void* smem, const void* gmem, int src_bytes) {
@@ -116,11 +117,12 @@ __device__ __forceinline__ uint4 e4m3x8_to_bf16(uint2 v) {
 
 // FP8: e4m3 caches, else bf16. EXACT_P: P V with P in three bf16 parts (~24 bits, f32's
 // precision), else one bf16 P (what the model computes: see the header). WARPS: 4 or 8 (64 or
-// 128 rows per block); MIN_BLOCKS: blocks per multiprocessor the registers must allow.
-template <int HD, bool FP8, bool EXACT_P, int WARPS, int MIN_BLOCKS>
+// 128 rows per block); MIN_BLOCKS: blocks per multiprocessor the registers must allow; STAGES:
+// K/V tiles in shared memory (2 or 3).
+template <int HD, bool FP8, bool EXACT_P, int WARPS, int MIN_BLOCKS, int STAGES>
 __global__ void __launch_bounds__(WARPS * 32, MIN_BLOCKS)
     flash_kernel(AttentionLaunch p, int bq, int split_len, int n_qtiles, int* errors) {
-  using G = Geo<HD, WARPS>;
+  using G = Geo<HD, WARPS, STAGES>;
   extern __shared__ __align__(16) bf16 fsm[];
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int grp = lane >> 2, tig = lane & 3;
@@ -224,19 +226,23 @@ __global__ void __launch_bounds__(WARPS * 32, MIN_BLOCKS)
   const int k_lane = (lane & 7) * G::kLd + (lane >> 3) * 8;
   const int v_lane = (lane & 15) * G::kLd + (lane >> 4) * 8;
 
+  // The pipeline: STAGES - 1 tiles in flight while one is computed; one barrier per tile.
   const int ntiles = k_end > k_begin ? (k_end - k_begin + kKeys - 1) / kKeys : 0;
-  if (ntiles > 0) load_tile(0, k_begin);
-  cp_async_commit();
-  for (int t = 0; t < ntiles; ++t) {
-    if (t + 1 < ntiles) {
-      __syncthreads();  // the stage about to be refilled was consumed (tile t - 1)
-      load_tile((t + 1) & 1, k_begin + (t + 1) * kKeys);
-    }
+#pragma unroll
+  for (int i = 0; i < STAGES - 1; ++i) {
+    if (i < ntiles) load_tile(i, k_begin + i * kKeys);
     cp_async_commit();
-    cp_async_wait<1>();
-    __syncthreads();  // tile t visible to every thread
+  }
+  for (int t = 0; t < ntiles; ++t) {
+    cp_async_wait<STAGES - 2>();  // this thread's copies of tile t landed
+    // Tile t visible to every thread, and every warp is done with tile t - 1, whose stage the
+    // next load refills.
+    __syncthreads();
+    const int next = t + STAGES - 1;
+    if (next < ntiles) load_tile(next % STAGES, k_begin + next * kKeys);
+    cp_async_commit();
     if (!warp_live) continue;
-    const bf16* sk = fsm + (t & 1) * G::kStageElems;
+    const bf16* sk = fsm + (t % STAGES) * G::kStageElems;
     const bf16* sv = sk + G::kTileElems;
     const int k0 = k_begin + t * kKeys;
 
@@ -408,10 +414,10 @@ __global__ void __launch_bounds__(128) flash_combine_kernel(AttentionLaunch p) {
   }
 }
 
-template <int HD, bool FP8, bool EXACT_P, int WARPS, int MIN_BLOCKS>
+template <int HD, bool FP8, bool EXACT_P, int WARPS, int MIN_BLOCKS, int STAGES>
 void launch_flash_for(const AttentionLaunch& p, int* errors, cudaStream_t s) {
-  using G = Geo<HD, WARPS>;
-  auto* kernel = flash_kernel<HD, FP8, EXACT_P, WARPS, MIN_BLOCKS>;
+  using G = Geo<HD, WARPS, STAGES>;
+  auto* kernel = flash_kernel<HD, FP8, EXACT_P, WARPS, MIN_BLOCKS, STAGES>;
   static std::atomic<uint64_t> configured{0};
   once_per_device(configured, [kernel] {
     STRATA_CUDA_CHECK(
@@ -428,9 +434,8 @@ void launch_flash_for(const AttentionLaunch& p, int* errors, cudaStream_t s) {
   const int64_t n_qtiles = (p.max_q_len + bq - 1) / bq;
   const dim3 grid(static_cast<unsigned>(n_qtiles * S), static_cast<unsigned>(p.n_kv_heads),
                   static_cast<unsigned>(B));
-  kernel<<<grid, G::kThreads, G::kSmemBytes, s>>>(p, static_cast<int>(bq),
-                                                  static_cast<int>(split_len),
-                                                  static_cast<int>(n_qtiles), errors);
+  kernel<<<grid, G::kThreads, G::kSmemBytes, s>>>(
+      p, static_cast<int>(bq), static_cast<int>(split_len), static_cast<int>(n_qtiles), errors);
   STRATA_CUDA_LAUNCH_CHECK();
   if (S > 1) {
     flash_combine_kernel<<<dim3(static_cast<unsigned>(p.max_q_len), static_cast<unsigned>(B)), 128,
@@ -443,13 +448,13 @@ template <int HD, bool FP8>
 void launch_flash_hd(const AttentionLaunch& p, int* errors, cudaStream_t s) {
   const FlashVariant v = attention_flash_variant();
   if (v.exact_p)
-    launch_flash_for<HD, FP8, true, 4, 2>(p, errors, s);
+    launch_flash_for<HD, FP8, true, 4, 2, 2>(p, errors, s);
   else if (v.warps == 8)
-    launch_flash_for<HD, FP8, false, 8, 1>(p, errors, s);
-  else if (v.min_blocks == 3)
-    launch_flash_for<HD, FP8, false, 4, 3>(p, errors, s);
+    v.stages == 3 ? launch_flash_for<HD, FP8, false, 8, 1, 3>(p, errors, s)
+                  : launch_flash_for<HD, FP8, false, 8, 1, 2>(p, errors, s);
   else
-    launch_flash_for<HD, FP8, false, 4, 2>(p, errors, s);
+    v.stages == 3 ? launch_flash_for<HD, FP8, false, 4, 2, 3>(p, errors, s)
+                  : launch_flash_for<HD, FP8, false, 4, 2, 2>(p, errors, s);
 }
 
 }  // namespace
@@ -459,9 +464,11 @@ FlashVariant attention_flash_variant() {
     FlashVariant f;
     const char* e = std::getenv("STRATA_FLASH_VARIANT");
     const std::string name = e ? e : "";
-    if (name == "4")
+    if (name == "8s3")
+      f = {8, 3, false};
+    else if (name == "4")
       f = {4, 2, false};
-    else if (name == "4x3")
+    else if (name == "4s3")
       f = {4, 3, false};
     else if (name == "exact4")
       f = {4, 2, true};
@@ -479,8 +486,8 @@ int64_t attention_flash_splits(const AttentionLaunch& p, int sms) {
   const int64_t B = p.cu_seqlens_q.n - 1;
   const int64_t max_ctx = p.block_tables.cols * p.block_size;
   // Key tiles of the widest context: a split gets at least kFlashMinSplitKeys keys.
-  const int64_t most = std::max<int64_t>(
-      1, std::min<int64_t>(kFlashMaxSplits, max_ctx / kFlashMinSplitKeys));
+  const int64_t most =
+      std::max<int64_t>(1, std::min<int64_t>(kFlashMaxSplits, max_ctx / kFlashMinSplitKeys));
   const int64_t forced = attention_splits_override();
   if (forced > 0) return std::min(forced, std::max<int64_t>(1, (max_ctx + kKeys - 1) / kKeys));
   // Blocks with queries, at most: every sequence's tiles (the packed rows, plus one partial tile
