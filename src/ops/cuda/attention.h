@@ -52,12 +52,13 @@ constexpr int64_t kFlashMaxGroup = 64;
 constexpr int64_t kFlashMinSplitKeys = 256;  // keys of a full-width context per split, at least
 bool attention_flash_shape_supported(int64_t head_dim, int64_t group);
 // The kernel's variant, read once from STRATA_FLASH_VARIANT (A/B knob for `strata bench`):
-// "8" (default): 8 warps, 128 (query, head) rows per block, one bf16 P, two K/V stages; "8s3":
-// three stages; "4", "4s3": 4 warps, 64 rows (registers for 2 blocks per multiprocessor);
-// "exact4": 4 warps, two stages, P V on P in three bf16 parts (f32's precision: the arithmetic
-// and rows before branch attn4).
+// "8" (default): 8 warps of one m16 tile (128 (query, head) rows per block), one bf16 P, two
+// K/V stages; "8s3": three stages; "8m2", "4m2": 8 or 4 warps of two m16 tiles (256 or 128 rows,
+// Q in shared memory); "4", "4s3": 4 warps, 64 rows (registers for 2 blocks per
+// multiprocessor); "exact4": 4 warps, two stages, P V on P in three bf16 parts (f32's
+// precision: the arithmetic and rows before branch attn4).
 struct FlashVariant {
-  int warps = 8, stages = 2;
+  int warps = 8, m_tiles = 1, stages = 2;
   bool exact_p = false;
 };
 FlashVariant attention_flash_variant();

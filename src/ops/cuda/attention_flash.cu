@@ -40,17 +40,19 @@ namespace {
 constexpr int kKeys = 64;  // keys per tile
 constexpr float kLog2e = 1.4426950408889634f;
 
-template <int HD, int WARPS, int STAGES>
+template <int HD, int WARPS, int STAGES, int MT>
 struct Geo {
   static constexpr int kThreads = WARPS * 32;
-  static constexpr int kLd = HD + 8;                           // shared row stride (bf16 elements)
-  static constexpr int kTileElems = kKeys * kLd;               // one K or V tile
-  static constexpr int kStageElems = 2 * kTileElems;           // K then V
-  static constexpr int kSmemBytes = STAGES * kStageElems * 2;  // bf16
-  static constexpr int kKSteps = HD / 16;                      // k16 steps of a score
-  static constexpr int kDimTiles = HD / 8;                     // n8 tiles of the output
-  static constexpr int kUnits = HD / 8;                        // 16-byte units of a key row
-  static constexpr int kRowsPerPass = kThreads / kUnits;       // key rows one loader pass fills
+  static constexpr int kRows = WARPS * 16 * MT;            // (query, head) rows per block
+  static constexpr int kLd = HD + 8;                       // shared row stride (bf16 elements)
+  static constexpr int kTileElems = kKeys * kLd;           // one K or V tile
+  static constexpr int kStageElems = 2 * kTileElems;       // K then V
+  static constexpr int kQElems = MT > 1 ? kRows* kLd : 0;  // Q rows in shared memory
+  static constexpr int kSmemBytes = (STAGES * kStageElems + kQElems) * 2;  // bf16
+  static constexpr int kKSteps = HD / 16;                                  // k16 steps of a score
+  static constexpr int kDimTiles = HD / 8;                                 // n8 tiles of the output
+  static constexpr int kUnits = HD / 8;                   // 16-byte units of a key row
+  static constexpr int kRowsPerPass = kThreads / kUnits;  // key rows one loader pass fills
 };
 
 __device__ __forceinline__ void cp_async16(void* smem, const void* gmem, int src_bytes) {
@@ -78,6 +80,13 @@ __device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], const bf16* p) {
   const uint32_t s = static_cast<uint32_t>(__cvta_generic_to_shared(p));
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(s));
+}
+// The same for one k16 step (lanes 0-15 address keys 0..7 at dims 0..7, 8..15).
+__device__ __forceinline__ void ldmatrix_x2(uint32_t (&r)[2], const bf16* p) {
+  const uint32_t s = static_cast<uint32_t>(__cvta_generic_to_shared(p));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0, %1}, [%2];"
+               : "=r"(r[0]), "=r"(r[1])
                : "r"(s));
 }
 // B fragments of two n8 tiles (dims n0.., n0 + 8..) over keys k0..k0 + 15 of a [key][dim] tile.
@@ -116,13 +125,17 @@ __device__ __forceinline__ uint4 e4m3x8_to_bf16(uint2 v) {
 }
 
 // FP8: e4m3 caches, else bf16. EXACT_P: P V with P in three bf16 parts (~24 bits, f32's
-// precision), else one bf16 P (what the model computes: see the header). WARPS: 4 or 8 (64 or
-// 128 rows per block); MIN_BLOCKS: blocks per multiprocessor the registers must allow; STAGES:
-// K/V tiles in shared memory (2 or 3).
-template <int HD, bool FP8, bool EXACT_P, int WARPS, int MIN_BLOCKS, int STAGES>
+// precision), else one bf16 P (what the model computes: see the header). WARPS: 4 or 8; MT: m16
+// tiles per warp (1: Q fragments in registers; 2: the block's Q rows in shared memory, read by
+// ldmatrix, so that each K and V fragment serves 32 rows); a block has WARPS * 16 * MT rows.
+// MIN_BLOCKS: blocks per multiprocessor the registers must allow; STAGES: K/V tiles in shared
+// memory (2 or 3).
+template <int HD, bool FP8, bool EXACT_P, int WARPS, int MT, int MIN_BLOCKS, int STAGES>
 __global__ void __launch_bounds__(WARPS * 32, MIN_BLOCKS)
     flash_kernel(AttentionLaunch p, int bq, int split_len, int n_qtiles, int* errors) {
-  using G = Geo<HD, WARPS, STAGES>;
+  using G = Geo<HD, WARPS, STAGES, MT>;
+  constexpr bool kQSmem = MT > 1;
+  constexpr int kSub = MT > 1 ? 32 : kKeys;  // keys of one S = Q K^T step
   extern __shared__ __align__(16) bf16 fsm[];
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int grp = lane >> 2, tig = lane & 3;
@@ -149,30 +162,47 @@ __global__ void __launch_bounds__(WARPS * 32, MIN_BLOCKS)
   const int k_begin = split * split_len;
   const int k_end = min(first_pos + q_rows, k_begin + split_len);
   const int32_t* table = static_cast<const int32_t*>(p.block_tables.p) + b * p.block_tables.ld;
+  // Row r of the block: query q0 + r / group, head kvh * group + r % group.
+  auto q_of_row = [&](int r) {
+    return static_cast<const bf16*>(p.q.p) +
+           static_cast<int64_t>(q_start + q0 + r / group) * p.q.ld + (kvh * group + r % group) * HD;
+  };
 
-  // This thread's two rows (grp, grp + 8 of the warp's m16 tile): query index and validity.
-  int row_pos[2];
-  bool row_ok[2];
-  const bf16* qrow[2];
+  // This thread's rows (grp, grp + 8 of each of the warp's m16 tiles): valid, and the last key
+  // each sees (its query's position; -1 for rows past the block's queries).
+  auto row_valid = [&](int r) { return r < bq * group && r / group < q_rows; };
+  int row_last[MT][2];
 #pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    const int r = warp * 16 + grp + 8 * h, qi = r / group;
-    row_ok[h] = r < bq * group && qi < q_rows;
-    row_pos[h] = first_pos + qi;
-    qrow[h] = static_cast<const bf16*>(p.q.p) + static_cast<int64_t>(q_start + q0 + qi) * p.q.ld +
-              (kvh * group + r % group) * HD;
-  }
-  const bool warp_live = warp * 16 < q_rows * group;  // any valid row in this warp's tile
+  for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int r = (warp * MT + mt) * 16 + grp + 8 * h;
+      row_last[mt][h] = row_valid(r) ? first_pos + r / group : -1;
+    }
+  const bool warp_live = warp * MT * 16 < q_rows * group;  // any valid row in this warp's tiles
 
-  // Q fragments: a[ks] over dims ks * 16 .. + 15.
-  uint32_t qa[G::kKSteps][4];
+  // MT 1: Q fragments a[ks] over dims ks * 16 .. + 15 in registers. MT 2: the block's Q rows
+  // [kRows][kLd] in shared memory after the K/V stages, zero past the block's queries (visible
+  // after the pipeline's first barrier).
+  uint32_t qa[kQSmem ? 1 : G::kKSteps][4];
+  bf16* sq = fsm + STAGES * G::kStageElems;
+  if constexpr (!kQSmem) {
+    const bf16* qrow[2] = {q_of_row(warp * 16 + grp), q_of_row(warp * 16 + grp + 8)};
 #pragma unroll
-  for (int ks = 0; ks < G::kKSteps; ++ks) {
-    const int d = ks * 16 + 2 * tig;
-    qa[ks][0] = row_ok[0] ? *reinterpret_cast<const uint32_t*>(qrow[0] + d) : 0u;
-    qa[ks][1] = row_ok[1] ? *reinterpret_cast<const uint32_t*>(qrow[1] + d) : 0u;
-    qa[ks][2] = row_ok[0] ? *reinterpret_cast<const uint32_t*>(qrow[0] + d + 8) : 0u;
-    qa[ks][3] = row_ok[1] ? *reinterpret_cast<const uint32_t*>(qrow[1] + d + 8) : 0u;
+    for (int ks = 0; ks < G::kKSteps; ++ks) {
+      const int d = ks * 16 + 2 * tig;
+      qa[ks][0] = row_last[0][0] >= 0 ? *reinterpret_cast<const uint32_t*>(qrow[0] + d) : 0u;
+      qa[ks][1] = row_last[0][1] >= 0 ? *reinterpret_cast<const uint32_t*>(qrow[1] + d) : 0u;
+      qa[ks][2] = row_last[0][0] >= 0 ? *reinterpret_cast<const uint32_t*>(qrow[0] + d + 8) : 0u;
+      qa[ks][3] = row_last[0][1] >= 0 ? *reinterpret_cast<const uint32_t*>(qrow[1] + d + 8) : 0u;
+    }
+  } else {
+    constexpr int kWords = HD / 2;  // 4-byte words of a Q row
+    for (int u = threadIdx.x; u < G::kRows * kWords; u += G::kThreads) {
+      const int r = u / kWords, w = u % kWords;
+      *reinterpret_cast<uint32_t*>(sq + r * G::kLd + 2 * w) =
+          row_valid(r) ? *reinterpret_cast<const uint32_t*>(q_of_row(r) + 2 * w) : 0u;
+    }
   }
 
   // Tile loader: 16-byte units of bf16 (8 dims); a thread fills unit `uc` of key rows uj,
@@ -212,17 +242,22 @@ __global__ void __launch_bounds__(WARPS * 32, MIN_BLOCKS)
   };
 
   const float sscale = p.scale * p.k_scale * kLog2e;  // scores in the log2 domain
-  float m[2] = {-FLT_MAX, -FLT_MAX}, l[2] = {0.f, 0.f};
-  float o[G::kDimTiles][4];
+  float m[MT][2], l[MT][2];
+  float o[MT][G::kDimTiles][4];
 #pragma unroll
-  for (int nt = 0; nt < G::kDimTiles; ++nt)
+  for (int mt = 0; mt < MT; ++mt) {
+    m[mt][0] = m[mt][1] = -FLT_MAX;
+    l[mt][0] = l[mt][1] = 0.f;
 #pragma unroll
-    for (int i = 0; i < 4; ++i)
-      o[nt][i] = 0.f;
+    for (int nt = 0; nt < G::kDimTiles; ++nt)
+#pragma unroll
+      for (int i = 0; i < 4; ++i)
+        o[mt][nt][i] = 0.f;
+  }
 
   // ldmatrix.x4 row addresses: K fragments (lanes 8i..8i+7: keys 0..7 at dims 8i..8i+7 of a
-  // k32 pair of steps) and V fragments (lanes 0-15: keys 0..15 at dims n0, lanes 16-31 the same
-  // keys at dims n0 + 8).
+  // k32 pair of steps); V fragments (lanes 0-15: keys 0..15 at dims n0, lanes 16-31 the same
+  // keys at dims n0 + 8) and Q fragments (the same pattern over rows and dims: a0..a3).
   const int k_lane = (lane & 7) * G::kLd + (lane >> 3) * 8;
   const int v_lane = (lane & 15) * G::kLd + (lane >> 4) * 8;
 
@@ -245,107 +280,148 @@ __global__ void __launch_bounds__(WARPS * 32, MIN_BLOCKS)
     const bf16* sk = fsm + (t % STAGES) * G::kStageElems;
     const bf16* sv = sk + G::kTileElems;
     const int k0 = k_begin + t * kKeys;
-
-    // S = Q K^T: 8 n8 tiles of keys; K fragments of two k16 steps per ldmatrix.x4.
-    float s[kKeys / 8][4];
+    // The tile in sub-tiles of kSub keys (MT 2: 32, to keep two m16 tiles' scores in registers),
+    // each with its own online-softmax step.
 #pragma unroll
-    for (int nt = 0; nt < kKeys / 8; ++nt) {
+    for (int sub = 0; sub < kKeys / kSub; ++sub) {
+      const int kc = k0 + sub * kSub;
+      const bf16* skc = sk + sub * kSub * G::kLd;
+      const bf16* svc = sv + sub * kSub * G::kLd;
+      // S = Q K^T: kSub / 8 n8 tiles of keys per m16 tile; K fragments of two k16 steps per ldmatrix.x4.
+      float s[MT][kSub / 8][4];
 #pragma unroll
-      for (int i = 0; i < 4; ++i)
-        s[nt][i] = 0.f;
+      for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
-      for (int ks = 0; ks < G::kKSteps; ks += 2) {
-        uint32_t kb[4];
-        ldmatrix_x4(kb, sk + nt * 8 * G::kLd + ks * 16 + k_lane);
-        mma_bf16(s[nt], qa[ks], kb[0], kb[1]);
-        mma_bf16(s[nt], qa[ks + 1], kb[2], kb[3]);
-      }
-    }
-    // Scale, mask, tile maxima (row h = 0: c[0], c[1]; h = 1: c[2], c[3]). A tile whose keys
-    // all lie at or before the block's first query and inside the split sees no mask (rows
-    // past the block's queries are never written).
-    float tmax[2] = {-FLT_MAX, -FLT_MAX};
-    if (k0 + kKeys - 1 <= first_pos && k0 + kKeys <= k_end) {
+        for (int nt = 0; nt < kSub / 8; ++nt)
 #pragma unroll
-      for (int nt = 0; nt < kKeys / 8; ++nt)
+          for (int i = 0; i < 4; ++i)
+            s[mt][nt][i] = 0.f;
+      if constexpr (!kQSmem) {
 #pragma unroll
-        for (int i = 0; i < 4; ++i) {
-          s[nt][i] *= sscale;
-          tmax[i >> 1] = fmaxf(tmax[i >> 1], s[nt][i]);
-        }
-    } else {
+        for (int nt = 0; nt < kSub / 8; ++nt)
 #pragma unroll
-      for (int nt = 0; nt < kKeys / 8; ++nt)
+          for (int ks = 0; ks < G::kKSteps; ks += 2) {
+            uint32_t kb[4];
+            ldmatrix_x4(kb, skc + nt * 8 * G::kLd + ks * 16 + k_lane);
+            mma_bf16(s[0][nt], qa[ks], kb[0], kb[1]);
+            mma_bf16(s[0][nt], qa[ks + 1], kb[2], kb[3]);
+          }
+      } else {
+        // One k16 step at a time (registers): Q fragments of both m16 tiles, then per key tile
+        // one ldmatrix.x2 of K for two mmas.
 #pragma unroll
-        for (int i = 0; i < 4; ++i) {
-          const int h = i >> 1;
-          const int key = k0 + nt * 8 + 2 * tig + (i & 1);
-          const bool ok = row_ok[h] && key <= row_pos[h] && key < k_end;
-          s[nt][i] = ok ? s[nt][i] * sscale : -FLT_MAX;
-          tmax[h] = fmaxf(tmax[h], s[nt][i]);
-        }
-    }
-    float corr[2], mref[2];
+        for (int ks = 0; ks < G::kKSteps; ++ks) {
+          uint32_t qf[MT][4];
 #pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      tmax[h] = fmaxf(tmax[h], __shfl_xor_sync(0xffffffffu, tmax[h], 1));
-      tmax[h] = fmaxf(tmax[h], __shfl_xor_sync(0xffffffffu, tmax[h], 2));
-      const float m_new = fmaxf(m[h], tmax[h]);
-      // A row with no visible key yet keeps max -FLT_MAX: its p are 0 (masked) and corr 1.
-      mref[h] = m_new == -FLT_MAX ? 0.f : m_new;
-      corr[h] = m[h] == -FLT_MAX ? 1.f : exp2f(m[h] - m_new);
-      m[h] = m_new;
-    }
-    float rsum[2] = {0.f, 0.f};
+          for (int mt = 0; mt < MT; ++mt)
+            ldmatrix_x4(qf[mt], sq + (warp * MT + mt) * 16 * G::kLd + ks * 16 + v_lane);
 #pragma unroll
-    for (int nt = 0; nt < kKeys / 8; ++nt)
+          for (int nt = 0; nt < kSub / 8; ++nt) {
+            uint32_t kb[2];
+            ldmatrix_x2(kb, skc + nt * 8 * G::kLd + ks * 16 + k_lane);
 #pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        const int h = i >> 1;
-        s[nt][i] = s[nt][i] == -FLT_MAX ? 0.f : exp2f(s[nt][i] - mref[h]);
-        rsum[h] += s[nt][i];
-      }
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      rsum[h] += __shfl_xor_sync(0xffffffffu, rsum[h], 1);
-      rsum[h] += __shfl_xor_sync(0xffffffffu, rsum[h], 2);
-      l[h] = l[h] * corr[h] + rsum[h];
-    }
-#pragma unroll
-    for (int nt = 0; nt < G::kDimTiles; ++nt) {
-      o[nt][0] *= corr[0];
-      o[nt][1] *= corr[0];
-      o[nt][2] *= corr[1];
-      o[nt][3] *= corr[1];
-    }
-    // O += P V over 4 k16 steps of keys. The row sums l above add the f32 p; P V takes p
-    // rounded to bf16 (EXACT_P: plus the mid and lo remainders, three mmas).
-#pragma unroll
-    for (int kk = 0; kk < kKeys / 16; ++kk) {
-      const float pv[8] = {s[2 * kk][0],     s[2 * kk][1],     s[2 * kk][2],     s[2 * kk][3],
-                           s[2 * kk + 1][0], s[2 * kk + 1][1], s[2 * kk + 1][2], s[2 * kk + 1][3]};
-      uint32_t hi[4], mid[4], lo[4];
-#pragma unroll
-      for (int r = 0; r < 4; ++r) {
-        const float x0 = pv[2 * r], x1 = pv[2 * r + 1];
-        hi[r] = pack_bf16(x0, x1);
-        if constexpr (EXACT_P) {
-          const float y0 = x0 - bf16_lo(hi[r]), y1 = x1 - bf16_hi(hi[r]);
-          mid[r] = pack_bf16(y0, y1);
-          lo[r] = pack_bf16(y0 - bf16_lo(mid[r]), y1 - bf16_hi(mid[r]));
+            for (int mt = 0; mt < MT; ++mt)
+              mma_bf16(s[mt][nt], qf[mt], kb[0], kb[1]);
+          }
         }
       }
+      // Scale, mask, tile maxima (row h = 0: c[0], c[1]; h = 1: c[2], c[3]). A tile whose keys
+      // all lie at or before the block's first query and inside the split sees no mask (rows
+      // past the block's queries are never written).
+      const bool full = kc + kSub - 1 <= first_pos && kc + kSub <= k_end;
 #pragma unroll
-      for (int nt = 0; nt < G::kDimTiles; nt += 2) {
-        uint32_t vb[4];
-        ldmatrix_x4_trans(vb, sv + kk * 16 * G::kLd + nt * 8 + v_lane);
-        mma_bf16(o[nt], hi, vb[0], vb[1]);
-        mma_bf16(o[nt + 1], hi, vb[2], vb[3]);
-        if constexpr (EXACT_P) {
-          mma_bf16(o[nt], mid, vb[0], vb[1]);
-          mma_bf16(o[nt], lo, vb[0], vb[1]);
-          mma_bf16(o[nt + 1], mid, vb[2], vb[3]);
-          mma_bf16(o[nt + 1], lo, vb[2], vb[3]);
+      for (int mt = 0; mt < MT; ++mt) {
+        float tmax[2] = {-FLT_MAX, -FLT_MAX};
+        if (full) {
+#pragma unroll
+          for (int nt = 0; nt < kSub / 8; ++nt)
+#pragma unroll
+            for (int i = 0; i < 4; ++i) {
+              s[mt][nt][i] *= sscale;
+              tmax[i >> 1] = fmaxf(tmax[i >> 1], s[mt][nt][i]);
+            }
+        } else {
+#pragma unroll
+          for (int nt = 0; nt < kSub / 8; ++nt)
+#pragma unroll
+            for (int i = 0; i < 4; ++i) {
+              const int h = i >> 1;
+              const int key = kc + nt * 8 + 2 * tig + (i & 1);
+              const bool ok = key <= row_last[mt][h] && key < k_end;
+              s[mt][nt][i] = ok ? s[mt][nt][i] * sscale : -FLT_MAX;
+              tmax[h] = fmaxf(tmax[h], s[mt][nt][i]);
+            }
+        }
+        float corr[2], mref[2];
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          tmax[h] = fmaxf(tmax[h], __shfl_xor_sync(0xffffffffu, tmax[h], 1));
+          tmax[h] = fmaxf(tmax[h], __shfl_xor_sync(0xffffffffu, tmax[h], 2));
+          const float m_new = fmaxf(m[mt][h], tmax[h]);
+          // A row with no visible key yet keeps max -FLT_MAX: its p are 0 (masked) and corr 1.
+          mref[h] = m_new == -FLT_MAX ? 0.f : m_new;
+          corr[h] = m[mt][h] == -FLT_MAX ? 1.f : exp2f(m[mt][h] - m_new);
+          m[mt][h] = m_new;
+        }
+        float rsum[2] = {0.f, 0.f};
+#pragma unroll
+        for (int nt = 0; nt < kSub / 8; ++nt)
+#pragma unroll
+          for (int i = 0; i < 4; ++i) {
+            const int h = i >> 1;
+            s[mt][nt][i] = s[mt][nt][i] == -FLT_MAX ? 0.f : exp2f(s[mt][nt][i] - mref[h]);
+            rsum[h] += s[mt][nt][i];
+          }
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          rsum[h] += __shfl_xor_sync(0xffffffffu, rsum[h], 1);
+          rsum[h] += __shfl_xor_sync(0xffffffffu, rsum[h], 2);
+          l[mt][h] = l[mt][h] * corr[h] + rsum[h];
+        }
+#pragma unroll
+        for (int nt = 0; nt < G::kDimTiles; ++nt) {
+          o[mt][nt][0] *= corr[0];
+          o[mt][nt][1] *= corr[0];
+          o[mt][nt][2] *= corr[1];
+          o[mt][nt][3] *= corr[1];
+        }
+      }
+      // O += P V over 4 k16 steps of keys. The row sums l above add the f32 p; P V takes p
+      // rounded to bf16 (EXACT_P: plus the mid and lo remainders, three mmas).
+#pragma unroll
+      for (int kk = 0; kk < kSub / 16; ++kk) {
+        uint32_t hi[MT][4], mid[MT][4], lo[MT][4];
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt) {
+          const float pv[8] = {s[mt][2 * kk][0],     s[mt][2 * kk][1],     s[mt][2 * kk][2],
+                               s[mt][2 * kk][3],     s[mt][2 * kk + 1][0], s[mt][2 * kk + 1][1],
+                               s[mt][2 * kk + 1][2], s[mt][2 * kk + 1][3]};
+#pragma unroll
+          for (int r = 0; r < 4; ++r) {
+            const float x0 = pv[2 * r], x1 = pv[2 * r + 1];
+            hi[mt][r] = pack_bf16(x0, x1);
+            if constexpr (EXACT_P) {
+              const float y0 = x0 - bf16_lo(hi[mt][r]), y1 = x1 - bf16_hi(hi[mt][r]);
+              mid[mt][r] = pack_bf16(y0, y1);
+              lo[mt][r] = pack_bf16(y0 - bf16_lo(mid[mt][r]), y1 - bf16_hi(mid[mt][r]));
+            }
+          }
+        }
+#pragma unroll
+        for (int nt = 0; nt < G::kDimTiles; nt += 2) {
+          uint32_t vb[4];
+          ldmatrix_x4_trans(vb, svc + kk * 16 * G::kLd + nt * 8 + v_lane);
+#pragma unroll
+          for (int mt = 0; mt < MT; ++mt) {
+            mma_bf16(o[mt][nt], hi[mt], vb[0], vb[1]);
+            mma_bf16(o[mt][nt + 1], hi[mt], vb[2], vb[3]);
+            if constexpr (EXACT_P) {
+              mma_bf16(o[mt][nt], mid[mt], vb[0], vb[1]);
+              mma_bf16(o[mt][nt], lo[mt], vb[0], vb[1]);
+              mma_bf16(o[mt][nt + 1], mid[mt], vb[2], vb[3]);
+              mma_bf16(o[mt][nt + 1], lo[mt], vb[2], vb[3]);
+            }
+          }
         }
       }
     }
@@ -354,30 +430,33 @@ __global__ void __launch_bounds__(WARPS * 32, MIN_BLOCKS)
 
   // Output rows: o / l * v_scale, bf16; or this split's partials.
 #pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    if (!row_ok[h]) continue;
-    const int r = warp * 16 + grp + 8 * h, qi = r / group, head = kvh * group + r % group;
-    if (n_splits > 1) {
-      const int64_t idx = (split * p.q.rows + q_start + q0 + qi) * p.n_heads + head;
-      float* po = p.partials + 2 * p.n_splits * p.q.rows * p.n_heads + idx * HD;
-      if (tig == 0) {
-        p.partials[2 * idx] = m[h];
-        p.partials[2 * idx + 1] = l[h];
+  for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int r = (warp * MT + mt) * 16 + grp + 8 * h, qi = r / group,
+                head = kvh * group + r % group;
+      if (!row_valid(r)) continue;
+      if (n_splits > 1) {
+        const int64_t idx = (split * p.q.rows + q_start + q0 + qi) * p.n_heads + head;
+        float* po = p.partials + 2 * p.n_splits * p.q.rows * p.n_heads + idx * HD;
+        if (tig == 0) {
+          p.partials[2 * idx] = m[mt][h];
+          p.partials[2 * idx + 1] = l[mt][h];
+        }
+#pragma unroll
+        for (int nt = 0; nt < G::kDimTiles; ++nt)
+          *reinterpret_cast<float2*>(po + nt * 8 + 2 * tig) =
+              make_float2(o[mt][nt][2 * h], o[mt][nt][2 * h + 1]);
+        continue;
       }
+      const float inv = l[mt][h] > 0.f ? p.v_scale / l[mt][h] : 0.f;
+      bf16* out = static_cast<bf16*>(p.out.p) + static_cast<int64_t>(q_start + q0 + qi) * p.out.ld +
+                  head * HD;
 #pragma unroll
       for (int nt = 0; nt < G::kDimTiles; ++nt)
-        *reinterpret_cast<float2*>(po + nt * 8 + 2 * tig) =
-            make_float2(o[nt][2 * h], o[nt][2 * h + 1]);
-      continue;
+        *reinterpret_cast<__nv_bfloat162*>(out + nt * 8 + 2 * tig) =
+            __floats2bfloat162_rn(o[mt][nt][2 * h] * inv, o[mt][nt][2 * h + 1] * inv);
     }
-    const float inv = l[h] > 0.f ? p.v_scale / l[h] : 0.f;
-    bf16* out = static_cast<bf16*>(p.out.p) + static_cast<int64_t>(q_start + q0 + qi) * p.out.ld +
-                head * HD;
-#pragma unroll
-    for (int nt = 0; nt < G::kDimTiles; ++nt)
-      *reinterpret_cast<__nv_bfloat162*>(out + nt * 8 + 2 * tig) =
-          __floats2bfloat162_rn(o[nt][2 * h] * inv, o[nt][2 * h + 1] * inv);
-  }
 }
 
 // grid (max_q_len, sequences), 128 threads: merges the splits' partials of one query's rows (all
@@ -414,10 +493,10 @@ __global__ void __launch_bounds__(128) flash_combine_kernel(AttentionLaunch p) {
   }
 }
 
-template <int HD, bool FP8, bool EXACT_P, int WARPS, int MIN_BLOCKS, int STAGES>
+template <int HD, bool FP8, bool EXACT_P, int WARPS, int MT, int MIN_BLOCKS, int STAGES>
 void launch_flash_for(const AttentionLaunch& p, int* errors, cudaStream_t s) {
-  using G = Geo<HD, WARPS, STAGES>;
-  auto* kernel = flash_kernel<HD, FP8, EXACT_P, WARPS, MIN_BLOCKS, STAGES>;
+  using G = Geo<HD, WARPS, STAGES, MT>;
+  auto* kernel = flash_kernel<HD, FP8, EXACT_P, WARPS, MT, MIN_BLOCKS, STAGES>;
   static std::atomic<uint64_t> configured{0};
   once_per_device(configured, [kernel] {
     STRATA_CUDA_CHECK(
@@ -425,7 +504,7 @@ void launch_flash_for(const AttentionLaunch& p, int* errors, cudaStream_t s) {
     STRATA_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
                                            cudaSharedmemCarveoutMaxShared));
   });
-  const int64_t group = p.n_heads / p.n_kv_heads, bq = WARPS * 16 / group;
+  const int64_t group = p.n_heads / p.n_kv_heads, bq = G::kRows / group;
   const int64_t B = p.cu_seqlens_q.n - 1;
   const int64_t max_ctx = p.block_tables.cols * p.block_size;
   const int64_t S = p.n_splits > 1 ? p.n_splits : 1;
@@ -448,13 +527,16 @@ template <int HD, bool FP8>
 void launch_flash_hd(const AttentionLaunch& p, int* errors, cudaStream_t s) {
   const FlashVariant v = attention_flash_variant();
   if (v.exact_p)
-    launch_flash_for<HD, FP8, true, 4, 2, 2>(p, errors, s);
+    launch_flash_for<HD, FP8, true, 4, 1, 2, 2>(p, errors, s);
+  else if (v.m_tiles == 2)
+    v.warps == 8 ? launch_flash_for<HD, FP8, false, 8, 2, 1, 2>(p, errors, s)
+                 : launch_flash_for<HD, FP8, false, 4, 2, 1, 2>(p, errors, s);
   else if (v.warps == 8)
-    v.stages == 3 ? launch_flash_for<HD, FP8, false, 8, 1, 3>(p, errors, s)
-                  : launch_flash_for<HD, FP8, false, 8, 1, 2>(p, errors, s);
+    v.stages == 3 ? launch_flash_for<HD, FP8, false, 8, 1, 1, 3>(p, errors, s)
+                  : launch_flash_for<HD, FP8, false, 8, 1, 1, 2>(p, errors, s);
   else
-    v.stages == 3 ? launch_flash_for<HD, FP8, false, 4, 2, 3>(p, errors, s)
-                  : launch_flash_for<HD, FP8, false, 4, 2, 2>(p, errors, s);
+    v.stages == 3 ? launch_flash_for<HD, FP8, false, 4, 1, 2, 3>(p, errors, s)
+                  : launch_flash_for<HD, FP8, false, 4, 1, 2, 2>(p, errors, s);
 }
 
 }  // namespace
@@ -465,13 +547,17 @@ FlashVariant attention_flash_variant() {
     const char* e = std::getenv("STRATA_FLASH_VARIANT");
     const std::string name = e ? e : "";
     if (name == "8s3")
-      f = {8, 3, false};
+      f = {8, 1, 3, false};
+    else if (name == "8m2")
+      f = {8, 2, 2, false};
+    else if (name == "4m2")
+      f = {4, 2, 2, false};
     else if (name == "4")
-      f = {4, 2, false};
+      f = {4, 1, 2, false};
     else if (name == "4s3")
-      f = {4, 3, false};
+      f = {4, 1, 3, false};
     else if (name == "exact4")
-      f = {4, 2, true};
+      f = {4, 1, 2, true};
     return f;
   }();
   return v;
@@ -482,7 +568,8 @@ bool attention_flash_shape_supported(int64_t head_dim, int64_t group) {
 }
 
 int64_t attention_flash_splits(const AttentionLaunch& p, int sms) {
-  const int64_t group = p.n_heads / p.n_kv_heads, bq = attention_flash_variant().warps * 16 / group;
+  const FlashVariant v = attention_flash_variant();
+  const int64_t group = p.n_heads / p.n_kv_heads, bq = v.warps * 16 * v.m_tiles / group;
   const int64_t B = p.cu_seqlens_q.n - 1;
   const int64_t max_ctx = p.block_tables.cols * p.block_size;
   // Key tiles of the widest context: a split gets at least kFlashMinSplitKeys keys.
