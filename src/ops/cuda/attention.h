@@ -50,6 +50,7 @@ int64_t attention_splits_override();
 constexpr int64_t kFlashMaxSplits = 32;
 constexpr int64_t kFlashMaxGroup = 64;
 constexpr int64_t kFlashMinSplitKeys = 256;  // keys of a full-width context per split, at least
+constexpr int64_t kFlashMinPrefillSplitKeys = 2048;  // the same when a sequence has several queries
 bool attention_flash_shape_supported(int64_t head_dim, int64_t group);
 // The kernel's variant, read once from STRATA_FLASH_VARIANT (A/B knob for `strata bench`):
 // "8" (default): 8 warps of one m16 tile (128 (query, head) rows per block), one bf16 P, two

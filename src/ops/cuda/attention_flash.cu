@@ -287,7 +287,8 @@ __global__ void __launch_bounds__(WARPS * 32, MIN_BLOCKS)
       const int kc = k0 + sub * kSub;
       const bf16* skc = sk + sub * kSub * G::kLd;
       const bf16* svc = sv + sub * kSub * G::kLd;
-      // S = Q K^T: kSub / 8 n8 tiles of keys per m16 tile; K fragments of two k16 steps per ldmatrix.x4.
+      // S = Q K^T: kSub / 8 n8 tiles of keys per m16 tile (MT 1: K fragments of two k16 steps
+      // per ldmatrix.x4).
       float s[MT][kSub / 8][4];
 #pragma unroll
       for (int mt = 0; mt < MT; ++mt)
@@ -297,10 +298,11 @@ __global__ void __launch_bounds__(WARPS * 32, MIN_BLOCKS)
           for (int i = 0; i < 4; ++i)
             s[mt][nt][i] = 0.f;
       if constexpr (!kQSmem) {
+        // k steps outer, key tiles inner: eight independent accumulator chains in flight.
 #pragma unroll
-        for (int nt = 0; nt < kSub / 8; ++nt)
+        for (int ks = 0; ks < G::kKSteps; ks += 2)
 #pragma unroll
-          for (int ks = 0; ks < G::kKSteps; ks += 2) {
+          for (int nt = 0; nt < kSub / 8; ++nt) {
             uint32_t kb[4];
             ldmatrix_x4(kb, skc + nt * 8 * G::kLd + ks * 16 + k_lane);
             mma_bf16(s[0][nt], qa[ks], kb[0], kb[1]);
@@ -459,12 +461,13 @@ __global__ void __launch_bounds__(WARPS * 32, MIN_BLOCKS)
     }
 }
 
-// grid (max_q_len, sequences), 128 threads: merges the splits' partials of one query's rows (all
-// heads). Partials: (max in the log2 domain, sum) [S][T][n_heads], then outputs
-// [S][T][n_heads][HD]; only queries the split kernel covered (inside the sequence and the
-// context) are written.
+// grid (max_q_len, sequences, n_heads), head_dim threads: merges the splits' partials of one
+// (query, head) row, a dim per thread. Partials: (max in the log2 domain, sum) [S][T][n_heads],
+// then outputs [S][T][n_heads][HD]; only queries the split kernel covered (inside the sequence
+// and the context) are written.
 __global__ void __launch_bounds__(128) flash_combine_kernel(AttentionLaunch p) {
-  const int64_t qi = blockIdx.x, b = blockIdx.y, S = p.n_splits, T = p.q.rows, HD = p.head_dim;
+  const int64_t qi = blockIdx.x, b = blockIdx.y, h = blockIdx.z, d = threadIdx.x;
+  const int64_t S = p.n_splits, T = p.q.rows, HD = p.head_dim;
   const int32_t* cu = static_cast<const int32_t*>(p.cu_seqlens_q.p);
   const int64_t q_start = cu[b], q_len = cu[b + 1] - cu[b];
   const int64_t max_ctx = p.block_tables.cols * p.block_size;
@@ -474,23 +477,20 @@ __global__ void __launch_bounds__(128) flash_combine_kernel(AttentionLaunch p) {
   const int64_t t = q_start + qi;
   const float* ml = p.partials;
   const float* po = p.partials + 2 * S * T * p.n_heads;
-  for (int64_t e = threadIdx.x; e < p.n_heads * HD; e += blockDim.x) {
-    const int64_t h = e / HD, d = e - h * HD;
-    float mx = -FLT_MAX;
-    for (int64_t s = 0; s < S; ++s)
-      mx = fmaxf(mx, ml[2 * ((s * T + t) * p.n_heads + h)]);
-    float sum = 0.f, acc = 0.f;
-    for (int64_t s = 0; s < S; ++s) {
-      const int64_t idx = (s * T + t) * p.n_heads + h;
-      const float ls = ml[2 * idx + 1];
-      if (ls <= 0.f) continue;  // no visible key in this split
-      const float w = exp2f(ml[2 * idx] - mx);
-      sum += w * ls;
-      acc += w * po[idx * HD + d];
-    }
-    static_cast<bf16*>(p.out.p)[t * p.out.ld + h * HD + d] =
-        __float2bfloat16_rn(sum > 0.f ? acc * p.v_scale / sum : 0.f);
+  float mx = -FLT_MAX;
+  for (int64_t s = 0; s < S; ++s)
+    mx = fmaxf(mx, ml[2 * ((s * T + t) * p.n_heads + h)]);
+  float sum = 0.f, acc = 0.f;
+  for (int64_t s = 0; s < S; ++s) {
+    const int64_t idx = (s * T + t) * p.n_heads + h;
+    const float ls = ml[2 * idx + 1];
+    if (ls <= 0.f) continue;  // no visible key in this split
+    const float w = exp2f(ml[2 * idx] - mx);
+    sum += w * ls;
+    acc += w * po[idx * HD + d];
   }
+  static_cast<bf16*>(p.out.p)[t * p.out.ld + h * HD + d] =
+      __float2bfloat16_rn(sum > 0.f ? acc * p.v_scale / sum : 0.f);
 }
 
 template <int HD, bool FP8, bool EXACT_P, int WARPS, int MT, int MIN_BLOCKS, int STAGES>
@@ -517,8 +517,9 @@ void launch_flash_for(const AttentionLaunch& p, int* errors, cudaStream_t s) {
       p, static_cast<int>(bq), static_cast<int>(split_len), static_cast<int>(n_qtiles), errors);
   STRATA_CUDA_LAUNCH_CHECK();
   if (S > 1) {
-    flash_combine_kernel<<<dim3(static_cast<unsigned>(p.max_q_len), static_cast<unsigned>(B)), 128,
-                           0, s>>>(p);
+    const dim3 cgrid(static_cast<unsigned>(p.max_q_len), static_cast<unsigned>(B),
+                     static_cast<unsigned>(p.n_heads));
+    flash_combine_kernel<<<cgrid, HD, 0, s>>>(p);
     STRATA_CUDA_LAUNCH_CHECK();
   }
 }
@@ -572,9 +573,13 @@ int64_t attention_flash_splits(const AttentionLaunch& p, int sms) {
   const int64_t group = p.n_heads / p.n_kv_heads, bq = v.warps * 16 * v.m_tiles / group;
   const int64_t B = p.cu_seqlens_q.n - 1;
   const int64_t max_ctx = p.block_tables.cols * p.block_size;
-  // Key tiles of the widest context: a split gets at least kFlashMinSplitKeys keys.
+  // Key tiles of the widest context: a split gets at least kFlashMinSplitKeys keys, or
+  // kFlashMinPrefillSplitKeys when a sequence has several queries (each split writes and the
+  // combine reads (HD + 2) f32 per (query, head): at 512 prompt tokens two splits of 256 keys
+  // took 72 us where the unsplit grid took ~38).
+  const int64_t min_keys = p.max_q_len > 1 ? kFlashMinPrefillSplitKeys : kFlashMinSplitKeys;
   const int64_t most =
-      std::max<int64_t>(1, std::min<int64_t>(kFlashMaxSplits, max_ctx / kFlashMinSplitKeys));
+      std::max<int64_t>(1, std::min<int64_t>(kFlashMaxSplits, max_ctx / min_keys));
   const int64_t forced = attention_splits_override();
   if (forced > 0) return std::min(forced, std::max<int64_t>(1, (max_ctx + kKeys - 1) / kKeys));
   // Blocks with queries, at most: every sequence's tiles (the packed rows, plus one partial tile
