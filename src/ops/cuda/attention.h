@@ -54,13 +54,15 @@ constexpr int64_t kFlashMinPrefillSplitKeys = 2048;  // the same when a sequence
 bool attention_flash_shape_supported(int64_t head_dim, int64_t group);
 // The kernel's variant, read once from STRATA_FLASH_VARIANT (A/B knob for `strata bench`):
 // "8" (default): 8 warps of one m16 tile (128 (query, head) rows per block), one bf16 P, two
-// K/V stages; "8s3": three stages; "8m2", "4m2": 8 or 4 warps of two m16 tiles (256 or 128 rows,
+// K/V stages of 64 keys; "8s3": three stages; "8k128": stages of 128 keys (two 64-key steps per
+// barrier); "8m2", "4m2": 8 or 4 warps of two m16 tiles (256 or 128 rows,
 // Q in shared memory); "4", "4s3": 4 warps, 64 rows (registers for 2 blocks per
 // multiprocessor); "exact4": 4 warps, two stages, P V on P in three bf16 parts (f32's
 // precision: the arithmetic and rows before branch attn4).
 struct FlashVariant {
   int warps = 8, m_tiles = 1, stages = 2;
   bool exact_p = false;
+  int tile_keys = 64;
 };
 FlashVariant attention_flash_variant();
 // Splits for this launch: 1 when the unsplit grid already fills `sms` multiprocessors.

@@ -2,14 +2,15 @@
 // attention over the paged cache): bf16 q/out, bf16 or e4m3 caches, head_dim 64 or 128, any
 // q_len per sequence (decode rows are sequences with q_len 1).
 //
-// grid (query tiles x splits, kv heads, sequences), 8 warps (variants "4", "4s3": 4). A block's
-// 128 (64) rows are (query, head) pairs that share one kv head (row r: query q0 + r / group, head
-// kvh * group + r % group), so each K/V tile read is used by the whole GQA group; a warp owns 16
-// rows (one mma m16 tile). Query tiles run last tile first (the causal tiles with the most keys
-// start first). Keys stream in tiles of 64 up to the block's last query position: bf16 tiles
-// through a cp.async pipeline of two stages (variants "8s3", "4s3": three), e4m3 tiles converted
-// to bf16 on the way in (exactly: e4m3 values are bf16 values; k_scale folds into the score
-// scale, v_scale into the output).
+// grid (query tiles x splits, kv heads, sequences), 8 warps (variants below: 4). A block's 128
+// rows (variants: 64 or 256) are (query, head) pairs that share one kv head (row r: query
+// q0 + r / group, head kvh * group + r % group), so each K/V tile read is used by the whole GQA
+// group; a warp owns 16 rows (one mma m16 tile; variants "8m2", "4m2": 32, two m16 tiles with
+// Q in shared memory). Query tiles run last tile first (the causal tiles with the most keys
+// start first). Keys stream in tiles of 64 (variant "8k128": 128) up to the block's last query
+// position: bf16 tiles through a cp.async pipeline of two stages (variant "8s3": three), one
+// barrier per tile; e4m3 tiles converted to bf16 on the way in (exactly: e4m3 values are bf16
+// values; k_scale folds into the score scale, v_scale into the output).
 //   S = Q K^T       mma m16n8k16 bf16 -> f32, Q fragments kept in registers, K fragments by
 //                   ldmatrix.x4 (two k16 steps of one n8 key tile)
 //   online softmax  per row in f32 (exp2 with the scale folded in); the causal mask only on
@@ -37,15 +38,15 @@ namespace strata::cuda {
 
 namespace {
 
-constexpr int kKeys = 64;  // keys per tile
+constexpr int kKeys = 64;  // keys per tile (variant "8k128": 128)
 constexpr float kLog2e = 1.4426950408889634f;
 
-template <int HD, int WARPS, int STAGES, int MT>
+template <int HD, int WARPS, int STAGES, int MT, int KEYS = kKeys>
 struct Geo {
   static constexpr int kThreads = WARPS * 32;
   static constexpr int kRows = WARPS * 16 * MT;            // (query, head) rows per block
   static constexpr int kLd = HD + 8;                       // shared row stride (bf16 elements)
-  static constexpr int kTileElems = kKeys * kLd;           // one K or V tile
+  static constexpr int kTileElems = KEYS * kLd;            // one K or V tile
   static constexpr int kStageElems = 2 * kTileElems;       // K then V
   static constexpr int kQElems = MT > 1 ? kRows* kLd : 0;  // Q rows in shared memory
   static constexpr int kSmemBytes = (STAGES * kStageElems + kQElems) * 2;  // bf16
@@ -130,12 +131,12 @@ __device__ __forceinline__ uint4 e4m3x8_to_bf16(uint2 v) {
 // ldmatrix, so that each K and V fragment serves 32 rows); a block has WARPS * 16 * MT rows.
 // MIN_BLOCKS: blocks per multiprocessor the registers must allow; STAGES: K/V tiles in shared
 // memory (2 or 3).
-template <int HD, bool FP8, bool EXACT_P, int WARPS, int MT, int MIN_BLOCKS, int STAGES>
+template <int HD, bool FP8, bool EXACT_P, int WARPS, int MT, int MIN_BLOCKS, int STAGES, int KEYS>
 __global__ void __launch_bounds__(WARPS * 32, MIN_BLOCKS)
     flash_kernel(AttentionLaunch p, int bq, int split_len, int n_qtiles, int* errors) {
-  using G = Geo<HD, WARPS, STAGES, MT>;
+  using G = Geo<HD, WARPS, STAGES, MT, KEYS>;
   constexpr bool kQSmem = MT > 1;
-  constexpr int kSub = MT > 1 ? 32 : kKeys;  // keys of one S = Q K^T step
+  constexpr int kSub = MT > 1 ? 32 : 64;  // keys of one S = Q K^T step
   extern __shared__ __align__(16) bf16 fsm[];
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int grp = lane >> 2, tig = lane & 3;
@@ -212,7 +213,7 @@ __global__ void __launch_bounds__(WARPS * 32, MIN_BLOCKS)
     bf16* sk = fsm + stage * G::kStageElems;
     bf16* sv = sk + G::kTileElems;
 #pragma unroll
-    for (int j = uj; j < kKeys; j += G::kRowsPerPass) {
+    for (int j = uj; j < KEYS; j += G::kRowsPerPass) {
       const int key = k0 + j;
       int64_t off = -1;
       if (key < k_end) {
@@ -262,10 +263,10 @@ __global__ void __launch_bounds__(WARPS * 32, MIN_BLOCKS)
   const int v_lane = (lane & 15) * G::kLd + (lane >> 4) * 8;
 
   // The pipeline: STAGES - 1 tiles in flight while one is computed; one barrier per tile.
-  const int ntiles = k_end > k_begin ? (k_end - k_begin + kKeys - 1) / kKeys : 0;
+  const int ntiles = k_end > k_begin ? (k_end - k_begin + KEYS - 1) / KEYS : 0;
 #pragma unroll
   for (int i = 0; i < STAGES - 1; ++i) {
-    if (i < ntiles) load_tile(i, k_begin + i * kKeys);
+    if (i < ntiles) load_tile(i, k_begin + i * KEYS);
     cp_async_commit();
   }
   for (int t = 0; t < ntiles; ++t) {
@@ -274,17 +275,18 @@ __global__ void __launch_bounds__(WARPS * 32, MIN_BLOCKS)
     // next load refills.
     __syncthreads();
     const int next = t + STAGES - 1;
-    if (next < ntiles) load_tile(next % STAGES, k_begin + next * kKeys);
+    if (next < ntiles) load_tile(next % STAGES, k_begin + next * KEYS);
     cp_async_commit();
     if (!warp_live) continue;
     const bf16* sk = fsm + (t % STAGES) * G::kStageElems;
     const bf16* sv = sk + G::kTileElems;
-    const int k0 = k_begin + t * kKeys;
+    const int k0 = k_begin + t * KEYS;
     // The tile in sub-tiles of kSub keys (MT 2: 32, to keep two m16 tiles' scores in registers),
     // each with its own online-softmax step.
 #pragma unroll
-    for (int sub = 0; sub < kKeys / kSub; ++sub) {
+    for (int sub = 0; sub < KEYS / kSub; ++sub) {
       const int kc = k0 + sub * kSub;
+      if (sub > 0 && kc >= k_end) break;  // past the block's keys (the tile's rows are zero)
       const bf16* skc = sk + sub * kSub * G::kLd;
       const bf16* svc = sv + sub * kSub * G::kLd;
       // S = Q K^T: kSub / 8 n8 tiles of keys per m16 tile (MT 1: K fragments of two k16 steps
@@ -493,10 +495,11 @@ __global__ void __launch_bounds__(128) flash_combine_kernel(AttentionLaunch p) {
       __float2bfloat16_rn(sum > 0.f ? acc * p.v_scale / sum : 0.f);
 }
 
-template <int HD, bool FP8, bool EXACT_P, int WARPS, int MT, int MIN_BLOCKS, int STAGES>
+template <int HD, bool FP8, bool EXACT_P, int WARPS, int MT, int MIN_BLOCKS, int STAGES,
+          int KEYS = kKeys>
 void launch_flash_for(const AttentionLaunch& p, int* errors, cudaStream_t s) {
-  using G = Geo<HD, WARPS, STAGES, MT>;
-  auto* kernel = flash_kernel<HD, FP8, EXACT_P, WARPS, MT, MIN_BLOCKS, STAGES>;
+  using G = Geo<HD, WARPS, STAGES, MT, KEYS>;
+  auto* kernel = flash_kernel<HD, FP8, EXACT_P, WARPS, MT, MIN_BLOCKS, STAGES, KEYS>;
   static std::atomic<uint64_t> configured{0};
   once_per_device(configured, [kernel] {
     STRATA_CUDA_CHECK(
@@ -509,7 +512,7 @@ void launch_flash_for(const AttentionLaunch& p, int* errors, cudaStream_t s) {
   const int64_t max_ctx = p.block_tables.cols * p.block_size;
   const int64_t S = p.n_splits > 1 ? p.n_splits : 1;
   const int64_t split_len =
-      S > 1 ? ((max_ctx + S - 1) / S + kKeys - 1) / kKeys * kKeys : max_ctx + kKeys;
+      S > 1 ? ((max_ctx + S - 1) / S + KEYS - 1) / KEYS * KEYS : max_ctx + KEYS;
   const int64_t n_qtiles = (p.max_q_len + bq - 1) / bq;
   const dim3 grid(static_cast<unsigned>(n_qtiles * S), static_cast<unsigned>(p.n_kv_heads),
                   static_cast<unsigned>(B));
@@ -532,6 +535,8 @@ void launch_flash_hd(const AttentionLaunch& p, int* errors, cudaStream_t s) {
   else if (v.m_tiles == 2)
     v.warps == 8 ? launch_flash_for<HD, FP8, false, 8, 2, 1, 2>(p, errors, s)
                  : launch_flash_for<HD, FP8, false, 4, 2, 1, 2>(p, errors, s);
+  else if (v.tile_keys == 128)
+    launch_flash_for<HD, FP8, false, 8, 1, 1, 2, 128>(p, errors, s);
   else if (v.warps == 8)
     v.stages == 3 ? launch_flash_for<HD, FP8, false, 8, 1, 1, 3>(p, errors, s)
                   : launch_flash_for<HD, FP8, false, 8, 1, 1, 2>(p, errors, s);
@@ -549,6 +554,8 @@ FlashVariant attention_flash_variant() {
     const std::string name = e ? e : "";
     if (name == "8s3")
       f = {8, 1, 3, false};
+    else if (name == "8k128")
+      f = {8, 1, 2, false, 128};
     else if (name == "8m2")
       f = {8, 2, 2, false};
     else if (name == "4m2")
@@ -578,8 +585,7 @@ int64_t attention_flash_splits(const AttentionLaunch& p, int sms) {
   // combine reads (HD + 2) f32 per (query, head): at 512 prompt tokens two splits of 256 keys
   // took 72 us where the unsplit grid took ~38).
   const int64_t min_keys = p.max_q_len > 1 ? kFlashMinPrefillSplitKeys : kFlashMinSplitKeys;
-  const int64_t most =
-      std::max<int64_t>(1, std::min<int64_t>(kFlashMaxSplits, max_ctx / min_keys));
+  const int64_t most = std::max<int64_t>(1, std::min<int64_t>(kFlashMaxSplits, max_ctx / min_keys));
   const int64_t forced = attention_splits_override();
   if (forced > 0) return std::min(forced, std::max<int64_t>(1, (max_ctx + kKeys - 1) / kKeys));
   // Blocks with queries, at most: every sequence's tiles (the packed rows, plus one partial tile
