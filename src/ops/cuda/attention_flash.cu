@@ -2,19 +2,21 @@
 // attention over the paged cache): bf16 q/out, bf16 or e4m3 caches, head_dim 64 or 128, any
 // q_len per sequence (decode rows are sequences with q_len 1).
 //
-// grid (query tiles x splits, kv heads, sequences), 8 warps (variants below: 4). A block's 128
-// rows (variants: 64 or 256) are (query, head) pairs that share one kv head (row r: query
-// q0 + r / group, head kvh * group + r % group), so each K/V tile read is used by the whole GQA
-// group; a warp owns 16 rows (one mma m16 tile; variants "8m2", "4m2": 32, two m16 tiles with
-// Q in shared memory). Query tiles run last tile first (the causal tiles with the most keys
-// start first). Keys stream in tiles of 64 (variant "8k128": 128) up to the block's last query
-// position: bf16 tiles through a cp.async pipeline of two stages (variant "8s3": three), one
-// barrier per tile; e4m3 tiles converted to bf16 on the way in (exactly: e4m3 values are bf16
-// values; k_scale folds into the score scale, v_scale into the output).
+// grid (query tiles x splits, kv heads, sequences), 8 warps (variants: 4; STRATA_FLASH_VARIANT,
+// attention.h). A block's 128 rows (variants: 64 or 256) are (query, head) pairs that share one
+// kv head (row r: query q0 + r / group, head kvh * group + r % group), so each K/V tile read is
+// used by the whole GQA group; a warp owns 16 rows (one mma m16 tile; variants "8m2", "4m2": 32,
+// two m16 tiles with Q in shared memory). Query tiles run last tile first (the causal tiles with
+// the most keys start first). Keys stream in tiles of 128 (variants: 64), computed in steps of
+// 64 keys (MT 2: 32) with one online-softmax update each, up to the block's last query position:
+// bf16 tiles through a cp.async pipeline of two stages (variant "8s3": three), one barrier per
+// tile; e4m3 tiles converted to bf16 on the way in (exactly: e4m3 values are bf16 values;
+// k_scale folds into the score scale, v_scale into the output).
 //   S = Q K^T       mma m16n8k16 bf16 -> f32, Q fragments kept in registers, K fragments by
 //                   ldmatrix.x4 (two k16 steps of one n8 key tile)
 //   online softmax  per row in f32 (exp2 with the scale folded in); the causal mask only on
-//                   tiles that reach past the block's first query or the split's end
+//                   steps that reach past the block's first query or the split's end; steps
+//                   wholly past the block's keys are skipped
 //   O += P V        P in registers as one bf16 per probability, V fragments by ldmatrix.trans
 //                   from the [key][dim] tile. transformers' eager attention (the reference
 //                   model) casts the softmax probabilities to bf16 before P V too; the harness
@@ -38,7 +40,7 @@ namespace strata::cuda {
 
 namespace {
 
-constexpr int kKeys = 64;  // keys per tile (variant "8k128": 128)
+constexpr int kKeys = 64;  // keys per score step, and per tile of the 64-key variants
 constexpr float kLog2e = 1.4426950408889634f;
 
 template <int HD, int WARPS, int STAGES, int MT, int KEYS = kKeys>
@@ -552,20 +554,21 @@ FlashVariant attention_flash_variant() {
     FlashVariant f;
     const char* e = std::getenv("STRATA_FLASH_VARIANT");
     const std::string name = e ? e : "";
-    if (name == "8s3")
-      f = {8, 1, 3, false};
-    else if (name == "8k128")
-      f = {8, 1, 2, false, 128};
+    // {warps, m16 tiles per warp, stages, exact P, keys per stage}; unset or unknown: the default.
+    if (name == "8k64")
+      f = {8, 1, 2, false, 64};
+    else if (name == "8s3")
+      f = {8, 1, 3, false, 64};
     else if (name == "8m2")
-      f = {8, 2, 2, false};
+      f = {8, 2, 2, false, 64};
     else if (name == "4m2")
-      f = {4, 2, 2, false};
+      f = {4, 2, 2, false, 64};
     else if (name == "4")
-      f = {4, 1, 2, false};
+      f = {4, 1, 2, false, 64};
     else if (name == "4s3")
-      f = {4, 1, 3, false};
+      f = {4, 1, 3, false, 64};
     else if (name == "exact4")
-      f = {4, 1, 2, true};
+      f = {4, 1, 2, true, 64};
     return f;
   }();
   return v;
