@@ -356,6 +356,13 @@ void compare_output(int index, const Tensor& host, const Tensor& dev, DType act,
         rms * (8 * std::sqrt(static_cast<double>(tol.reduction)) * u32 +
                2 * ua * tol.roundings_before_sum + (tol.fp8_mma ? std::ldexp(1.0, -10) : 0.0)) +
         1e-30;
+    const bool extra = tol.extra_abs.defined();
+    if (extra && (tol.extra_abs.numel() != n || !tol.extra_abs.is_contiguous() ||
+                  tol.extra_abs.device() != Device::Host)) {
+      out.status = Outcome::Failed;
+      out.detail += "  " + name + ": extra_abs is not a contiguous host tensor of its size\n";
+      return;
+    }
     for_each_element(host, [&](int64_t flat, int64_t off) {
       const double h = load_as_f64(host.raw(), dt, static_cast<size_t>(off));
       const double d = load_as_f64(dev.raw(), dt, static_cast<size_t>(off));
@@ -365,7 +372,10 @@ void compare_output(int index, const Tensor& host, const Tensor& dev, DType act,
       }
       err2 += (d - h) * (d - h);
       if (tol.rel_l2 > 0) return;
-      const double lim = rel * std::fabs(h) + abs;
+      const double lim = rel * std::fabs(h) + abs +
+                         (extra ? load_as_f64(tol.extra_abs.raw(), tol.extra_abs.dtype(),
+                                              static_cast<size_t>(flat))
+                                : 0.0);
       const double ratio = std::fabs(d - h) / lim;
       out.worst = std::max(out.worst, ratio);
       if (ratio > 1.0)

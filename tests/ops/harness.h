@@ -91,6 +91,8 @@ Tensor wide_rows(Rng& rng, int64_t rows, int64_t cols, int64_t pad, int64_t offs
 //                                 an FP8 GEMM output carries ~2^-14 of the output scale per block
 //                                 sum; 2^-10 leaves 16 standard deviations (measured on the
 //                                 H200: up to 2^-11.5 of rms at K = 15680).
+// + extra_abs[i] per element when `extra_abs` is set (a host tensor shaped like the output,
+//                                 contiguous): a data-dependent bound the case derives itself.
 // When `rel_l2` is set the case is judged by ||dev - host|| / ||host|| <= rel_l2 instead
 // (W8A8 vs the W8A16 reference, where activation quantization makes elementwise bounds moot).
 struct Tolerance {
@@ -101,6 +103,7 @@ struct Tolerance {
   double extra_rel = 0.0;
   double rel_l2 = 0.0;
   bool fp8_mma = false;
+  Tensor extra_abs;
 };
 
 // ---- cases ----

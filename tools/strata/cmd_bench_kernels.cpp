@@ -194,6 +194,48 @@ Row bench_attention(const char* kernel, const char* what, int64_t nh, int64_t nk
   return r;
 }
 
+// Prefill attention through the named kernel ("cuda.flash": the one ops::run picks for bf16
+// prefill; "cuda": the general family): `seqs` prompts of `len` tokens each, causal over the
+// prompt, bf16 KV. Bytes are q, k, v and out once; the shape label gives the causal GFLOP
+// (4 n_heads hd sum over prompts of len (len + 1) / 2) for TFLOP/s.
+Row bench_attention_prefill(const char* kernel, const char* what, int64_t nh, int64_t nkv,
+                            int64_t seqs, int64_t len) {
+  const int64_t hd = 128, bs = 16, nb = (len + bs - 1) / bs, T = seqs * len;
+  AttentionArgs a;
+  a.q = random_device(Shape{T, nh * hd}, DType::BF16, 1.f);
+  a.k_cache = random_device(Shape{seqs * nb, bs, nkv, hd}, DType::BF16, 1.f);
+  a.v_cache = random_device(Shape{seqs * nb, bs, nkv, hd}, DType::BF16, 1.f);
+  std::vector<int32_t> cu{0}, ctx_lens, table;
+  for (int64_t s = 0; s < seqs; ++s) {
+    cu.push_back(static_cast<int32_t>((s + 1) * len));
+    ctx_lens.push_back(static_cast<int32_t>(len));
+    for (int64_t j = 0; j < nb; ++j)
+      table.push_back(static_cast<int32_t>(s * nb + j));
+  }
+  a.cu_seqlens_q = device_i32(cu);
+  a.context_lens = device_i32(ctx_lens);
+  a.block_tables = device_i32(table).reshape(Shape{seqs, nb});
+  a.n_heads = nh;
+  a.n_kv_heads = nkv;
+  a.head_dim = hd;
+  a.max_q_len = len;
+  a.scale = 1.f / std::sqrt(static_cast<float>(hd));
+  a.out = Tensor::empty(Shape{T, nh * hd}, DType::BF16, Device::Cuda);
+  const auto& k = kernel_named<AttentionArgs>(kernel);
+  OpContext ctx;
+  cuda::bind(ctx);
+  std::string why;
+  if (!k.supports(a, &why)) fail("bench attention prefill {}: {}", kernel, why);
+  const double gflop = 4.0 * static_cast<double>(nh * hd * seqs * len * (len + 1) / 2) / 1e9;
+  Row r;
+  r.kernel = fmt::format("attention {} prefill (bf16 KV)", kernel);
+  r.shape =
+      fmt::format("{} heads {}/{}x{} {}x{} ({:.2f} GFLOP)", what, nh, nkv, hd, seqs, len, gflop);
+  r.bytes = static_cast<double>(2 * T * (2 * nh + 2 * nkv) * hd);
+  r.us = time_launches(4, [&](int) { k.run(a, ctx); });
+  return r;
+}
+
 Row bench_moe(const char* kernel, const char* what, DType wt, bool w8a8) {
   const int64_t E = 128, k = 6, H = 2688, I = 1856;
   auto up = std::make_shared<std::vector<LinearWeight>>(static_cast<size_t>(E));
@@ -425,6 +467,23 @@ void run_bench(const std::string& out_path, const std::string& only) {
       items.emplace_back(fmt::format("attention fp8 {} 9b, 40, 8, {}", kernel, ctx_len),
                          [=] { return bench_attention(kernel, "9b", 40, 8, ctx_len, true); });
     }
+  // Prefill attention (--only "attention prefill"): one prompt of 512 and 2,048 tokens and a
+  // batch of 8 x 512, both models' head layouts.
+  struct PrefillShape {
+    const char* what;
+    int64_t nh, nkv, seqs, len;
+  };
+  for (const char* kernel : {"cuda.flash", "cuda"})
+    for (const PrefillShape& s : {PrefillShape{"nano3", 32, 2, 1, 512},
+                                  {"nano3", 32, 2, 1, 2048},
+                                  {"nano3", 32, 2, 8, 512},
+                                  {"9b", 40, 8, 1, 512},
+                                  {"9b", 40, 8, 1, 2048},
+                                  {"9b", 40, 8, 8, 512}})
+      items.emplace_back(
+          fmt::format("attention prefill {} {}, {}, {}, {}x{}", kernel, s.what, s.nh, s.nkv, s.seqs,
+                      s.len),
+          [=] { return bench_attention_prefill(kernel, s.what, s.nh, s.nkv, s.seqs, s.len); });
   moe("cuda.decode", bf, false);
   moe("cuda.decode", e4, true);
   moe("cuda.decode", e4, false);

@@ -2,16 +2,26 @@
 // attention over the paged cache): bf16 q/out, bf16 or e4m3 caches, head_dim 64 or 128, any
 // q_len per sequence (decode rows are sequences with q_len 1).
 //
-// grid (query tiles x splits, kv heads, sequences), 4 warps. A block's 64 rows are (query, head)
-// pairs that share one kv head (row r: query q0 + r / group, head kvh * group + r % group), so
-// each K/V tile read is used by the whole GQA group; a warp owns 16 rows (one mma m16 tile). Keys
-// stream in tiles of 64 up to the block's last query position: bf16 tiles through a two-stage
-// cp.async pipeline, e4m3 tiles converted to bf16 on the way in (exactly: e4m3 values are bf16
-// values; k_scale folds into the score scale, v_scale into the output).
-//   S = Q K^T       mma m16n8k16 bf16 -> f32, Q fragments kept in registers
-//   online softmax  per row in f32 (exp2 with the scale folded in), causal mask per row
-//   O += P V        P in registers as bf16 hi + mid + lo parts (three mmas: ~24 bits of P), V
-//                   fragments by ldmatrix.trans from the [key][dim] tile
+// grid (query tiles x splits, kv heads, sequences), 8 warps (variants: 4; STRATA_FLASH_VARIANT,
+// attention.h). A block's 128 rows (variants: 64 or 256) are (query, head) pairs that share one
+// kv head (row r: query q0 + r / group, head kvh * group + r % group), so each K/V tile read is
+// used by the whole GQA group; a warp owns 16 rows (one mma m16 tile; variants "8m2", "4m2": 32,
+// two m16 tiles with Q in shared memory). Query tiles run last tile first (the causal tiles with
+// the most keys start first). Keys stream in tiles of 128 (variants: 64), computed in steps of
+// 64 keys (MT 2: 32) with one online-softmax update each, up to the block's last query position:
+// bf16 tiles through a cp.async pipeline of two stages (variant "8s3": three), one barrier per
+// tile; e4m3 tiles converted to bf16 on the way in (exactly: e4m3 values are bf16 values;
+// k_scale folds into the score scale, v_scale into the output).
+//   S = Q K^T       mma m16n8k16 bf16 -> f32, Q fragments kept in registers, K fragments by
+//                   ldmatrix.x4 (two k16 steps of one n8 key tile)
+//   online softmax  per row in f32 (exp2 with the scale folded in); the causal mask only on
+//                   steps that reach past the block's first query or the split's end; steps
+//                   wholly past the block's keys are skipped
+//   O += P V        P in registers as one bf16 per probability, V fragments by ldmatrix.trans
+//                   from the [key][dim] tile. transformers' eager attention (the reference
+//                   model) casts the softmax probabilities to bf16 before P V too; the harness
+//                   bounds the difference per element (cases_attention.cpp, bf16_p_bound).
+//                   Variant "exact4" splits P into bf16 hi + mid + lo (three mmas, ~24 bits).
 // Split-K (flash-decoding): when the grid would have few blocks (decode rows, short chunks at
 // long contexts), each query tile's keys are split into ranges of split_len (a multiple of the
 // key tile); every split writes its rows' partial (max, sum, unnormalized output) in f32 and a
@@ -20,6 +30,8 @@
 // (a 16-byte pad): the 8 rows a fragment load or an ldmatrix touches land in distinct banks.
 #include <algorithm>
 #include <cfloat>
+#include <cstdlib>
+#include <string>
 
 #include "ops/cuda/attention.h"
 #include "ops/cuda/common.cuh"
@@ -28,20 +40,22 @@ namespace strata::cuda {
 
 namespace {
 
-constexpr int kWarps = 4;
-constexpr int kThreads = kWarps * 32;
-constexpr int kRows = kWarps * 16;  // (query, head) rows per block
-constexpr int kKeys = 64;           // keys per tile
+constexpr int kKeys = 64;  // keys per score step, and per tile of the 64-key variants
 constexpr float kLog2e = 1.4426950408889634f;
 
-template <int HD>
+template <int HD, int WARPS, int STAGES, int MT, int KEYS = kKeys>
 struct Geo {
-  static constexpr int kLd = HD + 8;                    // shared row stride (bf16 elements)
-  static constexpr int kTileElems = kKeys * kLd;        // one K or V tile
-  static constexpr int kStageElems = 2 * kTileElems;    // K then V
-  static constexpr int kSmemBytes = 2 * kStageElems * 2;  // two stages, bf16
-  static constexpr int kKSteps = HD / 16;               // k16 steps of a score
-  static constexpr int kDimTiles = HD / 8;              // n8 tiles of the output
+  static constexpr int kThreads = WARPS * 32;
+  static constexpr int kRows = WARPS * 16 * MT;            // (query, head) rows per block
+  static constexpr int kLd = HD + 8;                       // shared row stride (bf16 elements)
+  static constexpr int kTileElems = KEYS * kLd;            // one K or V tile
+  static constexpr int kStageElems = 2 * kTileElems;       // K then V
+  static constexpr int kQElems = MT > 1 ? kRows* kLd : 0;  // Q rows in shared memory
+  static constexpr int kSmemBytes = (STAGES * kStageElems + kQElems) * 2;  // bf16
+  static constexpr int kKSteps = HD / 16;                                  // k16 steps of a score
+  static constexpr int kDimTiles = HD / 8;                                 // n8 tiles of the output
+  static constexpr int kUnits = HD / 8;                   // 16-byte units of a key row
+  static constexpr int kRowsPerPass = kThreads / kUnits;  // key rows one loader pass fills
 };
 
 __device__ __forceinline__ void cp_async16(void* smem, const void* gmem, int src_bytes) {
@@ -64,6 +78,20 @@ __device__ __forceinline__ void mma_bf16(float (&c)[4], const uint32_t (&a)[4], 
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
+// B fragments of a [key][dim] tile for S = Q K^T: four 8 x 8 matrices (keys x 8 dims).
+__device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], const bf16* p) {
+  const uint32_t s = static_cast<uint32_t>(__cvta_generic_to_shared(p));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(s));
+}
+// The same for one k16 step (lanes 0-15 address keys 0..7 at dims 0..7, 8..15).
+__device__ __forceinline__ void ldmatrix_x2(uint32_t (&r)[2], const bf16* p) {
+  const uint32_t s = static_cast<uint32_t>(__cvta_generic_to_shared(p));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0, %1}, [%2];"
+               : "=r"(r[0]), "=r"(r[1])
+               : "r"(s));
+}
 // B fragments of two n8 tiles (dims n0.., n0 + 8..) over keys k0..k0 + 15 of a [key][dim] tile.
 __device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&r)[4], const bf16* p) {
   const uint32_t s = static_cast<uint32_t>(__cvta_generic_to_shared(p));
@@ -99,209 +127,308 @@ __device__ __forceinline__ uint4 e4m3x8_to_bf16(uint2 v) {
   return o;
 }
 
-// FP8: e4m3 caches, else bf16.
-template <int HD, bool FP8>
-__global__ void __launch_bounds__(kThreads)
-    flash_kernel(AttentionLaunch p, int64_t bq, int64_t split_len, int* errors) {
-  using G = Geo<HD>;
+// FP8: e4m3 caches, else bf16. EXACT_P: P V with P in three bf16 parts (~24 bits, f32's
+// precision), else one bf16 P (what the model computes: see the header). WARPS: 4 or 8; MT: m16
+// tiles per warp (1: Q fragments in registers; 2: the block's Q rows in shared memory, read by
+// ldmatrix, so that each K and V fragment serves 32 rows); a block has WARPS * 16 * MT rows.
+// MIN_BLOCKS: blocks per multiprocessor the registers must allow; STAGES: K/V tiles in shared
+// memory (2 or 3).
+template <int HD, bool FP8, bool EXACT_P, int WARPS, int MT, int MIN_BLOCKS, int STAGES, int KEYS>
+__global__ void __launch_bounds__(WARPS * 32, MIN_BLOCKS)
+    flash_kernel(AttentionLaunch p, int bq, int split_len, int n_qtiles, int* errors) {
+  using G = Geo<HD, WARPS, STAGES, MT, KEYS>;
+  constexpr bool kQSmem = MT > 1;
+  constexpr int kSub = MT > 1 ? 32 : 64;  // keys of one S = Q K^T step
   extern __shared__ __align__(16) bf16 fsm[];
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int grp = lane >> 2, tig = lane & 3;
-  const int64_t kvh = blockIdx.y, b = blockIdx.z, group = p.n_heads / p.n_kv_heads;
+  const int kvh = blockIdx.y, b = blockIdx.z, group = static_cast<int>(p.n_heads / p.n_kv_heads);
   const int32_t* cu = static_cast<const int32_t*>(p.cu_seqlens_q.p);
-  const int64_t q_start = cu[b], q_len = cu[b + 1] - cu[b];
-  int64_t ctx = static_cast<const int32_t*>(p.context_lens.p)[b];
-  const int64_t max_ctx = p.block_tables.cols * p.block_size;
+  const int q_start = cu[b], q_len = cu[b + 1] - cu[b];
+  int ctx = static_cast<const int32_t*>(p.context_lens.p)[b];
+  const int max_ctx = static_cast<int>(p.block_tables.cols * p.block_size);
+  const int bs = static_cast<int>(p.block_size);
   if (threadIdx.x == 0 && blockIdx.x == 0 && kvh == 0 &&
       (q_len > p.max_q_len || ctx < q_len || ctx > max_ctx || q_len < 0))
     atomicAdd(errors, 1);  // inconsistent lengths: clamped below
   if (ctx > max_ctx) ctx = max_ctx;
-  const int64_t split = blockIdx.x % p.n_splits;
-  const int64_t q0 = static_cast<int64_t>(blockIdx.x / p.n_splits) * bq;
-  const int64_t q_rows = min(bq, min(q_len, ctx) - q0);
+  const int n_splits = static_cast<int>(p.n_splits);
+  const int split = blockIdx.x % n_splits;
+  // Query tiles in reverse: the last tiles of a causal sequence see the most keys, so they start
+  // first and the short ones fill the tail of the grid.
+  const int q0 = (n_qtiles - 1 - static_cast<int>(blockIdx.x) / n_splits) * bq;
+  const int q_rows = min(bq, min(q_len, ctx) - q0);
   if (q_rows <= 0) return;
-  const int64_t first_pos = ctx - q_len + q0;  // position of the tile's first query
+  const int first_pos = ctx - q_len + q0;  // position of the tile's first query
   // Keys k_begin .. k_end - 1: this split's range, up to the tile's last query position. A split
   // past it has no keys and leaves empty partials (max -FLT_MAX, sum 0).
-  const int64_t k_begin = split * split_len;
-  const int64_t k_end = min(first_pos + q_rows, k_begin + split_len);
+  const int k_begin = split * split_len;
+  const int k_end = min(first_pos + q_rows, k_begin + split_len);
   const int32_t* table = static_cast<const int32_t*>(p.block_tables.p) + b * p.block_tables.ld;
-
-  // This thread's two rows (grp, grp + 8 of the warp's m16 tile): query index and validity.
-  int64_t row_pos[2];
-  bool row_ok[2];
-  const bf16* qrow[2];
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    const int64_t r = warp * 16 + grp + 8 * h, qi = r / group;
-    row_ok[h] = r < bq * group && qi < q_rows;
-    row_pos[h] = first_pos + qi;
-    qrow[h] = static_cast<const bf16*>(p.q.p) + (q_start + q0 + qi) * p.q.ld +
-              (kvh * group + r % group) * HD;
-  }
-  const bool warp_live = warp * 16 < q_rows * group;  // any valid row in this warp's tile
-
-  // Q fragments: a[ks] over dims ks * 16 .. + 15.
-  uint32_t qa[G::kKSteps][4];
-#pragma unroll
-  for (int ks = 0; ks < G::kKSteps; ++ks) {
-    const int d = ks * 16 + 2 * tig;
-    qa[ks][0] = row_ok[0] ? *reinterpret_cast<const uint32_t*>(qrow[0] + d) : 0u;
-    qa[ks][1] = row_ok[1] ? *reinterpret_cast<const uint32_t*>(qrow[1] + d) : 0u;
-    qa[ks][2] = row_ok[0] ? *reinterpret_cast<const uint32_t*>(qrow[0] + d + 8) : 0u;
-    qa[ks][3] = row_ok[1] ? *reinterpret_cast<const uint32_t*>(qrow[1] + d + 8) : 0u;
-  }
-
-  // Tile loader: 16-byte units of bf16 (8 dims); key rows past k_end or with a bad page are zero.
-  constexpr int kUnits = HD / 8;  // per key row
-  auto page_of = [&](int64_t key) -> int64_t {
-    if (key >= k_end) return -1;
-    const int32_t page = table[key / p.block_size];
-    if (page < 0 || page >= p.num_blocks) {
-      atomicAdd(errors, 1);
-      return -1;
-    }
-    return page;
+  // Row r of the block: query q0 + r / group, head kvh * group + r % group.
+  auto q_of_row = [&](int r) {
+    return static_cast<const bf16*>(p.q.p) +
+           static_cast<int64_t>(q_start + q0 + r / group) * p.q.ld + (kvh * group + r % group) * HD;
   };
-  auto load_tile = [&](int stage, int64_t k0) {
+
+  // This thread's rows (grp, grp + 8 of each of the warp's m16 tiles): valid, and the last key
+  // each sees (its query's position; -1 for rows past the block's queries).
+  auto row_valid = [&](int r) { return r < bq * group && r / group < q_rows; };
+  int row_last[MT][2];
+#pragma unroll
+  for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int r = (warp * MT + mt) * 16 + grp + 8 * h;
+      row_last[mt][h] = row_valid(r) ? first_pos + r / group : -1;
+    }
+  const bool warp_live = warp * MT * 16 < q_rows * group;  // any valid row in this warp's tiles
+
+  // MT 1: Q fragments a[ks] over dims ks * 16 .. + 15 in registers. MT 2: the block's Q rows
+  // [kRows][kLd] in shared memory after the K/V stages, zero past the block's queries (visible
+  // after the pipeline's first barrier).
+  uint32_t qa[kQSmem ? 1 : G::kKSteps][4];
+  bf16* sq = fsm + STAGES * G::kStageElems;
+  if constexpr (!kQSmem) {
+    const bf16* qrow[2] = {q_of_row(warp * 16 + grp), q_of_row(warp * 16 + grp + 8)};
+#pragma unroll
+    for (int ks = 0; ks < G::kKSteps; ++ks) {
+      const int d = ks * 16 + 2 * tig;
+      qa[ks][0] = row_last[0][0] >= 0 ? *reinterpret_cast<const uint32_t*>(qrow[0] + d) : 0u;
+      qa[ks][1] = row_last[0][1] >= 0 ? *reinterpret_cast<const uint32_t*>(qrow[1] + d) : 0u;
+      qa[ks][2] = row_last[0][0] >= 0 ? *reinterpret_cast<const uint32_t*>(qrow[0] + d + 8) : 0u;
+      qa[ks][3] = row_last[0][1] >= 0 ? *reinterpret_cast<const uint32_t*>(qrow[1] + d + 8) : 0u;
+    }
+  } else {
+    constexpr int kWords = HD / 2;  // 4-byte words of a Q row
+    for (int u = threadIdx.x; u < G::kRows * kWords; u += G::kThreads) {
+      const int r = u / kWords, w = u % kWords;
+      *reinterpret_cast<uint32_t*>(sq + r * G::kLd + 2 * w) =
+          row_valid(r) ? *reinterpret_cast<const uint32_t*>(q_of_row(r) + 2 * w) : 0u;
+    }
+  }
+
+  // Tile loader: 16-byte units of bf16 (8 dims); a thread fills unit `uc` of key rows uj,
+  // uj + kRowsPerPass, ...; key rows past k_end or with a bad page are zero.
+  const int uc = threadIdx.x % G::kUnits, uj = threadIdx.x / G::kUnits;
+  auto load_tile = [&](int stage, int k0) {
     bf16* sk = fsm + stage * G::kStageElems;
     bf16* sv = sk + G::kTileElems;
-    for (int u = threadIdx.x; u < kKeys * kUnits; u += kThreads) {
-      const int j = u / kUnits, c = u % kUnits;
-      const int64_t key = k0 + j, page = page_of(key);
-      const int64_t off =
-          page < 0 ? 0
-                   : ((page * p.block_size + key % p.block_size) * p.n_kv_heads + kvh) * HD +
-                         c * 8;
+#pragma unroll
+    for (int j = uj; j < KEYS; j += G::kRowsPerPass) {
+      const int key = k0 + j;
+      int64_t off = -1;
+      if (key < k_end) {
+        const int32_t page = table[key / bs];
+        if (page < 0 || page >= p.num_blocks)
+          atomicAdd(errors, 1);
+        else
+          off = ((static_cast<int64_t>(page) * bs + key % bs) * p.n_kv_heads + kvh) * HD + uc * 8;
+      }
       if constexpr (FP8) {
         uint4 kv = make_uint4(0, 0, 0, 0), vv = make_uint4(0, 0, 0, 0);
-        if (page >= 0) {
+        if (off >= 0) {
           kv = e4m3x8_to_bf16(
               *reinterpret_cast<const uint2*>(static_cast<const uint8_t*>(p.k_cache) + off));
           vv = e4m3x8_to_bf16(
               *reinterpret_cast<const uint2*>(static_cast<const uint8_t*>(p.v_cache) + off));
         }
-        *reinterpret_cast<uint4*>(sk + j * G::kLd + c * 8) = kv;
-        *reinterpret_cast<uint4*>(sv + j * G::kLd + c * 8) = vv;
+        *reinterpret_cast<uint4*>(sk + j * G::kLd + uc * 8) = kv;
+        *reinterpret_cast<uint4*>(sv + j * G::kLd + uc * 8) = vv;
       } else {
-        const int n = page < 0 ? 0 : 16;
-        cp_async16(sk + j * G::kLd + c * 8, static_cast<const bf16*>(p.k_cache) + off, n);
-        cp_async16(sv + j * G::kLd + c * 8, static_cast<const bf16*>(p.v_cache) + off, n);
+        const int n = off < 0 ? 0 : 16;
+        const int64_t o = off < 0 ? 0 : off;
+        cp_async16(sk + j * G::kLd + uc * 8, static_cast<const bf16*>(p.k_cache) + o, n);
+        cp_async16(sv + j * G::kLd + uc * 8, static_cast<const bf16*>(p.v_cache) + o, n);
       }
     }
   };
 
   const float sscale = p.scale * p.k_scale * kLog2e;  // scores in the log2 domain
-  float m[2] = {-FLT_MAX, -FLT_MAX}, l[2] = {0.f, 0.f};
-  float o[G::kDimTiles][4];
+  float m[MT][2], l[MT][2];
+  float o[MT][G::kDimTiles][4];
 #pragma unroll
-  for (int nt = 0; nt < G::kDimTiles; ++nt)
+  for (int mt = 0; mt < MT; ++mt) {
+    m[mt][0] = m[mt][1] = -FLT_MAX;
+    l[mt][0] = l[mt][1] = 0.f;
 #pragma unroll
-    for (int i = 0; i < 4; ++i)
-      o[nt][i] = 0.f;
-
-  const int64_t ntiles = k_end > k_begin ? (k_end - k_begin + kKeys - 1) / kKeys : 0;
-  if (ntiles > 0) load_tile(0, k_begin);
-  cp_async_commit();
-  for (int64_t t = 0; t < ntiles; ++t) {
-    if (t + 1 < ntiles) {
-      __syncthreads();  // the stage about to be refilled was consumed (tile t - 1)
-      load_tile(static_cast<int>((t + 1) & 1), k_begin + (t + 1) * kKeys);
-    }
-    cp_async_commit();
-    cp_async_wait<1>();
-    __syncthreads();  // tile t visible to every thread
-    if (!warp_live) continue;
-    const bf16* sk = fsm + (t & 1) * G::kStageElems;
-    const bf16* sv = sk + G::kTileElems;
-    const int64_t k0 = k_begin + t * kKeys;
-
-    // S = Q K^T: 8 n8 tiles of keys.
-    float s[kKeys / 8][4];
-#pragma unroll
-    for (int nt = 0; nt < kKeys / 8; ++nt) {
+    for (int nt = 0; nt < G::kDimTiles; ++nt)
 #pragma unroll
       for (int i = 0; i < 4; ++i)
-        s[nt][i] = 0.f;
-      const bf16* kr = sk + (nt * 8 + grp) * G::kLd + 2 * tig;
+        o[mt][nt][i] = 0.f;
+  }
+
+  // ldmatrix.x4 row addresses: K fragments (lanes 8i..8i+7: keys 0..7 at dims 8i..8i+7 of a
+  // k32 pair of steps); V fragments (lanes 0-15: keys 0..15 at dims n0, lanes 16-31 the same
+  // keys at dims n0 + 8) and Q fragments (the same pattern over rows and dims: a0..a3).
+  const int k_lane = (lane & 7) * G::kLd + (lane >> 3) * 8;
+  const int v_lane = (lane & 15) * G::kLd + (lane >> 4) * 8;
+
+  // The pipeline: STAGES - 1 tiles in flight while one is computed; one barrier per tile.
+  const int ntiles = k_end > k_begin ? (k_end - k_begin + KEYS - 1) / KEYS : 0;
 #pragma unroll
-      for (int ks = 0; ks < G::kKSteps; ++ks)
-        mma_bf16(s[nt], qa[ks], *reinterpret_cast<const uint32_t*>(kr + ks * 16),
-                 *reinterpret_cast<const uint32_t*>(kr + ks * 16 + 8));
-    }
-    // Mask, scale, tile maxima (row h = 0: c[0], c[1]; h = 1: c[2], c[3]).
-    float tmax[2] = {-FLT_MAX, -FLT_MAX};
+  for (int i = 0; i < STAGES - 1; ++i) {
+    if (i < ntiles) load_tile(i, k_begin + i * KEYS);
+    cp_async_commit();
+  }
+  for (int t = 0; t < ntiles; ++t) {
+    cp_async_wait<STAGES - 2>();  // this thread's copies of tile t landed
+    // Tile t visible to every thread, and every warp is done with tile t - 1, whose stage the
+    // next load refills.
+    __syncthreads();
+    const int next = t + STAGES - 1;
+    if (next < ntiles) load_tile(next % STAGES, k_begin + next * KEYS);
+    cp_async_commit();
+    if (!warp_live) continue;
+    const bf16* sk = fsm + (t % STAGES) * G::kStageElems;
+    const bf16* sv = sk + G::kTileElems;
+    const int k0 = k_begin + t * KEYS;
+    // The tile in sub-tiles of kSub keys (MT 2: 32, to keep two m16 tiles' scores in registers),
+    // each with its own online-softmax step.
 #pragma unroll
-    for (int nt = 0; nt < kKeys / 8; ++nt)
+    for (int sub = 0; sub < KEYS / kSub; ++sub) {
+      const int kc = k0 + sub * kSub;
+      if (sub > 0 && kc >= k_end) break;  // past the block's keys (the tile's rows are zero)
+      const bf16* skc = sk + sub * kSub * G::kLd;
+      const bf16* svc = sv + sub * kSub * G::kLd;
+      // S = Q K^T: kSub / 8 n8 tiles of keys per m16 tile (MT 1: K fragments of two k16 steps
+      // per ldmatrix.x4).
+      float s[MT][kSub / 8][4];
 #pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        const int h = i >> 1;
-        const int64_t key = k0 + nt * 8 + 2 * tig + (i & 1);
-        const bool ok = row_ok[h] && key <= row_pos[h] && key < k_end;
-        s[nt][i] = ok ? s[nt][i] * sscale : -FLT_MAX;
-        tmax[h] = fmaxf(tmax[h], s[nt][i]);
+      for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+        for (int nt = 0; nt < kSub / 8; ++nt)
+#pragma unroll
+          for (int i = 0; i < 4; ++i)
+            s[mt][nt][i] = 0.f;
+      if constexpr (!kQSmem) {
+        // k steps outer, key tiles inner: eight independent accumulator chains in flight.
+#pragma unroll
+        for (int ks = 0; ks < G::kKSteps; ks += 2)
+#pragma unroll
+          for (int nt = 0; nt < kSub / 8; ++nt) {
+            uint32_t kb[4];
+            ldmatrix_x4(kb, skc + nt * 8 * G::kLd + ks * 16 + k_lane);
+            mma_bf16(s[0][nt], qa[ks], kb[0], kb[1]);
+            mma_bf16(s[0][nt], qa[ks + 1], kb[2], kb[3]);
+          }
+      } else {
+        // One k16 step at a time (registers): Q fragments of both m16 tiles, then per key tile
+        // one ldmatrix.x2 of K for two mmas.
+#pragma unroll
+        for (int ks = 0; ks < G::kKSteps; ++ks) {
+          uint32_t qf[MT][4];
+#pragma unroll
+          for (int mt = 0; mt < MT; ++mt)
+            ldmatrix_x4(qf[mt], sq + (warp * MT + mt) * 16 * G::kLd + ks * 16 + v_lane);
+#pragma unroll
+          for (int nt = 0; nt < kSub / 8; ++nt) {
+            uint32_t kb[2];
+            ldmatrix_x2(kb, skc + nt * 8 * G::kLd + ks * 16 + k_lane);
+#pragma unroll
+            for (int mt = 0; mt < MT; ++mt)
+              mma_bf16(s[mt][nt], qf[mt], kb[0], kb[1]);
+          }
+        }
       }
-    float corr[2], mref[2];
+      // Scale, mask, tile maxima (row h = 0: c[0], c[1]; h = 1: c[2], c[3]). A tile whose keys
+      // all lie at or before the block's first query and inside the split sees no mask (rows
+      // past the block's queries are never written).
+      const bool full = kc + kSub - 1 <= first_pos && kc + kSub <= k_end;
 #pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      tmax[h] = fmaxf(tmax[h], __shfl_xor_sync(0xffffffffu, tmax[h], 1));
-      tmax[h] = fmaxf(tmax[h], __shfl_xor_sync(0xffffffffu, tmax[h], 2));
-      const float m_new = fmaxf(m[h], tmax[h]);
-      // A row with no visible key yet keeps max -FLT_MAX: its p are 0 (masked) and corr 1.
-      mref[h] = m_new == -FLT_MAX ? 0.f : m_new;
-      corr[h] = m[h] == -FLT_MAX ? 1.f : exp2f(m[h] - m_new);
-      m[h] = m_new;
-    }
-    float rsum[2] = {0.f, 0.f};
+      for (int mt = 0; mt < MT; ++mt) {
+        float tmax[2] = {-FLT_MAX, -FLT_MAX};
+        if (full) {
 #pragma unroll
-    for (int nt = 0; nt < kKeys / 8; ++nt)
+          for (int nt = 0; nt < kSub / 8; ++nt)
 #pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        const int h = i >> 1;
-        s[nt][i] = s[nt][i] == -FLT_MAX ? 0.f : exp2f(s[nt][i] - mref[h]);
-        rsum[h] += s[nt][i];
+            for (int i = 0; i < 4; ++i) {
+              s[mt][nt][i] *= sscale;
+              tmax[i >> 1] = fmaxf(tmax[i >> 1], s[mt][nt][i]);
+            }
+        } else {
+#pragma unroll
+          for (int nt = 0; nt < kSub / 8; ++nt)
+#pragma unroll
+            for (int i = 0; i < 4; ++i) {
+              const int h = i >> 1;
+              const int key = kc + nt * 8 + 2 * tig + (i & 1);
+              const bool ok = key <= row_last[mt][h] && key < k_end;
+              s[mt][nt][i] = ok ? s[mt][nt][i] * sscale : -FLT_MAX;
+              tmax[h] = fmaxf(tmax[h], s[mt][nt][i]);
+            }
+        }
+        float corr[2], mref[2];
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          tmax[h] = fmaxf(tmax[h], __shfl_xor_sync(0xffffffffu, tmax[h], 1));
+          tmax[h] = fmaxf(tmax[h], __shfl_xor_sync(0xffffffffu, tmax[h], 2));
+          const float m_new = fmaxf(m[mt][h], tmax[h]);
+          // A row with no visible key yet keeps max -FLT_MAX: its p are 0 (masked) and corr 1.
+          mref[h] = m_new == -FLT_MAX ? 0.f : m_new;
+          corr[h] = m[mt][h] == -FLT_MAX ? 1.f : exp2f(m[mt][h] - m_new);
+          m[mt][h] = m_new;
+        }
+        float rsum[2] = {0.f, 0.f};
+#pragma unroll
+        for (int nt = 0; nt < kSub / 8; ++nt)
+#pragma unroll
+          for (int i = 0; i < 4; ++i) {
+            const int h = i >> 1;
+            s[mt][nt][i] = s[mt][nt][i] == -FLT_MAX ? 0.f : exp2f(s[mt][nt][i] - mref[h]);
+            rsum[h] += s[mt][nt][i];
+          }
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          rsum[h] += __shfl_xor_sync(0xffffffffu, rsum[h], 1);
+          rsum[h] += __shfl_xor_sync(0xffffffffu, rsum[h], 2);
+          l[mt][h] = l[mt][h] * corr[h] + rsum[h];
+        }
+#pragma unroll
+        for (int nt = 0; nt < G::kDimTiles; ++nt) {
+          o[mt][nt][0] *= corr[0];
+          o[mt][nt][1] *= corr[0];
+          o[mt][nt][2] *= corr[1];
+          o[mt][nt][3] *= corr[1];
+        }
       }
+      // O += P V over 4 k16 steps of keys. The row sums l above add the f32 p; P V takes p
+      // rounded to bf16 (EXACT_P: plus the mid and lo remainders, three mmas).
 #pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      rsum[h] += __shfl_xor_sync(0xffffffffu, rsum[h], 1);
-      rsum[h] += __shfl_xor_sync(0xffffffffu, rsum[h], 2);
-      l[h] = l[h] * corr[h] + rsum[h];
-    }
+      for (int kk = 0; kk < kSub / 16; ++kk) {
+        uint32_t hi[MT][4], mid[MT][4], lo[MT][4];
 #pragma unroll
-    for (int nt = 0; nt < G::kDimTiles; ++nt) {
-      o[nt][0] *= corr[0];
-      o[nt][1] *= corr[0];
-      o[nt][2] *= corr[1];
-      o[nt][3] *= corr[1];
-    }
-    // O += P V over 4 k16 steps of keys; P as three bf16 parts (hi + mid + lo: ~24 bits, so P
-    // keeps f32's precision: two parts, ~16 bits, failed the harness on a cancelling output).
+        for (int mt = 0; mt < MT; ++mt) {
+          const float pv[8] = {s[mt][2 * kk][0],     s[mt][2 * kk][1],     s[mt][2 * kk][2],
+                               s[mt][2 * kk][3],     s[mt][2 * kk + 1][0], s[mt][2 * kk + 1][1],
+                               s[mt][2 * kk + 1][2], s[mt][2 * kk + 1][3]};
 #pragma unroll
-    for (int kk = 0; kk < kKeys / 16; ++kk) {
-      const float pv[8] = {s[2 * kk][0],     s[2 * kk][1],     s[2 * kk][2],     s[2 * kk][3],
-                           s[2 * kk + 1][0], s[2 * kk + 1][1], s[2 * kk + 1][2], s[2 * kk + 1][3]};
-      uint32_t hi[4], mid[4], lo[4];
+          for (int r = 0; r < 4; ++r) {
+            const float x0 = pv[2 * r], x1 = pv[2 * r + 1];
+            hi[mt][r] = pack_bf16(x0, x1);
+            if constexpr (EXACT_P) {
+              const float y0 = x0 - bf16_lo(hi[mt][r]), y1 = x1 - bf16_hi(hi[mt][r]);
+              mid[mt][r] = pack_bf16(y0, y1);
+              lo[mt][r] = pack_bf16(y0 - bf16_lo(mid[mt][r]), y1 - bf16_hi(mid[mt][r]));
+            }
+          }
+        }
 #pragma unroll
-      for (int r = 0; r < 4; ++r) {
-        const float x0 = pv[2 * r], x1 = pv[2 * r + 1];
-        hi[r] = pack_bf16(x0, x1);
-        const float y0 = x0 - bf16_lo(hi[r]), y1 = x1 - bf16_hi(hi[r]);
-        mid[r] = pack_bf16(y0, y1);
-        lo[r] = pack_bf16(y0 - bf16_lo(mid[r]), y1 - bf16_hi(mid[r]));
-      }
-      // ldmatrix.x4.trans: lanes 0-15 address keys kk*16 + (lane & 15) at dims n0, lanes 16-31
-      // the same keys at dims n0 + 8: registers = (b0, b1) of tile n0, then of tile n0 + 8.
-      const bf16* vbase = sv + (kk * 16 + (lane & 15)) * G::kLd + (lane >> 4) * 8;
+        for (int nt = 0; nt < G::kDimTiles; nt += 2) {
+          uint32_t vb[4];
+          ldmatrix_x4_trans(vb, svc + kk * 16 * G::kLd + nt * 8 + v_lane);
 #pragma unroll
-      for (int nt = 0; nt < G::kDimTiles; nt += 2) {
-        uint32_t vb[4];
-        ldmatrix_x4_trans(vb, vbase + nt * 8);
-        mma_bf16(o[nt], hi, vb[0], vb[1]);
-        mma_bf16(o[nt], mid, vb[0], vb[1]);
-        mma_bf16(o[nt], lo, vb[0], vb[1]);
-        mma_bf16(o[nt + 1], hi, vb[2], vb[3]);
-        mma_bf16(o[nt + 1], mid, vb[2], vb[3]);
-        mma_bf16(o[nt + 1], lo, vb[2], vb[3]);
+          for (int mt = 0; mt < MT; ++mt) {
+            mma_bf16(o[mt][nt], hi[mt], vb[0], vb[1]);
+            mma_bf16(o[mt][nt + 1], hi[mt], vb[2], vb[3]);
+            if constexpr (EXACT_P) {
+              mma_bf16(o[mt][nt], mid[mt], vb[0], vb[1]);
+              mma_bf16(o[mt][nt], lo[mt], vb[0], vb[1]);
+              mma_bf16(o[mt][nt + 1], mid[mt], vb[2], vb[3]);
+              mma_bf16(o[mt][nt + 1], lo[mt], vb[2], vb[3]);
+            }
+          }
+        }
       }
     }
   }
@@ -309,37 +436,42 @@ __global__ void __launch_bounds__(kThreads)
 
   // Output rows: o / l * v_scale, bf16; or this split's partials.
 #pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    if (!row_ok[h]) continue;
-    const int64_t r = warp * 16 + grp + 8 * h, qi = r / group, head = kvh * group + r % group;
-    if (p.n_splits > 1) {
-      const int64_t idx = (split * p.q.rows + q_start + q0 + qi) * p.n_heads + head;
-      float* po = p.partials + 2 * p.n_splits * p.q.rows * p.n_heads + idx * HD;
-      if (tig == 0) {
-        p.partials[2 * idx] = m[h];
-        p.partials[2 * idx + 1] = l[h];
+  for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int r = (warp * MT + mt) * 16 + grp + 8 * h, qi = r / group,
+                head = kvh * group + r % group;
+      if (!row_valid(r)) continue;
+      if (n_splits > 1) {
+        const int64_t idx = (split * p.q.rows + q_start + q0 + qi) * p.n_heads + head;
+        float* po = p.partials + 2 * p.n_splits * p.q.rows * p.n_heads + idx * HD;
+        if (tig == 0) {
+          p.partials[2 * idx] = m[mt][h];
+          p.partials[2 * idx + 1] = l[mt][h];
+        }
+#pragma unroll
+        for (int nt = 0; nt < G::kDimTiles; ++nt)
+          *reinterpret_cast<float2*>(po + nt * 8 + 2 * tig) =
+              make_float2(o[mt][nt][2 * h], o[mt][nt][2 * h + 1]);
+        continue;
       }
+      const float inv = l[mt][h] > 0.f ? p.v_scale / l[mt][h] : 0.f;
+      bf16* out = static_cast<bf16*>(p.out.p) + static_cast<int64_t>(q_start + q0 + qi) * p.out.ld +
+                  head * HD;
 #pragma unroll
       for (int nt = 0; nt < G::kDimTiles; ++nt)
-        *reinterpret_cast<float2*>(po + nt * 8 + 2 * tig) =
-            make_float2(o[nt][2 * h], o[nt][2 * h + 1]);
-      continue;
+        *reinterpret_cast<__nv_bfloat162*>(out + nt * 8 + 2 * tig) =
+            __floats2bfloat162_rn(o[mt][nt][2 * h] * inv, o[mt][nt][2 * h + 1] * inv);
     }
-    const float inv = l[h] > 0.f ? p.v_scale / l[h] : 0.f;
-    bf16* out = static_cast<bf16*>(p.out.p) + (q_start + q0 + qi) * p.out.ld + head * HD;
-#pragma unroll
-    for (int nt = 0; nt < G::kDimTiles; ++nt)
-      *reinterpret_cast<__nv_bfloat162*>(out + nt * 8 + 2 * tig) =
-          __floats2bfloat162_rn(o[nt][2 * h] * inv, o[nt][2 * h + 1] * inv);
-  }
 }
 
-// grid (max_q_len, sequences), 128 threads: merges the splits' partials of one query's rows (all
-// heads). Partials: (max in the log2 domain, sum) [S][T][n_heads], then outputs
-// [S][T][n_heads][HD]; only queries the split kernel covered (inside the sequence and the
-// context) are written.
+// grid (max_q_len, sequences, n_heads), head_dim threads: merges the splits' partials of one
+// (query, head) row, a dim per thread. Partials: (max in the log2 domain, sum) [S][T][n_heads],
+// then outputs [S][T][n_heads][HD]; only queries the split kernel covered (inside the sequence
+// and the context) are written.
 __global__ void __launch_bounds__(128) flash_combine_kernel(AttentionLaunch p) {
-  const int64_t qi = blockIdx.x, b = blockIdx.y, S = p.n_splits, T = p.q.rows, HD = p.head_dim;
+  const int64_t qi = blockIdx.x, b = blockIdx.y, h = blockIdx.z, d = threadIdx.x;
+  const int64_t S = p.n_splits, T = p.q.rows, HD = p.head_dim;
   const int32_t* cu = static_cast<const int32_t*>(p.cu_seqlens_q.p);
   const int64_t q_start = cu[b], q_len = cu[b + 1] - cu[b];
   const int64_t max_ctx = p.block_tables.cols * p.block_size;
@@ -349,66 +481,114 @@ __global__ void __launch_bounds__(128) flash_combine_kernel(AttentionLaunch p) {
   const int64_t t = q_start + qi;
   const float* ml = p.partials;
   const float* po = p.partials + 2 * S * T * p.n_heads;
-  for (int64_t e = threadIdx.x; e < p.n_heads * HD; e += blockDim.x) {
-    const int64_t h = e / HD, d = e - h * HD;
-    float mx = -FLT_MAX;
-    for (int64_t s = 0; s < S; ++s)
-      mx = fmaxf(mx, ml[2 * ((s * T + t) * p.n_heads + h)]);
-    float sum = 0.f, acc = 0.f;
-    for (int64_t s = 0; s < S; ++s) {
-      const int64_t idx = (s * T + t) * p.n_heads + h;
-      const float ls = ml[2 * idx + 1];
-      if (ls <= 0.f) continue;  // no visible key in this split
-      const float w = exp2f(ml[2 * idx] - mx);
-      sum += w * ls;
-      acc += w * po[idx * HD + d];
-    }
-    static_cast<bf16*>(p.out.p)[t * p.out.ld + h * HD + d] =
-        __float2bfloat16_rn(sum > 0.f ? acc * p.v_scale / sum : 0.f);
+  float mx = -FLT_MAX;
+  for (int64_t s = 0; s < S; ++s)
+    mx = fmaxf(mx, ml[2 * ((s * T + t) * p.n_heads + h)]);
+  float sum = 0.f, acc = 0.f;
+  for (int64_t s = 0; s < S; ++s) {
+    const int64_t idx = (s * T + t) * p.n_heads + h;
+    const float ls = ml[2 * idx + 1];
+    if (ls <= 0.f) continue;  // no visible key in this split
+    const float w = exp2f(ml[2 * idx] - mx);
+    sum += w * ls;
+    acc += w * po[idx * HD + d];
   }
+  static_cast<bf16*>(p.out.p)[t * p.out.ld + h * HD + d] =
+      __float2bfloat16_rn(sum > 0.f ? acc * p.v_scale / sum : 0.f);
 }
 
-template <int HD, bool FP8>
+template <int HD, bool FP8, bool EXACT_P, int WARPS, int MT, int MIN_BLOCKS, int STAGES,
+          int KEYS = kKeys>
 void launch_flash_for(const AttentionLaunch& p, int* errors, cudaStream_t s) {
-  using G = Geo<HD>;
+  using G = Geo<HD, WARPS, STAGES, MT, KEYS>;
+  auto* kernel = flash_kernel<HD, FP8, EXACT_P, WARPS, MT, MIN_BLOCKS, STAGES, KEYS>;
   static std::atomic<uint64_t> configured{0};
-  once_per_device(configured, [] {
-    STRATA_CUDA_CHECK(cudaFuncSetAttribute(
-        flash_kernel<HD, FP8>, cudaFuncAttributeMaxDynamicSharedMemorySize, G::kSmemBytes));
-    STRATA_CUDA_CHECK(cudaFuncSetAttribute(flash_kernel<HD, FP8>,
-                                           cudaFuncAttributePreferredSharedMemoryCarveout,
+  once_per_device(configured, [kernel] {
+    STRATA_CUDA_CHECK(
+        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, G::kSmemBytes));
+    STRATA_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
                                            cudaSharedmemCarveoutMaxShared));
   });
-  const int64_t group = p.n_heads / p.n_kv_heads, bq = kRows / group;
+  const int64_t group = p.n_heads / p.n_kv_heads, bq = G::kRows / group;
   const int64_t B = p.cu_seqlens_q.n - 1;
   const int64_t max_ctx = p.block_tables.cols * p.block_size;
   const int64_t S = p.n_splits > 1 ? p.n_splits : 1;
   const int64_t split_len =
-      S > 1 ? ((max_ctx + S - 1) / S + kKeys - 1) / kKeys * kKeys : max_ctx + kKeys;
-  const dim3 grid(static_cast<unsigned>((p.max_q_len + bq - 1) / bq * S),
-                  static_cast<unsigned>(p.n_kv_heads), static_cast<unsigned>(B));
-  flash_kernel<HD, FP8><<<grid, kThreads, G::kSmemBytes, s>>>(p, bq, split_len, errors);
+      S > 1 ? ((max_ctx + S - 1) / S + KEYS - 1) / KEYS * KEYS : max_ctx + KEYS;
+  const int64_t n_qtiles = (p.max_q_len + bq - 1) / bq;
+  const dim3 grid(static_cast<unsigned>(n_qtiles * S), static_cast<unsigned>(p.n_kv_heads),
+                  static_cast<unsigned>(B));
+  kernel<<<grid, G::kThreads, G::kSmemBytes, s>>>(
+      p, static_cast<int>(bq), static_cast<int>(split_len), static_cast<int>(n_qtiles), errors);
   STRATA_CUDA_LAUNCH_CHECK();
   if (S > 1) {
-    flash_combine_kernel<<<dim3(static_cast<unsigned>(p.max_q_len), static_cast<unsigned>(B)), 128,
-                           0, s>>>(p);
+    const dim3 cgrid(static_cast<unsigned>(p.max_q_len), static_cast<unsigned>(B),
+                     static_cast<unsigned>(p.n_heads));
+    flash_combine_kernel<<<cgrid, HD, 0, s>>>(p);
     STRATA_CUDA_LAUNCH_CHECK();
   }
 }
 
+template <int HD, bool FP8>
+void launch_flash_hd(const AttentionLaunch& p, int* errors, cudaStream_t s) {
+  const FlashVariant v = attention_flash_variant();
+  if (v.exact_p)
+    launch_flash_for<HD, FP8, true, 4, 1, 2, 2>(p, errors, s);
+  else if (v.m_tiles == 2)
+    v.warps == 8 ? launch_flash_for<HD, FP8, false, 8, 2, 1, 2>(p, errors, s)
+                 : launch_flash_for<HD, FP8, false, 4, 2, 1, 2>(p, errors, s);
+  else if (v.tile_keys == 128)
+    launch_flash_for<HD, FP8, false, 8, 1, 1, 2, 128>(p, errors, s);
+  else if (v.warps == 8)
+    v.stages == 3 ? launch_flash_for<HD, FP8, false, 8, 1, 1, 3>(p, errors, s)
+                  : launch_flash_for<HD, FP8, false, 8, 1, 1, 2>(p, errors, s);
+  else
+    v.stages == 3 ? launch_flash_for<HD, FP8, false, 4, 1, 2, 3>(p, errors, s)
+                  : launch_flash_for<HD, FP8, false, 4, 1, 2, 2>(p, errors, s);
+}
+
 }  // namespace
 
+FlashVariant attention_flash_variant() {
+  static const FlashVariant v = [] {
+    FlashVariant f;
+    const char* e = std::getenv("STRATA_FLASH_VARIANT");
+    const std::string name = e ? e : "";
+    // {warps, m16 tiles per warp, stages, exact P, keys per stage}; unset or unknown: the default.
+    if (name == "8k64")
+      f = {8, 1, 2, false, 64};
+    else if (name == "8s3")
+      f = {8, 1, 3, false, 64};
+    else if (name == "8m2")
+      f = {8, 2, 2, false, 64};
+    else if (name == "4m2")
+      f = {4, 2, 2, false, 64};
+    else if (name == "4")
+      f = {4, 1, 2, false, 64};
+    else if (name == "4s3")
+      f = {4, 1, 3, false, 64};
+    else if (name == "exact4")
+      f = {4, 1, 2, true, 64};
+    return f;
+  }();
+  return v;
+}
+
 bool attention_flash_shape_supported(int64_t head_dim, int64_t group) {
-  return (head_dim == 64 || head_dim == 128) && group >= 1 && group <= kRows;
+  return (head_dim == 64 || head_dim == 128) && group >= 1 && group <= kFlashMaxGroup;
 }
 
 int64_t attention_flash_splits(const AttentionLaunch& p, int sms) {
-  const int64_t group = p.n_heads / p.n_kv_heads, bq = kRows / group;
+  const FlashVariant v = attention_flash_variant();
+  const int64_t group = p.n_heads / p.n_kv_heads, bq = v.warps * 16 * v.m_tiles / group;
   const int64_t B = p.cu_seqlens_q.n - 1;
   const int64_t max_ctx = p.block_tables.cols * p.block_size;
-  // Key tiles of the widest context: a split gets at least kFlashMinSplitKeys keys.
-  const int64_t most = std::max<int64_t>(
-      1, std::min<int64_t>(kFlashMaxSplits, max_ctx / kFlashMinSplitKeys));
+  // Key tiles of the widest context: a split gets at least kFlashMinSplitKeys keys, or
+  // kFlashMinPrefillSplitKeys when a sequence has several queries (each split writes and the
+  // combine reads (HD + 2) f32 per (query, head): at 512 prompt tokens two splits of 256 keys
+  // took 72 us where the unsplit grid took ~38).
+  const int64_t min_keys = p.max_q_len > 1 ? kFlashMinPrefillSplitKeys : kFlashMinSplitKeys;
+  const int64_t most = std::max<int64_t>(1, std::min<int64_t>(kFlashMaxSplits, max_ctx / min_keys));
   const int64_t forced = attention_splits_override();
   if (forced > 0) return std::min(forced, std::max<int64_t>(1, (max_ctx + kKeys - 1) / kKeys));
   // Blocks with queries, at most: every sequence's tiles (the packed rows, plus one partial tile
@@ -427,11 +607,11 @@ void launch_attention_flash(const AttentionLaunch& p, int* index_errors, void* s
   if (p.q.rows == 0 || B <= 0) return;
   auto s = static_cast<cudaStream_t>(stream);
   if (p.head_dim == 64)
-    p.fp8_cache ? launch_flash_for<64, true>(p, index_errors, s)
-                : launch_flash_for<64, false>(p, index_errors, s);
+    p.fp8_cache ? launch_flash_hd<64, true>(p, index_errors, s)
+                : launch_flash_hd<64, false>(p, index_errors, s);
   else
-    p.fp8_cache ? launch_flash_for<128, true>(p, index_errors, s)
-                : launch_flash_for<128, false>(p, index_errors, s);
+    p.fp8_cache ? launch_flash_hd<128, true>(p, index_errors, s)
+                : launch_flash_hd<128, false>(p, index_errors, s);
 }
 
 }  // namespace strata::cuda

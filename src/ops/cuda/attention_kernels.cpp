@@ -214,6 +214,8 @@ bool flash_supports(const AttentionArgs& a, std::string* why) {
   c.require(attention_flash_shape_supported(a.head_dim, a.n_heads / a.n_kv_heads),
             fmt::format("head_dim {} / GQA group {}: head_dim 64 or 128, groups up to 64",
                         a.head_dim, a.n_heads / a.n_kv_heads));
+  c.require(a.n_heads <= 65535,
+            fmt::format("{} heads (the split combine's grid: up to 65535)", a.n_heads));
   if (!c) return false;
   const Mat q = mat_of(a.q), out = mat_of(a.out);
   c.require(reinterpret_cast<uintptr_t>(a.q.raw()) % 4 == 0 && q.ld % 2 == 0 &&
