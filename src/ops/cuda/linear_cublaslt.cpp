@@ -5,6 +5,8 @@
 #ifdef STRATA_HAVE_CUDA
 #include <cublasLt.h>
 
+#include <algorithm>
+#include <cstdlib>
 #include <map>
 #include <mutex>
 #include <tuple>
@@ -47,6 +49,16 @@ uint32_t alignment_of(const void* p) {
   while (al > 1 && (a % al) != 0)
     al >>= 1;
   return al;
+}
+
+constexpr int kMaxAlgoIndex = 15;
+
+int small_n_algo_index() {
+  static const int index = [] {
+    const char* v = std::getenv("STRATA_CUBLASLT_SMALL_N_ALGO");
+    return v ? std::clamp(std::atoi(v), 0, kMaxAlgoIndex) : 0;
+  }();
+  return index;
 }
 
 struct Plan {
@@ -106,15 +118,18 @@ Plan make_plan(cublasLtHandle_t h, const LinearLaunch& p, uint32_t align_x, uint
       pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &align_o, sizeof(align_o)));
   STRATA_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
       pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &align_o, sizeof(align_o)));
-  cublasLtMatmulHeuristicResult_t result{};
+  // The heuristic's first algorithm, or (an experiment for the small matrices, N <= 1024:
+  // STRATA_CUBLASLT_SMALL_N_ALGO=i) its i-th, clamped to those it returns.
+  const int pick = N <= 1024 ? small_n_algo_index() : 0;
+  cublasLtMatmulHeuristicResult_t results[kMaxAlgoIndex + 1]{};
   int found = 0;
-  STRATA_CUBLAS_CHECK(
-      cublasLtMatmulAlgoGetHeuristic(h, pl.op, pl.a, pl.b, pl.d, pl.d, pref, 1, &result, &found));
+  STRATA_CUBLAS_CHECK(cublasLtMatmulAlgoGetHeuristic(h, pl.op, pl.a, pl.b, pl.d, pl.d, pref,
+                                                     pick + 1, results, &found));
   STRATA_CUBLAS_CHECK(cublasLtMatmulPreferenceDestroy(pref));
   if (found == 0)
     fail("cuBLASLt has no algorithm for linear x {}[{}, {}] (ld {}) W {}[{}, {}] -> {}",
          dtype_name(p.x.dt), T, K, p.x.ld, dtype_name(p.wt), N, K, dtype_name(p.out.dt));
-  pl.algo = result.algo;
+  pl.algo = results[std::min(pick, found - 1)].algo;
   return pl;
 }
 

@@ -169,6 +169,103 @@ __global__ void gated_rms_norm_registers_kernel(const T* y, int64_t ldy, const T
   }
 }
 
+// One warp per row, one warp per block (`cuda.warp`): the row's x and residual chunks (at most
+// 32 x CPL) in registers, the residual sum stored, the sum of squares by shuffles, then the
+// weight (the same for every row: cache hits) and the output. No shared memory, no block barrier.
+template <class T, int CPL>
+__global__ void __launch_bounds__(32)
+    rms_norm_warp_kernel(const T* x, int64_t ldx, T* res, int64_t ldr, const T* w, float eps,
+                         T* out, int64_t ldo, int64_t H) {
+  constexpr int V = Chunk<T>::kValues;
+  const int64_t r = blockIdx.x, chunks = H / V;
+  const int lane = threadIdx.x;
+  Chunk<T> xc[CPL], rc[CPL];
+#pragma unroll
+  for (int k = 0; k < CPL; ++k) {  // every load issued before any use
+    const int64_t c = lane + 32 * k;
+    if (c >= chunks) break;
+    xc[k] = load_chunk(x + r * ldx + c * V);
+    if (res) rc[k] = load_chunk(res + r * ldr + c * V);
+  }
+  float ss = 0.f;
+#pragma unroll
+  for (int k = 0; k < CPL; ++k) {
+    const int64_t c = lane + 32 * k;
+    if (c >= chunks) break;
+#pragma unroll
+    for (int i = 0; i < V; ++i) {
+      if (res) xc[k].v[i] = from_f32<T>(to_f32(xc[k].v[i]) + to_f32(rc[k].v[i]));
+      const float v = to_f32(xc[k].v[i]);
+      ss += v * v;
+    }
+    if (res) store_chunk(res + r * ldr + c * V, xc[k]);  // the residual stream, as stored
+  }
+  ss = warp_sum(ss);  // the whole row is in registers: out may alias x from here
+  const float inv = 1.f / sqrtf(ss / static_cast<float>(H) + eps);
+#pragma unroll
+  for (int k = 0; k < CPL; ++k) {
+    const int64_t c = lane + 32 * k;
+    if (c >= chunks) break;
+    const Chunk<T> wc = load_chunk(w + c * V);
+    Chunk<T> o;
+#pragma unroll
+    for (int i = 0; i < V; ++i)
+      o.v[i] = from_f32<T>(round_to<T>(to_f32(xc[k].v[i]) * inv) * to_f32(wc.v[i]));
+    store_chunk(out + r * ldo + c * V, o);
+  }
+}
+
+// One warp per (row, group), kWarpBlock / 32 pairs per block: the group's chunks (at most 32 x
+// CPL) in registers, the sum of squares over the warp's lanes by shuffles. The block form
+// spends a shared-memory round and two block barriers on every (row, group); with Nano-3's
+// groups of 512 values that is 4,096 blocks of 64 threads for 512 tokens.
+constexpr int kWarpBlock = 128;
+
+template <class T, int CPL>
+__global__ void __launch_bounds__(kWarpBlock)
+    gated_rms_norm_warp_kernel(const T* y, int64_t ldy, const T* z, int64_t ldz, const T* w,
+                               int64_t group_size, int64_t groups, int64_t pairs, float eps, T* out,
+                               int64_t ldo) {
+  constexpr int V = Chunk<T>::kValues;
+  const int64_t pair = static_cast<int64_t>(blockIdx.x) * (kWarpBlock / 32) + (threadIdx.x >> 5);
+  if (pair >= pairs) return;  // the whole warp
+  const int lane = threadIdx.x & 31;
+  const int64_t r = pair / groups, g0 = (pair % groups) * group_size, chunks = group_size / V;
+  Chunk<T> yc[CPL], zc[CPL], wc[CPL];
+#pragma unroll
+  for (int k = 0; k < CPL; ++k) {
+    const int64_t c = lane + 32 * k;
+    if (c >= chunks) break;
+    yc[k] = load_chunk(y + r * ldy + g0 + c * V);
+    zc[k] = load_chunk(z + r * ldz + g0 + c * V);
+    wc[k] = load_chunk(w + g0 + c * V);
+  }
+  float gated[CPL][V];
+  float ss = 0.f;
+#pragma unroll
+  for (int k = 0; k < CPL; ++k) {
+    if (lane + 32 * k >= chunks) break;
+#pragma unroll
+    for (int i = 0; i < V; ++i) {
+      const float v = to_f32(yc[k].v[i]) * siluf_(to_f32(zc[k].v[i]));
+      gated[k][i] = v;
+      ss += v * v;
+    }
+  }
+  ss = warp_sum(ss);  // every lane has loaded its part of the group: out may alias y from here
+  const float inv = 1.f / sqrtf(ss / static_cast<float>(group_size) + eps);
+#pragma unroll
+  for (int k = 0; k < CPL; ++k) {
+    const int64_t c = lane + 32 * k;
+    if (c >= chunks) break;
+    Chunk<T> o;
+#pragma unroll
+    for (int i = 0; i < V; ++i)
+      o.v[i] = from_f32<T>(round_to<T>(gated[k][i] * inv) * to_f32(wc[k].v[i]));
+    store_chunk(out + r * ldo + g0 + c * V, o);
+  }
+}
+
 bool aligned16(const void* p) {
   return p == nullptr || reinterpret_cast<uintptr_t>(p) % 16 == 0;
 }
@@ -233,6 +330,69 @@ void launch_gated_rms_norm(const Mat& y, const Mat& z, const Vec& weight, int64_
         static_cast<const T*>(y.p), y.ld, static_cast<const T*>(z.p), z.ld,
         static_cast<const T*>(weight.p), gs, eps, static_cast<T*>(out.p), out.ld);
     STRATA_CUDA_LAUNCH_CHECK();
+  });
+}
+
+bool rms_norm_warp_fits(const Mat& x, const Mat& residual, const Vec& weight, const Mat& out) {
+  const int64_t V = 16 / static_cast<int64_t>(dtype_size(x.dt));
+  const bool has_res = residual.p != nullptr;
+  return x.cols % V == 0 && x.cols / V <= 32 * kRmsWarpMaxChunksPerLane && x.ld % V == 0 &&
+         out.ld % V == 0 && (!has_res || residual.ld % V == 0) && aligned16(x.p) &&
+         aligned16(out.p) && aligned16(residual.p) && aligned16(weight.p);
+}
+
+void launch_rms_norm_warp(const Mat& x, const Mat& residual, const Vec& weight, float eps,
+                          const Mat& out, void* stream) {
+  if (x.rows == 0) return;
+  with_act(x.dt, [&](auto tag) {
+    using T = decltype(tag);
+    const int64_t chunks = x.cols / Chunk<T>::kValues;
+    auto launch = [&](auto kernel) {
+      kernel<<<static_cast<unsigned>(x.rows), 32, 0, static_cast<cudaStream_t>(stream)>>>(
+          static_cast<const T*>(x.p), x.ld, static_cast<T*>(residual.p), residual.ld,
+          static_cast<const T*>(weight.p), eps, static_cast<T*>(out.p), out.ld, x.cols);
+      STRATA_CUDA_LAUNCH_CHECK();
+    };
+    static_assert(kRmsWarpMaxChunksPerLane == 12, "the dispatch below covers 4, 8 and 12 chunks");
+    if (chunks <= 128)
+      launch(rms_norm_warp_kernel<T, 4>);
+    else if (chunks <= 256)
+      launch(rms_norm_warp_kernel<T, 8>);
+    else
+      launch(rms_norm_warp_kernel<T, 12>);
+  });
+}
+
+bool gated_rms_norm_warp_fits(const Mat& y, const Mat& z, const Vec& weight, int64_t groups,
+                              const Mat& out) {
+  if (groups < 1 || y.cols % groups != 0) return false;
+  const int64_t gs = y.cols / groups, V = 16 / static_cast<int64_t>(dtype_size(y.dt));
+  return gs % V == 0 && gs / V <= 32 * kWarpMaxChunksPerLane && y.ld % V == 0 && z.ld % V == 0 &&
+         out.ld % V == 0 && aligned16(y.p) && aligned16(z.p) && aligned16(out.p) &&
+         aligned16(weight.p);
+}
+
+void launch_gated_rms_norm_warp(const Mat& y, const Mat& z, const Vec& weight, int64_t groups,
+                                float eps, const Mat& out, void* stream) {
+  if (y.rows == 0) return;
+  const int64_t gs = y.cols / groups, pairs = y.rows * groups;
+  const unsigned blocks = grid_1d(pairs, kWarpBlock / 32);
+  with_act(y.dt, [&](auto tag) {
+    using T = decltype(tag);
+    const int64_t chunks = gs / Chunk<T>::kValues;
+    auto launch = [&](auto kernel) {
+      kernel<<<blocks, kWarpBlock, 0, static_cast<cudaStream_t>(stream)>>>(
+          static_cast<const T*>(y.p), y.ld, static_cast<const T*>(z.p), z.ld,
+          static_cast<const T*>(weight.p), gs, groups, pairs, eps, static_cast<T*>(out.p), out.ld);
+      STRATA_CUDA_LAUNCH_CHECK();
+    };
+    static_assert(kWarpMaxChunksPerLane == 8, "the dispatch below covers 2, 4 and 8 chunks");
+    if (chunks <= 64)
+      launch(gated_rms_norm_warp_kernel<T, 2>);
+    else if (chunks <= 128)
+      launch(gated_rms_norm_warp_kernel<T, 4>);
+    else
+      launch(gated_rms_norm_warp_kernel<T, 8>);
   });
 }
 
