@@ -52,16 +52,16 @@ Tensor empty(const Shape& s, DType dt = DType::BF16) {
 
 SmallRow rms_norm_row(const char* kernel, int64_t T) {
   const double bytes = 4.0 * static_cast<double>(T * kHidden) * 2.0;  // x, residual r+w, out
-  return time_op<RmsNormArgs>(
-      kernel, fmt::format("nano3 T={} H={} +residual", T, kHidden), bytes, [=](int) {
-        RmsNormArgs a;
-        a.x = act(Shape{T, kHidden});
-        a.residual = act(Shape{T, kHidden});
-        a.weight = act(Shape{kHidden}, 1.5f);
-        a.eps = 1e-5f;
-        a.out = empty(Shape{T, kHidden});
-        return a;
-      });
+  return time_op<RmsNormArgs>(kernel, fmt::format("nano3 T={} H={} +residual", T, kHidden), bytes,
+                              [=](int) {
+                                RmsNormArgs a;
+                                a.x = act(Shape{T, kHidden});
+                                a.residual = act(Shape{T, kHidden});
+                                a.weight = act(Shape{kHidden}, 1.5f);
+                                a.eps = 1e-5f;
+                                a.out = empty(Shape{T, kHidden});
+                                return a;
+                              });
 }
 
 SmallRow gated_row(const char* kernel, int64_t T) {
@@ -139,7 +139,8 @@ SmallRow relu2_row(const char* kernel, int64_t T) {
 std::vector<SmallRow> run_small_rows(const std::string& only) {
   std::vector<std::pair<std::string, std::function<SmallRow()>>> items;
   for (int64_t T : {int64_t{1}, int64_t{8}, int64_t{512}, int64_t{2048}}) {
-    const auto add = [&](const char* op, const char* kernel, SmallRow (*row)(const char*, int64_t)) {
+    const auto add = [&](const char* op, const char* kernel,
+                         SmallRow (*row)(const char*, int64_t)) {
       items.emplace_back(fmt::format("small-op {} {}, T={}", op, kernel, T),
                          [=] { return row(kernel, T); });
     };

@@ -63,7 +63,7 @@ __global__ void conv1d_prefill_kernel(const T* x, int64_t ldx, const T* w, const
 // boundaries: the window restarts from the next sequence's state (or zeros) there.
 constexpr int kRun = 16;
 
-template <int KC>
+template <int KC, bool kPreload>
 __global__ void __launch_bounds__(kThreads)
     conv1d_prefill_runs_kernel(const bf16* __restrict__ x, int64_t ldx, const bf16* __restrict__ w,
                                const bf16* __restrict__ bias, const bf16* __restrict__ states,
@@ -74,13 +74,15 @@ __global__ void __launch_bounds__(kThreads)
   const int64_t t0 = static_cast<int64_t>(blockIdx.x) * kRun;
   if (c >= C || t0 >= tokens) return;
   const int n = static_cast<int>(min(tokens - t0, static_cast<int64_t>(kRun)));
-  auto pair_at = [](const bf16* p) { return __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(p)); };
+  auto pair_at = [](const bf16* p) {
+    return __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(p));
+  };
   // The run's x pairs first, every load in flight at once: a load-compute-store chain per
   // token made the kernel wait one memory latency per token.
   float2 xs[kRun];
 #pragma unroll
   for (int i = 0; i < kRun; ++i)
-    if (i < n) xs[i] = pair_at(x + (t0 + i) * ldx + c);
+    if (kPreload && i < n) xs[i] = pair_at(x + (t0 + i) * ldx + c);
   float w0[KC], w1[KC];
 #pragma unroll
   for (int k = 0; k < KC; ++k) {
@@ -124,7 +126,7 @@ __global__ void __launch_bounds__(kThreads)
       ++b;
       enter(t - cu[b]);
     }
-    const float2 xv = xs[i];
+    const float2 xv = kPreload ? xs[i] : pair_at(x + t * ldx + c);
     float a0 = b0, a1 = b1;
 #pragma unroll
     for (int k = 0; k < KC - 1; ++k) {
@@ -233,7 +235,9 @@ void launch_conv1d_prefill(const Conv1dLaunch& p, int* index_errors, void* strea
                       aligned4(p.states) && aligned4(p.weight) && aligned4(p.bias);
     if (T > 0 && runs) {
       dim3 grid(static_cast<unsigned>((T + kRun - 1) / kRun), grid_1d(C / 2, kThreads));
-      conv1d_prefill_runs_kernel<4><<<grid, kThreads, 0, s>>>(
+      auto kernel =
+          p.preload ? conv1d_prefill_runs_kernel<4, true> : conv1d_prefill_runs_kernel<4, false>;
+      kernel<<<grid, kThreads, 0, s>>>(
           static_cast<const bf16*>(p.x.p), p.x.ld, static_cast<const bf16*>(p.weight),
           static_cast<const bf16*>(p.bias), static_cast<const bf16*>(p.states), p.num_slots, cu,
           slots, hi, nseq, T, static_cast<bf16*>(p.out.p), p.out.ld, C, index_errors);

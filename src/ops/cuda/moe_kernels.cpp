@@ -87,11 +87,11 @@ bool route_warp_supports(const MoeRouteArgs& a, std::string* why) {
   ArgCheck c(why);
   c.require(!kernel_disabled(MoeRouteArgs::kName, "cuda.warp"),
             "disabled by STRATA_CUDA_DISABLE_KERNELS");
-  c.require(moe_route_warp_fits(route_launch_of(a)),
-            fmt::format("{} experts (at most {}), top_k {} (at most 32), n_group {} with topk_group "
-                        "{} (group masking: the block kernel)",
-                        a.logits.dim(1), 32 * kRouteWarpMaxPerLane, a.top_k, a.n_group,
-                        a.topk_group));
+  c.require(
+      moe_route_warp_fits(route_launch_of(a)),
+      fmt::format("{} experts (at most {}), top_k {} (at most 32), n_group {} with topk_group "
+                  "{} (group masking: the block kernel)",
+                  a.logits.dim(1), 32 * kRouteWarpMaxPerLane, a.top_k, a.n_group, a.topk_group));
   return c;
 }
 void route_warp_run(const MoeRouteArgs& a, OpContext& ctx) {

@@ -131,8 +131,7 @@ constexpr int kRouteWarpBlock = 128;
 
 template <int PER_LANE>
 __global__ void __launch_bounds__(kRouteWarpBlock) moe_route_warp_kernel(MoeRouteLaunch p) {
-  const int64_t t =
-      static_cast<int64_t>(blockIdx.x) * (kRouteWarpBlock / 32) + (threadIdx.x >> 5);
+  const int64_t t = static_cast<int64_t>(blockIdx.x) * (kRouteWarpBlock / 32) + (threadIdx.x >> 5);
   if (t >= p.logits.rows) return;  // the whole warp
   const int lane = threadIdx.x & 31;
   const int E = static_cast<int>(p.logits.cols), k = static_cast<int>(p.top_k);

@@ -91,10 +91,10 @@ bool gated_warp_supports(const GatedRmsNormArgs& a, std::string* why) {
   ArgCheck c(why);
   c.require(!kernel_disabled(GatedRmsNormArgs::kName, "cuda.warp"),
             "disabled by STRATA_CUDA_DISABLE_KERNELS");
-  c.require(gated_rms_norm_warp_fits(mat_of(a.y), mat_of(a.z), vec_of(a.weight), a.groups,
-                                     mat_of(a.out)),
-            fmt::format("rows not 16-byte aligned or groups wider than {} chunks of 16 bytes",
-                        32 * kWarpMaxChunksPerLane));
+  c.require(
+      gated_rms_norm_warp_fits(mat_of(a.y), mat_of(a.z), vec_of(a.weight), a.groups, mat_of(a.out)),
+      fmt::format("rows not 16-byte aligned or groups wider than {} chunks of 16 bytes",
+                  32 * kWarpMaxChunksPerLane));
   return c;
 }
 void gated_warp_run(const GatedRmsNormArgs& a, OpContext& ctx) {
