@@ -17,15 +17,21 @@ namespace strata::cuda {
 namespace {
 
 template <class T>
-__global__ void rms_norm_kernel(const T* x, int64_t ldx, T* res, int64_t ldr, const T* w, float eps,
-                                T* out, int64_t ldo, int64_t H) {
+__global__ void rms_norm_kernel(const T* x, int64_t ldx, const T* x2, int64_t ldx2, T* res,
+                                int64_t ldr, const T* w, float eps, T* out, int64_t ldo,
+                                int64_t H) {
   __shared__ float scratch[32];
   const int64_t r = blockIdx.x;
   const T* xr = x + r * ldx;
+  const T* x2r = x2 ? x2 + r * ldx2 : nullptr;
   T* rr = res ? res + r * ldr : nullptr;
+  // x, or the stored sum x + x2 (the add op fused in).
+  auto x_at = [&](int64_t i) {
+    return x2r ? round_to<T>(to_f32(xr[i]) + to_f32(x2r[i])) : to_f32(xr[i]);
+  };
   float ss = 0.f;
   for (int64_t i = threadIdx.x; i < H; i += blockDim.x) {
-    float v = to_f32(xr[i]);
+    float v = x_at(i);
     if (rr) {
       const T stored = from_f32<T>(v + to_f32(rr[i]));
       rr[i] = stored;
@@ -38,7 +44,7 @@ __global__ void rms_norm_kernel(const T* x, int64_t ldx, T* res, int64_t ldr, co
   T* orow = out + r * ldo;
   for (int64_t i = threadIdx.x; i < H; i += blockDim.x) {
     // Same thread, same index as the first loop: the residual it wrote is visible to it.
-    const float v = rr ? to_f32(rr[i]) : to_f32(xr[i]);
+    const float v = rr ? to_f32(rr[i]) : x_at(i);
     orow[i] = from_f32<T>(round_to<T>(v * inv) * to_f32(w[i]));
   }
 }
@@ -83,17 +89,20 @@ __device__ __forceinline__ void store_chunk(T* p, const Chunk<T>& c) {
 
 // One block per row; thread t owns chunks t, t + blockDim, ... (at most kMaxChunksPerThread).
 template <class T>
-__global__ void rms_norm_registers_kernel(const T* x, int64_t ldx, T* res, int64_t ldr, const T* w,
-                                          float eps, T* out, int64_t ldo, int64_t H) {
+__global__ void rms_norm_registers_kernel(const T* x, int64_t ldx, const T* x2, int64_t ldx2,
+                                          T* res, int64_t ldr, const T* w, float eps, T* out,
+                                          int64_t ldo, int64_t H) {
   constexpr int V = Chunk<T>::kValues;
   __shared__ float scratch[32];
   const int64_t r = blockIdx.x, chunks = H / V;
-  Chunk<T> xc[kMaxChunksPerThread], rc[kMaxChunksPerThread], wc[kMaxChunksPerThread];
+  Chunk<T> xc[kMaxChunksPerThread], x2c[kMaxChunksPerThread], rc[kMaxChunksPerThread],
+      wc[kMaxChunksPerThread];
 #pragma unroll
   for (int k = 0; k < kMaxChunksPerThread; ++k) {  // every load issued before any use
     const int64_t c = threadIdx.x + static_cast<int64_t>(k) * blockDim.x;
     if (c >= chunks) break;
     xc[k] = load_chunk(x + r * ldx + c * V);
+    if (x2) x2c[k] = load_chunk(x2 + r * ldx2 + c * V);
     if (res) rc[k] = load_chunk(res + r * ldr + c * V);
     wc[k] = load_chunk(w + c * V);
   }
@@ -104,6 +113,7 @@ __global__ void rms_norm_registers_kernel(const T* x, int64_t ldx, T* res, int64
     if (c >= chunks) break;
 #pragma unroll
     for (int i = 0; i < V; ++i) {
+      if (x2) xc[k].v[i] = from_f32<T>(to_f32(xc[k].v[i]) + to_f32(x2c[k].v[i]));
       if (res) xc[k].v[i] = from_f32<T>(to_f32(xc[k].v[i]) + to_f32(rc[k].v[i]));
       const float v = to_f32(xc[k].v[i]);
       ss += v * v;
@@ -174,17 +184,18 @@ __global__ void gated_rms_norm_registers_kernel(const T* y, int64_t ldy, const T
 // weight (the same for every row: cache hits) and the output. No shared memory, no block barrier.
 template <class T, int CPL>
 __global__ void __launch_bounds__(32)
-    rms_norm_warp_kernel(const T* x, int64_t ldx, T* res, int64_t ldr, const T* w, float eps,
-                         T* out, int64_t ldo, int64_t H) {
+    rms_norm_warp_kernel(const T* x, int64_t ldx, const T* x2, int64_t ldx2, T* res, int64_t ldr,
+                         const T* w, float eps, T* out, int64_t ldo, int64_t H) {
   constexpr int V = Chunk<T>::kValues;
   const int64_t r = blockIdx.x, chunks = H / V;
   const int lane = threadIdx.x;
-  Chunk<T> xc[CPL], rc[CPL];
+  Chunk<T> xc[CPL], x2c[CPL], rc[CPL];
 #pragma unroll
   for (int k = 0; k < CPL; ++k) {  // every load issued before any use
     const int64_t c = lane + 32 * k;
     if (c >= chunks) break;
     xc[k] = load_chunk(x + r * ldx + c * V);
+    if (x2) x2c[k] = load_chunk(x2 + r * ldx2 + c * V);
     if (res) rc[k] = load_chunk(res + r * ldr + c * V);
   }
   float ss = 0.f;
@@ -194,6 +205,7 @@ __global__ void __launch_bounds__(32)
     if (c >= chunks) break;
 #pragma unroll
     for (int i = 0; i < V; ++i) {
+      if (x2) xc[k].v[i] = from_f32<T>(to_f32(xc[k].v[i]) + to_f32(x2c[k].v[i]));
       if (res) xc[k].v[i] = from_f32<T>(to_f32(xc[k].v[i]) + to_f32(rc[k].v[i]));
       const float v = to_f32(xc[k].v[i]);
       ss += v * v;
@@ -284,27 +296,30 @@ int threads_for(int64_t width) {
 
 }  // namespace
 
-void launch_rms_norm(const Mat& x, const Mat& residual, const Vec& weight, float eps,
+void launch_rms_norm(const Mat& x, const Mat& x2, const Mat& residual, const Vec& weight, float eps,
                      const Mat& out, void* stream) {
   if (x.rows == 0) return;
   with_act(x.dt, [&](auto tag) {
     using T = decltype(tag);
     constexpr int V = Chunk<T>::kValues;
-    const bool has_res = residual.p != nullptr;
+    const bool has_res = residual.p != nullptr, has_x2 = x2.p != nullptr;
     const int rt = x.cols % V == 0 ? register_threads(x.cols / V) : 0;
     if (rt > 0 && x.ld % V == 0 && out.ld % V == 0 && (!has_res || residual.ld % V == 0) &&
-        aligned16(x.p) && aligned16(out.p) && aligned16(residual.p) && aligned16(weight.p)) {
+        (!has_x2 || x2.ld % V == 0) && aligned16(x.p) && aligned16(x2.p) && aligned16(out.p) &&
+        aligned16(residual.p) && aligned16(weight.p)) {
       rms_norm_registers_kernel<T>
           <<<static_cast<unsigned>(x.rows), rt, 0, static_cast<cudaStream_t>(stream)>>>(
-              static_cast<const T*>(x.p), x.ld, static_cast<T*>(residual.p), residual.ld,
-              static_cast<const T*>(weight.p), eps, static_cast<T*>(out.p), out.ld, x.cols);
+              static_cast<const T*>(x.p), x.ld, static_cast<const T*>(x2.p), x2.ld,
+              static_cast<T*>(residual.p), residual.ld, static_cast<const T*>(weight.p), eps,
+              static_cast<T*>(out.p), out.ld, x.cols);
       STRATA_CUDA_LAUNCH_CHECK();
       return;
     }
     rms_norm_kernel<T><<<static_cast<unsigned>(x.rows), threads_for(x.cols), 0,
                          static_cast<cudaStream_t>(stream)>>>(
-        static_cast<const T*>(x.p), x.ld, static_cast<T*>(residual.p), residual.ld,
-        static_cast<const T*>(weight.p), eps, static_cast<T*>(out.p), out.ld, x.cols);
+        static_cast<const T*>(x.p), x.ld, static_cast<const T*>(x2.p), x2.ld,
+        static_cast<T*>(residual.p), residual.ld, static_cast<const T*>(weight.p), eps,
+        static_cast<T*>(out.p), out.ld, x.cols);
     STRATA_CUDA_LAUNCH_CHECK();
   });
 }
@@ -333,24 +348,27 @@ void launch_gated_rms_norm(const Mat& y, const Mat& z, const Vec& weight, int64_
   });
 }
 
-bool rms_norm_warp_fits(const Mat& x, const Mat& residual, const Vec& weight, const Mat& out) {
+bool rms_norm_warp_fits(const Mat& x, const Mat& x2, const Mat& residual, const Vec& weight,
+                        const Mat& out) {
   const int64_t V = 16 / static_cast<int64_t>(dtype_size(x.dt));
-  const bool has_res = residual.p != nullptr;
+  const bool has_res = residual.p != nullptr, has_x2 = x2.p != nullptr;
   return x.cols % V == 0 && x.cols / V <= 32 * kRmsWarpMaxChunksPerLane && x.ld % V == 0 &&
-         out.ld % V == 0 && (!has_res || residual.ld % V == 0) && aligned16(x.p) &&
-         aligned16(out.p) && aligned16(residual.p) && aligned16(weight.p);
+         out.ld % V == 0 && (!has_res || residual.ld % V == 0) && (!has_x2 || x2.ld % V == 0) &&
+         aligned16(x.p) && aligned16(x2.p) && aligned16(out.p) && aligned16(residual.p) &&
+         aligned16(weight.p);
 }
 
-void launch_rms_norm_warp(const Mat& x, const Mat& residual, const Vec& weight, float eps,
-                          const Mat& out, void* stream) {
+void launch_rms_norm_warp(const Mat& x, const Mat& x2, const Mat& residual, const Vec& weight,
+                          float eps, const Mat& out, void* stream) {
   if (x.rows == 0) return;
   with_act(x.dt, [&](auto tag) {
     using T = decltype(tag);
     const int64_t chunks = x.cols / Chunk<T>::kValues;
     auto launch = [&](auto kernel) {
       kernel<<<static_cast<unsigned>(x.rows), 32, 0, static_cast<cudaStream_t>(stream)>>>(
-          static_cast<const T*>(x.p), x.ld, static_cast<T*>(residual.p), residual.ld,
-          static_cast<const T*>(weight.p), eps, static_cast<T*>(out.p), out.ld, x.cols);
+          static_cast<const T*>(x.p), x.ld, static_cast<const T*>(x2.p), x2.ld,
+          static_cast<T*>(residual.p), residual.ld, static_cast<const T*>(weight.p), eps,
+          static_cast<T*>(out.p), out.ld, x.cols);
       STRATA_CUDA_LAUNCH_CHECK();
     };
     static_assert(kRmsWarpMaxChunksPerLane == 12, "the dispatch below covers 4, 8 and 12 chunks");

@@ -26,12 +26,19 @@ bool rms_norm_supports(const RmsNormArgs& a, std::string* why) {
     c.rows(a.residual, a.x.dim(0), a.x.dim(1), "residual");
     c.require(a.residual.raw() != a.out.raw(), "out must not alias residual");
   }
+  if (a.x2.defined()) {
+    c.on_device(a.x2, "x2").same_dtype(a.x, a.x2, "x", "x2");
+    c.rows(a.x2, a.x.dim(0), a.x.dim(1), "x2");
+  }
   return c;
 }
+// The optional tensors as views (p null when absent).
+Mat opt_mat(const Tensor& t) {
+  return t.defined() ? mat_of(t) : Mat{};
+}
 void rms_norm_run(const RmsNormArgs& a, OpContext& ctx) {
-  Mat res;
-  if (a.residual.defined()) res = mat_of(a.residual);
-  launch_rms_norm(mat_of(a.x), res, vec_of(a.weight), a.eps, mat_of(a.out), stream_of(ctx));
+  launch_rms_norm(mat_of(a.x), opt_mat(a.x2), opt_mat(a.residual), vec_of(a.weight), a.eps,
+                  mat_of(a.out), stream_of(ctx));
 }
 
 bool gated_supports(const GatedRmsNormArgs& a, std::string* why) {
@@ -72,17 +79,15 @@ bool rms_norm_warp_supports(const RmsNormArgs& a, std::string* why) {
             "disabled by STRATA_CUDA_DISABLE_KERNELS");
   c.require(a.x.dim(0) >= rms_warp_min_rows(),
             fmt::format("{} rows (the warp form from {})", a.x.dim(0), rms_warp_min_rows()));
-  Mat res;
-  if (a.residual.defined()) res = mat_of(a.residual);
-  c.require(rms_norm_warp_fits(mat_of(a.x), res, vec_of(a.weight), mat_of(a.out)),
+  c.require(rms_norm_warp_fits(mat_of(a.x), opt_mat(a.x2), opt_mat(a.residual), vec_of(a.weight),
+                               mat_of(a.out)),
             fmt::format("rows not 16-byte aligned or wider than {} chunks of 16 bytes",
                         32 * kRmsWarpMaxChunksPerLane));
   return c;
 }
 void rms_norm_warp_run(const RmsNormArgs& a, OpContext& ctx) {
-  Mat res;
-  if (a.residual.defined()) res = mat_of(a.residual);
-  launch_rms_norm_warp(mat_of(a.x), res, vec_of(a.weight), a.eps, mat_of(a.out), stream_of(ctx));
+  launch_rms_norm_warp(mat_of(a.x), opt_mat(a.x2), opt_mat(a.residual), vec_of(a.weight), a.eps,
+                       mat_of(a.out), stream_of(ctx));
 }
 
 // One warp per (row, group): aligned rows, groups of at most 256 16-byte chunks.
