@@ -50,18 +50,27 @@ Tensor empty(const Shape& s, DType dt = DType::BF16) {
   return Tensor::empty(s, dt, Device::Cuda);
 }
 
+// x + residual (+ x2: the MoE block's add fused in), then the norm.
+SmallRow rms_norm_bench(const char* kernel, int64_t T, bool x2) {
+  const double bytes = (x2 ? 5.0 : 4.0) * static_cast<double>(T * kHidden) * 2.0;
+  return time_op<RmsNormArgs>(
+      kernel, fmt::format("nano3 T={} H={} +residual{}", T, kHidden, x2 ? " +x2" : ""), bytes,
+      [=](int) {
+        RmsNormArgs a;
+        a.x = act(Shape{T, kHidden});
+        if (x2) a.x2 = act(Shape{T, kHidden});
+        a.residual = act(Shape{T, kHidden});
+        a.weight = act(Shape{kHidden}, 1.5f);
+        a.eps = 1e-5f;
+        a.out = empty(Shape{T, kHidden});
+        return a;
+      });
+}
 SmallRow rms_norm_row(const char* kernel, int64_t T) {
-  const double bytes = 4.0 * static_cast<double>(T * kHidden) * 2.0;  // x, residual r+w, out
-  return time_op<RmsNormArgs>(kernel, fmt::format("nano3 T={} H={} +residual", T, kHidden), bytes,
-                              [=](int) {
-                                RmsNormArgs a;
-                                a.x = act(Shape{T, kHidden});
-                                a.residual = act(Shape{T, kHidden});
-                                a.weight = act(Shape{kHidden}, 1.5f);
-                                a.eps = 1e-5f;
-                                a.out = empty(Shape{T, kHidden});
-                                return a;
-                              });
+  return rms_norm_bench(kernel, T, false);
+}
+SmallRow rms_norm_x2_row(const char* kernel, int64_t T) {
+  return rms_norm_bench(kernel, T, true);
 }
 
 SmallRow gated_row(const char* kernel, int64_t T) {
@@ -146,6 +155,8 @@ std::vector<SmallRow> run_small_rows(const std::string& only) {
     };
     add("rms_norm", "cuda.warp", rms_norm_row);
     add("rms_norm", "cuda", rms_norm_row);
+    add("rms_norm+x2", "cuda.warp", rms_norm_x2_row);
+    add("rms_norm+x2", "cuda", rms_norm_x2_row);
     add("gated_rms_norm", "cuda.warp", gated_row);
     add("gated_rms_norm", "cuda", gated_row);
     add("conv1d_prefill", "cuda", conv_row);

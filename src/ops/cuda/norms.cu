@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <type_traits>
 
 namespace strata::cuda {
 
@@ -77,6 +78,27 @@ struct alignas(16) Chunk {
   T v[kValues];
 };
 constexpr int kMaxChunksPerThread = 4;
+
+// a + b per value, rounded to T (bf16: on packed pairs).
+template <class T>
+__device__ __forceinline__ Chunk<T> add_chunks(const Chunk<T>& a, const Chunk<T>& b) {
+  Chunk<T> o;
+  if constexpr (std::is_same_v<T, bf16>) {
+    const auto* pa = reinterpret_cast<const __nv_bfloat162*>(a.v);
+    const auto* pb = reinterpret_cast<const __nv_bfloat162*>(b.v);
+    auto* po = reinterpret_cast<__nv_bfloat162*>(o.v);
+#pragma unroll
+    for (int i = 0; i < Chunk<T>::kValues / 2; ++i) {
+      const float2 fa = __bfloat1622float2(pa[i]), fb = __bfloat1622float2(pb[i]);
+      po[i] = __floats2bfloat162_rn(fa.x + fb.x, fa.y + fb.y);
+    }
+  } else {
+#pragma unroll
+    for (int i = 0; i < Chunk<T>::kValues; ++i)
+      o.v[i] = from_f32<T>(to_f32(a.v[i]) + to_f32(b.v[i]));
+  }
+  return o;
+}
 
 template <class T>
 __device__ __forceinline__ Chunk<T> load_chunk(const T* p) {
@@ -187,43 +209,47 @@ __global__ void __launch_bounds__(32)
     rms_norm_warp_kernel(const T* x, int64_t ldx, const T* x2, int64_t ldx2, T* res, int64_t ldr,
                          const T* w, float eps, T* out, int64_t ldo, int64_t H) {
   constexpr int V = Chunk<T>::kValues;
-  const int64_t r = blockIdx.x, chunks = H / V;
+  const int64_t r = blockIdx.x;
   const int lane = threadIdx.x;
+  // Chunk k of this lane is chunk lane + 32 k of the row: a constant offset from these.
+  const int n = static_cast<int>((H / V - lane + 31) / 32);  // this lane's chunks (<= CPL)
+  const T* xl = x + r * ldx + lane * V;
+  const T* x2l = x2 ? x2 + r * ldx2 + lane * V : nullptr;
+  T* rl = res ? res + r * ldr + lane * V : nullptr;
   Chunk<T> xc[CPL], x2c[CPL], rc[CPL];
 #pragma unroll
   for (int k = 0; k < CPL; ++k) {  // every load issued before any use
-    const int64_t c = lane + 32 * k;
-    if (c >= chunks) break;
-    xc[k] = load_chunk(x + r * ldx + c * V);
-    if (x2) x2c[k] = load_chunk(x2 + r * ldx2 + c * V);
-    if (res) rc[k] = load_chunk(res + r * ldr + c * V);
+    if (k >= n) break;
+    xc[k] = load_chunk(xl + 32 * k * V);
+    if (x2l) x2c[k] = load_chunk(x2l + 32 * k * V);
+    if (rl) rc[k] = load_chunk(rl + 32 * k * V);
   }
   float ss = 0.f;
 #pragma unroll
   for (int k = 0; k < CPL; ++k) {
-    const int64_t c = lane + 32 * k;
-    if (c >= chunks) break;
+    if (k >= n) break;
+    if (x2l) xc[k] = add_chunks(xc[k], x2c[k]);
+    if (rl) xc[k] = add_chunks(xc[k], rc[k]);
 #pragma unroll
     for (int i = 0; i < V; ++i) {
-      if (x2) xc[k].v[i] = from_f32<T>(to_f32(xc[k].v[i]) + to_f32(x2c[k].v[i]));
-      if (res) xc[k].v[i] = from_f32<T>(to_f32(xc[k].v[i]) + to_f32(rc[k].v[i]));
       const float v = to_f32(xc[k].v[i]);
       ss += v * v;
     }
-    if (res) store_chunk(res + r * ldr + c * V, xc[k]);  // the residual stream, as stored
+    if (rl) store_chunk(rl + 32 * k * V, xc[k]);  // the residual stream, as stored
   }
   ss = warp_sum(ss);  // the whole row is in registers: out may alias x from here
   const float inv = 1.f / sqrtf(ss / static_cast<float>(H) + eps);
+  const T* wl = w + lane * V;
+  T* ol = out + r * ldo + lane * V;
 #pragma unroll
   for (int k = 0; k < CPL; ++k) {
-    const int64_t c = lane + 32 * k;
-    if (c >= chunks) break;
-    const Chunk<T> wc = load_chunk(w + c * V);
+    if (k >= n) break;
+    const Chunk<T> wc = load_chunk(wl + 32 * k * V);
     Chunk<T> o;
 #pragma unroll
     for (int i = 0; i < V; ++i)
       o.v[i] = from_f32<T>(round_to<T>(to_f32(xc[k].v[i]) * inv) * to_f32(wc.v[i]));
-    store_chunk(out + r * ldo + c * V, o);
+    store_chunk(ol + 32 * k * V, o);
   }
 }
 
