@@ -49,16 +49,15 @@ std::vector<OpCase> rms_norm_cases() {
                       {"nano3", 1, Nano3::hidden, true, false},
                       {"nano3", 17, Nano3::hidden, true, true},
                       {"nano3 first layer", 3, Nano3::hidden, false, false},
-                      // The warp form (cuda.warp, from 2 rows): odd token counts, 4 / 8 / 12
-                      // chunks per lane.
+                      // Odd token counts and widths.
                       {"nano3", 2, Nano3::hidden, true, false},
                       {"nano3", 255, Nano3::hidden, true, false},
                       {"nano3", 4097, Nano3::hidden, true, false},
                       {"4 chunks per lane", 6, 1024, false, false},
                       {"8 chunks per lane", 9, 2048, true, false},
                       {"12 chunks per lane", 4, 3072, true, false},
-                      // x + x2 (the MoE block's routed + shared experts) in every form: block
-                      // (T = 1), warp, registers beside the warp (f32), strided (x view, odd).
+                      // x + x2 (the MoE block's routed + shared experts) in both forms:
+                      // registers, strided (x view, odd).
                       {"nano3 +x2", 1, Nano3::hidden, true, false, 1.f, true},
                       {"nano3 +x2", 17, Nano3::hidden, true, false, 1.f, true},
                       {"nano3 +x2", 512, Nano3::hidden, true, false, 1.f, true},
@@ -104,12 +103,14 @@ std::vector<OpCase> gated_norm_cases() {
   const S shapes[] = {{"eps-dominated", 3, 384, 2, 2e-3f},
                       {"nano3", 1, Nano3::d_inner, Nano3::groups},
                       {"nano3", 17, Nano3::d_inner, Nano3::groups},
-                      // The warp form (cuda.warp): odd token counts, 2 / 4 / 8 chunks per lane.
+                      // The warp form (cuda.warp, from 64 rows): odd token counts, 2 / 4 / 8
+                      // chunks per lane (at 4097 rows; the smaller cases take the block form).
                       {"nano3", 2, Nano3::d_inner, Nano3::groups},
                       {"nano3", 255, Nano3::d_inner, Nano3::groups},
                       {"nano3", 4097, Nano3::d_inner, Nano3::groups},
-                      {"groups of 1024", 5, 4096, 4},
-                      {"groups of 2048", 3, 4096, 2},
+                      {"groups of 1024", 65, 4096, 4},
+                      {"groups of 2048", 67, 4096, 2},
+                      {"nano3", 64, Nano3::d_inner, Nano3::groups},
                       {"9b", 3, Nano9B::d_inner, Nano9B::groups},
                       {"odd", 130, 381, 3},
                       {"odd one group", 5, 131, 1}};

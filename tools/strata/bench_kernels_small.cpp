@@ -147,15 +147,14 @@ SmallRow relu2_row(const char* kernel, int64_t T) {
 
 std::vector<SmallRow> run_small_rows(const std::string& only) {
   std::vector<std::pair<std::string, std::function<SmallRow()>>> items;
-  for (int64_t T : {int64_t{1}, int64_t{8}, int64_t{512}, int64_t{2048}}) {
+  for (int64_t T :
+       {int64_t{1}, int64_t{8}, int64_t{32}, int64_t{128}, int64_t{512}, int64_t{2048}}) {
     const auto add = [&](const char* op, const char* kernel,
                          SmallRow (*row)(const char*, int64_t)) {
       items.emplace_back(fmt::format("small-op {} {}, T={}", op, kernel, T),
                          [=] { return row(kernel, T); });
     };
-    add("rms_norm", "cuda.warp", rms_norm_row);
     add("rms_norm", "cuda", rms_norm_row);
-    add("rms_norm+x2", "cuda.warp", rms_norm_x2_row);
     add("rms_norm+x2", "cuda", rms_norm_x2_row);
     add("gated_rms_norm", "cuda.warp", gated_row);
     add("gated_rms_norm", "cuda", gated_row);

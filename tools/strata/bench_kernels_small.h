@@ -1,5 +1,5 @@
 // `strata bench-kernels` small-op rows (--only small-op): the memory-bound ops of a prefill or
-// batched-decode step on Nano-3's shapes at T = 1, 8, 512 and 2,048 tokens, per CUDA kernel (the
+// batched-decode step on Nano-3's shapes at T = 1 to 2,048 tokens, per CUDA kernel (the
 // op's kernels by name, so a new form and the one it replaces are timed side by side). Bytes:
 // what the op must read and write at least; time: one launch, graph replay, inputs rotated over
 // enough copies to exceed the L2 (as the other rows).

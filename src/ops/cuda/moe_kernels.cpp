@@ -87,6 +87,8 @@ bool route_warp_supports(const MoeRouteArgs& a, std::string* why) {
   ArgCheck c(why);
   c.require(!kernel_disabled(MoeRouteArgs::kName, "cuda.warp"),
             "disabled by STRATA_CUDA_DISABLE_KERNELS");
+  c.require(a.logits.dim(0) >= warp_form_min_rows(),
+            fmt::format("{} tokens (the warp form from {})", a.logits.dim(0), warp_form_min_rows()));
   c.require(
       moe_route_warp_fits(route_launch_of(a)),
       fmt::format("{} experts (at most {}), top_k {} (at most 32), n_group {} with topk_group "

@@ -11,7 +11,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <type_traits>
 
 namespace strata::cuda {
 
@@ -78,27 +77,6 @@ struct alignas(16) Chunk {
   T v[kValues];
 };
 constexpr int kMaxChunksPerThread = 4;
-
-// a + b per value, rounded to T (bf16: on packed pairs).
-template <class T>
-__device__ __forceinline__ Chunk<T> add_chunks(const Chunk<T>& a, const Chunk<T>& b) {
-  Chunk<T> o;
-  if constexpr (std::is_same_v<T, bf16>) {
-    const auto* pa = reinterpret_cast<const __nv_bfloat162*>(a.v);
-    const auto* pb = reinterpret_cast<const __nv_bfloat162*>(b.v);
-    auto* po = reinterpret_cast<__nv_bfloat162*>(o.v);
-#pragma unroll
-    for (int i = 0; i < Chunk<T>::kValues / 2; ++i) {
-      const float2 fa = __bfloat1622float2(pa[i]), fb = __bfloat1622float2(pb[i]);
-      po[i] = __floats2bfloat162_rn(fa.x + fb.x, fa.y + fb.y);
-    }
-  } else {
-#pragma unroll
-    for (int i = 0; i < Chunk<T>::kValues; ++i)
-      o.v[i] = from_f32<T>(to_f32(a.v[i]) + to_f32(b.v[i]));
-  }
-  return o;
-}
 
 template <class T>
 __device__ __forceinline__ Chunk<T> load_chunk(const T* p) {
@@ -198,58 +176,6 @@ __global__ void gated_rms_norm_registers_kernel(const T* y, int64_t ldy, const T
     for (int i = 0; i < V; ++i)
       o.v[i] = from_f32<T>(round_to<T>(gated[k][i] * inv) * to_f32(wc[k].v[i]));
     store_chunk(out + r * ldo + g0 + c * V, o);
-  }
-}
-
-// One warp per row, one warp per block (`cuda.warp`): the row's x and residual chunks (at most
-// 32 x CPL) in registers, the residual sum stored, the sum of squares by shuffles, then the
-// weight (the same for every row: cache hits) and the output. No shared memory, no block barrier.
-template <class T, int CPL>
-__global__ void __launch_bounds__(32)
-    rms_norm_warp_kernel(const T* x, int64_t ldx, const T* x2, int64_t ldx2, T* res, int64_t ldr,
-                         const T* w, float eps, T* out, int64_t ldo, int64_t H) {
-  constexpr int V = Chunk<T>::kValues;
-  const int64_t r = blockIdx.x;
-  const int lane = threadIdx.x;
-  // Chunk k of this lane is chunk lane + 32 k of the row: a constant offset from these.
-  const int n = static_cast<int>((H / V - lane + 31) / 32);  // this lane's chunks (<= CPL)
-  const T* xl = x + r * ldx + lane * V;
-  const T* x2l = x2 ? x2 + r * ldx2 + lane * V : nullptr;
-  T* rl = res ? res + r * ldr + lane * V : nullptr;
-  Chunk<T> xc[CPL], x2c[CPL], rc[CPL];
-#pragma unroll
-  for (int k = 0; k < CPL; ++k) {  // every load issued before any use
-    if (k >= n) break;
-    xc[k] = load_chunk(xl + 32 * k * V);
-    if (x2l) x2c[k] = load_chunk(x2l + 32 * k * V);
-    if (rl) rc[k] = load_chunk(rl + 32 * k * V);
-  }
-  float ss = 0.f;
-#pragma unroll
-  for (int k = 0; k < CPL; ++k) {
-    if (k >= n) break;
-    if (x2l) xc[k] = add_chunks(xc[k], x2c[k]);
-    if (rl) xc[k] = add_chunks(xc[k], rc[k]);
-#pragma unroll
-    for (int i = 0; i < V; ++i) {
-      const float v = to_f32(xc[k].v[i]);
-      ss += v * v;
-    }
-    if (rl) store_chunk(rl + 32 * k * V, xc[k]);  // the residual stream, as stored
-  }
-  ss = warp_sum(ss);  // the whole row is in registers: out may alias x from here
-  const float inv = 1.f / sqrtf(ss / static_cast<float>(H) + eps);
-  const T* wl = w + lane * V;
-  T* ol = out + r * ldo + lane * V;
-#pragma unroll
-  for (int k = 0; k < CPL; ++k) {
-    if (k >= n) break;
-    const Chunk<T> wc = load_chunk(wl + 32 * k * V);
-    Chunk<T> o;
-#pragma unroll
-    for (int i = 0; i < V; ++i)
-      o.v[i] = from_f32<T>(round_to<T>(to_f32(xc[k].v[i]) * inv) * to_f32(wc.v[i]));
-    store_chunk(ol + 32 * k * V, o);
   }
 }
 
@@ -371,39 +297,6 @@ void launch_gated_rms_norm(const Mat& y, const Mat& z, const Vec& weight, int64_
         static_cast<const T*>(y.p), y.ld, static_cast<const T*>(z.p), z.ld,
         static_cast<const T*>(weight.p), gs, eps, static_cast<T*>(out.p), out.ld);
     STRATA_CUDA_LAUNCH_CHECK();
-  });
-}
-
-bool rms_norm_warp_fits(const Mat& x, const Mat& x2, const Mat& residual, const Vec& weight,
-                        const Mat& out) {
-  const int64_t V = 16 / static_cast<int64_t>(dtype_size(x.dt));
-  const bool has_res = residual.p != nullptr, has_x2 = x2.p != nullptr;
-  return x.cols % V == 0 && x.cols / V <= 32 * kRmsWarpMaxChunksPerLane && x.ld % V == 0 &&
-         out.ld % V == 0 && (!has_res || residual.ld % V == 0) && (!has_x2 || x2.ld % V == 0) &&
-         aligned16(x.p) && aligned16(x2.p) && aligned16(out.p) && aligned16(residual.p) &&
-         aligned16(weight.p);
-}
-
-void launch_rms_norm_warp(const Mat& x, const Mat& x2, const Mat& residual, const Vec& weight,
-                          float eps, const Mat& out, void* stream) {
-  if (x.rows == 0) return;
-  with_act(x.dt, [&](auto tag) {
-    using T = decltype(tag);
-    const int64_t chunks = x.cols / Chunk<T>::kValues;
-    auto launch = [&](auto kernel) {
-      kernel<<<static_cast<unsigned>(x.rows), 32, 0, static_cast<cudaStream_t>(stream)>>>(
-          static_cast<const T*>(x.p), x.ld, static_cast<const T*>(x2.p), x2.ld,
-          static_cast<T*>(residual.p), residual.ld, static_cast<const T*>(weight.p), eps,
-          static_cast<T*>(out.p), out.ld, x.cols);
-      STRATA_CUDA_LAUNCH_CHECK();
-    };
-    static_assert(kRmsWarpMaxChunksPerLane == 12, "the dispatch below covers 4, 8 and 12 chunks");
-    if (chunks <= 128)
-      launch(rms_norm_warp_kernel<T, 4>);
-    else if (chunks <= 256)
-      launch(rms_norm_warp_kernel<T, 8>);
-    else
-      launch(rms_norm_warp_kernel<T, 12>);
   });
 }
 

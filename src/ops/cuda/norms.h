@@ -13,16 +13,9 @@ void launch_rms_norm(const Mat& x, const Mat& x2, const Mat& residual, const Vec
 void launch_gated_rms_norm(const Mat& y, const Mat& z, const Vec& weight, int64_t groups, float eps,
                            const Mat& out, void* stream);
 
-// RMSNorm with one warp per row (`cuda.warp`): 16-byte aligned rows of at most
-// 32 x kRmsWarpMaxChunksPerLane 16-byte chunks (Nano-3: 2,688 bf16 values = 336 chunks).
-constexpr int64_t kRmsWarpMaxChunksPerLane = 12;
-bool rms_norm_warp_fits(const Mat& x, const Mat& x2, const Mat& residual, const Vec& weight,
-                        const Mat& out);
-void launch_rms_norm_warp(const Mat& x, const Mat& x2, const Mat& residual, const Vec& weight,
-                          float eps, const Mat& out, void* stream);
-
 // The gated norm with one warp per (row, group) (`cuda.warp`): 16-byte aligned rows and groups
 // of at most 32 x kWarpMaxChunksPerLane 16-byte chunks (Nano-3: 512 bf16 values = 64 chunks).
+// From warp_form_min_rows() rows (kernel_support.h).
 constexpr int64_t kWarpMaxChunksPerLane = 8;
 bool gated_rms_norm_warp_fits(const Mat& y, const Mat& z, const Vec& weight, int64_t groups,
                               const Mat& out);

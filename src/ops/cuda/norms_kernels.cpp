@@ -1,8 +1,5 @@
 // Registrations of rms_norm and gated_rms_norm on the CUDA backend.
 #ifdef STRATA_HAVE_CUDA
-#include <algorithm>
-#include <cstdlib>
-
 #include "ops/cuda/kernel_support.h"
 #include "ops/cuda/norms.h"
 #include "ops/ops.h"
@@ -61,41 +58,14 @@ void gated_run(const GatedRmsNormArgs& a, OpContext& ctx) {
                         stream_of(ctx));
 }
 
-// Rows from which rms_norm runs one warp per row (below: the block form). Default 2: batch-1
-// decode keeps the block form; STRATA_RMS_NORM_WARP_MIN_ROWS overrides (A/B).
-int64_t rms_warp_min_rows() {
-  static const int64_t rows = [] {
-    const char* v = std::getenv("STRATA_RMS_NORM_WARP_MIN_ROWS");
-    return v ? std::max<int64_t>(1, std::atoll(v)) : int64_t{2};
-  }();
-  return rows;
-}
-
-// One warp per row: aligned rows of at most 384 16-byte chunks, from rms_warp_min_rows() rows.
-bool rms_norm_warp_supports(const RmsNormArgs& a, std::string* why) {
-  if (!rms_norm_supports(a, why)) return false;
-  ArgCheck c(why);
-  c.require(!kernel_disabled(RmsNormArgs::kName, "cuda.warp"),
-            "disabled by STRATA_CUDA_DISABLE_KERNELS");
-  c.require(a.x.dim(0) >= rms_warp_min_rows(),
-            fmt::format("{} rows (the warp form from {})", a.x.dim(0), rms_warp_min_rows()));
-  c.require(rms_norm_warp_fits(mat_of(a.x), opt_mat(a.x2), opt_mat(a.residual), vec_of(a.weight),
-                               mat_of(a.out)),
-            fmt::format("rows not 16-byte aligned or wider than {} chunks of 16 bytes",
-                        32 * kRmsWarpMaxChunksPerLane));
-  return c;
-}
-void rms_norm_warp_run(const RmsNormArgs& a, OpContext& ctx) {
-  launch_rms_norm_warp(mat_of(a.x), opt_mat(a.x2), opt_mat(a.residual), vec_of(a.weight), a.eps,
-                       mat_of(a.out), stream_of(ctx));
-}
-
 // One warp per (row, group): aligned rows, groups of at most 256 16-byte chunks.
 bool gated_warp_supports(const GatedRmsNormArgs& a, std::string* why) {
   if (!gated_supports(a, why)) return false;
   ArgCheck c(why);
   c.require(!kernel_disabled(GatedRmsNormArgs::kName, "cuda.warp"),
             "disabled by STRATA_CUDA_DISABLE_KERNELS");
+  c.require(a.y.dim(0) >= warp_form_min_rows(),
+            fmt::format("{} rows (the warp form from {})", a.y.dim(0), warp_form_min_rows()));
   c.require(
       gated_rms_norm_warp_fits(mat_of(a.y), mat_of(a.z), vec_of(a.weight), a.groups, mat_of(a.out)),
       fmt::format("rows not 16-byte aligned or groups wider than {} chunks of 16 bytes",
@@ -109,10 +79,8 @@ void gated_warp_run(const GatedRmsNormArgs& a, OpContext& ctx) {
 
 }  // namespace
 
-// The first that supports the arguments runs; STRATA_CUDA_DISABLE_KERNELS=rms_norm:cuda.warp
-// (gated_rms_norm:cuda.warp) gives the block form for A/B.
-STRATA_REGISTER_KERNEL(RmsNormArgs, "cuda.warp", Device::Cuda, rms_norm_warp_supports,
-                       rms_norm_warp_run);
+// The first that supports the arguments runs; STRATA_CUDA_DISABLE_KERNELS=gated_rms_norm:cuda.warp
+// gives the block form for A/B.
 STRATA_REGISTER_KERNEL(RmsNormArgs, "cuda", Device::Cuda, rms_norm_supports, rms_norm_run);
 STRATA_REGISTER_KERNEL(GatedRmsNormArgs, "cuda.warp", Device::Cuda, gated_warp_supports,
                        gated_warp_run);
