@@ -48,7 +48,7 @@ std::vector<OpCase> conv_cases() {
       {"nano3", Nano3::conv_dim, {255}, {0}},
       {"nano3", Nano3::conv_dim, {512}, {1}},
       {"nano3", Nano3::conv_dim, {4097}, {1}},
-      // Two channels per thread (C % 4 == 2), runs across sequences.
+      // An even width that is not a multiple of 4, runs across sequences.
       {"pairs", 6146, {1, 2, 3, 15, 16, 33, 1}, {1, 0, 1, 1, 0, 1, 1}},
   };
   std::vector<OpCase> out;

@@ -57,62 +57,43 @@ __global__ void conv1d_prefill_kernel(const T* x, int64_t ldx, const T* w, const
   out[t * ldo + c] = from_f32<T>(siluf_(acc));
 }
 
-// Prefill, bf16, width KC, CPT channels per thread (2: one bf16x2; 4: two, one 8-byte load)
-// over a run of kRun consecutive tokens: each x row is read once and the window slides in
-// registers (the one-thread-per-token kernel above reads every x value K times with 2-byte
-// loads). The run's x rows are loaded first (kPreload), every load in flight at once: loading
-// each token's row after storing the previous output made the thread wait one memory latency
-// per token. A run may cross sequence boundaries: the window restarts from the next sequence's
-// state (or zeros) there.
+// Prefill, bf16, width KC, two channels per thread (bf16x2) over a run of kRun consecutive
+// tokens: each x row is read once and the window slides in registers (the one-thread-per-token
+// kernel above reads every x value K times with 2-byte loads). A run may cross sequence
+// boundaries: the window restarts from the next sequence's state (or zeros) there.
 constexpr int kRun = 16;
 
-// CPT / 2 bf16 pairs at p as floats (P pairs = 4 P bytes in one load).
-template <int P>
-struct Pairs {
-  float2 v[P];
-};
-template <int P>
-__device__ __forceinline__ Pairs<P> load_pairs(const bf16* p) {
-  Pairs<P> r;
-  if constexpr (P == 1) {
-    r.v[0] = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(p));
-  } else {
-    static_assert(P == 2, "one or two pairs");
-    const uint2 u = *reinterpret_cast<const uint2*>(p);
-    r.v[0] = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&u.x));
-    r.v[1] = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&u.y));
-  }
-  return r;
-}
-
-template <int KC, bool kPreload, int CPT>
+template <int KC, bool kPreload>
 __global__ void __launch_bounds__(kThreads)
     conv1d_prefill_runs_kernel(const bf16* __restrict__ x, int64_t ldx, const bf16* __restrict__ w,
                                const bf16* __restrict__ bias, const bf16* __restrict__ states,
                                int64_t num_slots, const int32_t* cu, const int32_t* slots,
                                const int32_t* has_init, int nseq, int64_t tokens,
                                bf16* __restrict__ out, int64_t ldo, int64_t C, int* errors) {
-  constexpr int P = CPT / 2;
-  const int64_t c = CPT * (static_cast<int64_t>(blockIdx.y) * blockDim.x + threadIdx.x);
+  const int64_t c = 2 * (static_cast<int64_t>(blockIdx.y) * blockDim.x + threadIdx.x);
   const int64_t t0 = static_cast<int64_t>(blockIdx.x) * kRun;
   if (c >= C || t0 >= tokens) return;
   const int n = static_cast<int>(min(tokens - t0, static_cast<int64_t>(kRun)));
-  Pairs<P> xs[kRun];
+  auto pair_at = [](const bf16* p) {
+    return __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(p));
+  };
+  // The run's x pairs first, every load in flight at once: a load-compute-store chain per
+  // token made the kernel wait one memory latency per token.
+  float2 xs[kRun];
 #pragma unroll
   for (int i = 0; i < kRun; ++i)
-    if (kPreload && i < n) xs[i] = load_pairs<P>(x + (t0 + i) * ldx + c);
-  float wt[CPT][KC], bs[CPT];
+    if (kPreload && i < n) xs[i] = pair_at(x + (t0 + i) * ldx + c);
+  float w0[KC], w1[KC];
 #pragma unroll
-  for (int j = 0; j < CPT; ++j) {
-#pragma unroll
-    for (int k = 0; k < KC; ++k)
-      wt[j][k] = to_f32(w[(c + j) * KC + k]);
-    bs[j] = to_f32(bias[c + j]);
+  for (int k = 0; k < KC; ++k) {
+    w0[k] = to_f32(w[c * KC + k]);
+    w1[k] = to_f32(w[(c + 1) * KC + k]);
   }
+  const float b0 = to_f32(bias[c]), b1 = to_f32(bias[c + 1]);
 
   int b = find_sequence(cu, nseq, t0);
   int64_t end = 0;
-  float win[CPT][KC - 1];  // per channel, the K-1 values before the current token, oldest first
+  float win0[KC - 1], win1[KC - 1];  // the K-1 values before the current token, oldest first
   // Window of sequence b for its local position `local`: earlier tokens of the sequence, then
   // the state's rows (has_initial), else zeros.
   auto enter = [&](int64_t local) {
@@ -125,22 +106,15 @@ __global__ void __launch_bounds__(kThreads)
       from_state = false;
     }
 #pragma unroll
-    for (int q = 0; q < KC - 1; ++q) {
-      const int64_t pos = local - (KC - 1) + q;
-      Pairs<P> v;
-#pragma unroll
-      for (int h = 0; h < P; ++h)
-        v.v[h] = make_float2(0.f, 0.f);
+    for (int j = 0; j < KC - 1; ++j) {
+      const int64_t pos = local - (KC - 1) + j;
+      float2 v = make_float2(0.f, 0.f);
       if (pos >= 0)
-        v = load_pairs<P>(x + (start + pos) * ldx + c);
+        v = pair_at(x + (start + pos) * ldx + c);
       else if (from_state)
-        v = load_pairs<P>(states + (static_cast<int64_t>(slot) * (KC - 1) + (KC - 1) + pos) * C +
-                          c);
-#pragma unroll
-      for (int h = 0; h < P; ++h) {
-        win[2 * h][q] = v.v[h].x;
-        win[2 * h + 1][q] = v.v[h].y;
-      }
+        v = pair_at(states + (static_cast<int64_t>(slot) * (KC - 1) + (KC - 1) + pos) * C + c);
+      win0[j] = v.x;
+      win1[j] = v.y;
     }
   };
   enter(t0 - cu[b]);
@@ -152,44 +126,24 @@ __global__ void __launch_bounds__(kThreads)
       ++b;
       enter(t - cu[b]);
     }
-    const Pairs<P> xv = kPreload ? xs[i] : load_pairs<P>(x + t * ldx + c);
-    float cur[CPT];
+    const float2 xv = kPreload ? xs[i] : pair_at(x + t * ldx + c);
+    float a0 = b0, a1 = b1;
 #pragma unroll
-    for (int h = 0; h < P; ++h) {
-      cur[2 * h] = xv.v[h].x;
-      cur[2 * h + 1] = xv.v[h].y;
+    for (int k = 0; k < KC - 1; ++k) {
+      a0 += w0[k] * win0[k];
+      a1 += w1[k] * win1[k];
     }
-    __nv_bfloat162 o[P];
+    a0 += w0[KC - 1] * xv.x;
+    a1 += w1[KC - 1] * xv.y;
+    *reinterpret_cast<__nv_bfloat162*>(out + t * ldo + c) =
+        __floats2bfloat162_rn(siluf_(a0), siluf_(a1));
 #pragma unroll
-    for (int h = 0; h < P; ++h) {
-      float acc[2];
-#pragma unroll
-      for (int e = 0; e < 2; ++e) {
-        const int j = 2 * h + e;
-        float a = bs[j];
-#pragma unroll
-        for (int k = 0; k < KC - 1; ++k)
-          a += wt[j][k] * win[j][k];
-        a += wt[j][KC - 1] * cur[j];
-        acc[e] = siluf_(a);
-      }
-      o[h] = __floats2bfloat162_rn(acc[0], acc[1]);
+    for (int k = 0; k + 1 < KC - 1; ++k) {
+      win0[k] = win0[k + 1];
+      win1[k] = win1[k + 1];
     }
-    if constexpr (P == 1) {
-      *reinterpret_cast<__nv_bfloat162*>(out + t * ldo + c) = o[0];
-    } else {
-      uint2 u;
-      u.x = *reinterpret_cast<const uint32_t*>(&o[0]);
-      u.y = *reinterpret_cast<const uint32_t*>(&o[1]);
-      *reinterpret_cast<uint2*>(out + t * ldo + c) = u;
-    }
-#pragma unroll
-    for (int j = 0; j < CPT; ++j) {
-#pragma unroll
-      for (int k = 0; k + 1 < KC - 1; ++k)
-        win[j][k] = win[j][k + 1];
-      win[j][KC - 2] = cur[j];
-    }
+    win0[KC - 2] = xv.x;
+    win1[KC - 2] = xv.y;
   }
 }
 
@@ -263,9 +217,6 @@ __global__ void conv1d_update_kernel(const T* x, int64_t ldx, const T* w, const 
 bool aligned4(const void* p) {
   return reinterpret_cast<uintptr_t>(p) % 4 == 0;
 }
-bool aligned8(const void* p) {
-  return reinterpret_cast<uintptr_t>(p) % 8 == 0;
-}
 
 }  // namespace
 
@@ -282,15 +233,10 @@ void launch_conv1d_prefill(const Conv1dLaunch& p, int* index_errors, void* strea
     const bool runs = std::is_same_v<Tt, bf16> && K == 4 && C % 2 == 0 && p.x.ld % 2 == 0 &&
                       p.out.ld % 2 == 0 && aligned4(p.x.p) && aligned4(p.out.p) &&
                       aligned4(p.states) && aligned4(p.weight) && aligned4(p.bias);
-    // Four channels per thread (8-byte loads, 1 KB of a row per block) where rows allow it.
-    const bool quads = runs && p.quads && C % 4 == 0 && p.x.ld % 4 == 0 && p.out.ld % 4 == 0 &&
-                       aligned8(p.x.p) && aligned8(p.out.p) && aligned8(p.states);
     if (T > 0 && runs) {
-      const int cpt = quads ? 4 : 2;
-      dim3 grid(static_cast<unsigned>((T + kRun - 1) / kRun), grid_1d(C / cpt, kThreads));
-      auto kernel = quads       ? conv1d_prefill_runs_kernel<4, true, 4>
-                    : p.preload ? conv1d_prefill_runs_kernel<4, true, 2>
-                                : conv1d_prefill_runs_kernel<4, false, 2>;
+      dim3 grid(static_cast<unsigned>((T + kRun - 1) / kRun), grid_1d(C / 2, kThreads));
+      auto kernel =
+          p.preload ? conv1d_prefill_runs_kernel<4, true> : conv1d_prefill_runs_kernel<4, false>;
       kernel<<<grid, kThreads, 0, s>>>(
           static_cast<const bf16*>(p.x.p), p.x.ld, static_cast<const bf16*>(p.weight),
           static_cast<const bf16*>(p.bias), static_cast<const bf16*>(p.states), p.num_slots, cu,

@@ -20,9 +20,6 @@ struct Conv1dLaunch {
   // step, the kernel before branch ops4; for A/B, STRATA_CUDA_DISABLE_KERNELS=
   // conv1d_prefill:cuda.preload).
   bool preload = true;
-  // Prefill, bf16 runs: four channels per thread where rows are 8-byte aligned (false: two; for
-  // A/B, STRATA_CUDA_DISABLE_KERNELS=conv1d_prefill:cuda.quads).
-  bool quads = true;
 };
 
 void launch_conv1d_prefill(const Conv1dLaunch& p, int* index_errors, void* stream);

@@ -71,7 +71,6 @@ void prefill_run(const Conv1dPrefillArgs& a, OpContext& ctx) {
   p.slots = vec_of(a.slots);
   p.has_initial = vec_of(a.has_initial);
   p.preload = !kernel_disabled(Conv1dPrefillArgs::kName, "cuda.preload");
-  p.quads = p.preload && !kernel_disabled(Conv1dPrefillArgs::kName, "cuda.quads");
   launch_conv1d_prefill(p, context_of(ctx).index_errors(), stream_of(ctx));
 }
 

@@ -52,17 +52,7 @@ uint32_t alignment_of(const void* p) {
   return al;
 }
 
-constexpr int kMaxAlgoIndex = 15;
-
-int small_n_algo_index() {
-  static const int index = [] {
-    const char* v = std::getenv("STRATA_CUBLASLT_SMALL_N_ALGO");
-    return v ? std::clamp(std::atoi(v), 0, kMaxAlgoIndex) : 0;
-  }();
-  return index;
-}
-
-// An experiment too: STRATA_CUBLASLT_SMALL_N_SPLITK=s splits K of the small matrices' GEMMs
+// An experiment, off by default: STRATA_CUBLASLT_SMALL_N_SPLITK=s splits K of the small GEMMs
 // s ways (partial sums reduced in f32 in the workspace), where cuBLASLt accepts it.
 int small_n_split_k() {
   static const int splits = [] {
@@ -155,18 +145,15 @@ Plan make_plan(cublasLtHandle_t h, const LinearLaunch& p, uint32_t align_x, uint
       pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &align_o, sizeof(align_o)));
   STRATA_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
       pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &align_o, sizeof(align_o)));
-  // The heuristic's first algorithm, or (an experiment for the small matrices, N <= 1024:
-  // STRATA_CUBLASLT_SMALL_N_ALGO=i) its i-th, clamped to those it returns.
-  const int pick = N <= 1024 ? small_n_algo_index() : 0;
-  cublasLtMatmulHeuristicResult_t results[kMaxAlgoIndex + 1]{};
+  cublasLtMatmulHeuristicResult_t result{};
   int found = 0;
-  STRATA_CUBLAS_CHECK(cublasLtMatmulAlgoGetHeuristic(h, pl.op, pl.a, pl.b, pl.d, pl.d, pref,
-                                                     pick + 1, results, &found));
+  STRATA_CUBLAS_CHECK(
+      cublasLtMatmulAlgoGetHeuristic(h, pl.op, pl.a, pl.b, pl.d, pl.d, pref, 1, &result, &found));
   STRATA_CUBLAS_CHECK(cublasLtMatmulPreferenceDestroy(pref));
   if (found == 0)
     fail("cuBLASLt has no algorithm for linear x {}[{}, {}] (ld {}) W {}[{}, {}] -> {}",
          dtype_name(p.x.dt), T, K, p.x.ld, dtype_name(p.wt), N, K, dtype_name(p.out.dt));
-  pl.algo = results[std::min(pick, found - 1)].algo;
+  pl.algo = result.algo;
   if (N <= 1024 && small_n_split_k() > 1) try_split_k(h, pl, small_n_split_k());
   return pl;
 }
