@@ -55,9 +55,12 @@ struct EmbeddingArgs {
 //   no residual:     out = norm(x)
 // norm(v) = act(act(f32(v) * rsqrt(mean(f32(v)^2) + eps)) * weight)  (weight applied after
 // the cast, as vLLM does; for f32 models both casts are identities).
+// With x2 given, x above is act(f32(x) + f32(x2)) first: the add op fused in (the MoE block's
+// routed and shared experts), the same roundings.
 struct RmsNormArgs {
   static constexpr const char* kName = "rms_norm";
   Tensor x;         // [T, H] act
+  Tensor x2;        // [T, H] act, optional second addend of x; undefined = none
   Tensor residual;  // [T, H] act, in/out; undefined = no residual
   Tensor weight;    // [H] act
   float eps = 1e-5f;
@@ -65,6 +68,7 @@ struct RmsNormArgs {
   template <class F>
   void visit(F&& f) {
     f(x, Role::In);
+    if (x2.defined()) f(x2, Role::In);
     if (residual.defined()) f(residual, Role::InOut);
     f(weight, Role::In);
     f(out, Role::Out);

@@ -43,11 +43,27 @@ std::vector<OpCase> rms_norm_cases() {
     int64_t T, H;
     bool residual, x_view;
     float x_std = 1.f;  // small: eps dominates the mean square, so a wrong eps shows
+    bool x2 = false;    // a second addend of x (the MoE's add fused in)
   };
   const S shapes[] = {{"eps-dominated", 5, 257, true, false, 2e-3f},
                       {"nano3", 1, Nano3::hidden, true, false},
                       {"nano3", 17, Nano3::hidden, true, true},
                       {"nano3 first layer", 3, Nano3::hidden, false, false},
+                      // Odd token counts and widths.
+                      {"nano3", 2, Nano3::hidden, true, false},
+                      {"nano3", 255, Nano3::hidden, true, false},
+                      {"nano3", 4097, Nano3::hidden, true, false},
+                      {"4 chunks per lane", 6, 1024, false, false},
+                      {"8 chunks per lane", 9, 2048, true, false},
+                      {"12 chunks per lane", 4, 3072, true, false},
+                      // x + x2 (the MoE block's routed + shared experts) in both forms:
+                      // registers, strided (x view, odd).
+                      {"nano3 +x2", 1, Nano3::hidden, true, false, 1.f, true},
+                      {"nano3 +x2", 17, Nano3::hidden, true, false, 1.f, true},
+                      {"nano3 +x2", 512, Nano3::hidden, true, false, 1.f, true},
+                      {"nano3 +x2 x-view", 3, Nano3::hidden, true, true, 1.f, true},
+                      {"odd +x2", 130, 131, true, true, 1.f, true},
+                      {"odd +x2 no residual", 5, 257, false, false, 1.f, true},
                       {"9b", 3, Nano9B::hidden, true, false},
                       {"odd", 130, 131, true, true},
                       {"odd", 300, 257, false, true}};
@@ -63,14 +79,15 @@ std::vector<OpCase> rms_norm_cases() {
                                       : normal_tensor(rng, Shape{s.T, s.H}, act, s.x_std);
                        if (s.residual)
                          a.residual = normal_tensor(rng, Shape{s.T, s.H}, act, s.x_std);
+                       if (s.x2) a.x2 = normal_tensor(rng, Shape{s.T, s.H}, act, s.x_std);
                        a.weight = uniform_tensor(rng, Shape{s.H}, act, 0.5f, 1.5f);
                        a.eps = 1e-5f;
                        a.out = Tensor::empty(Shape{s.T, s.H}, act);
-                       // Roundings: the residual sum and the normalized value (then the output);
-                       // the sum of squares reduces H terms; one sqrt.
+                       // Roundings: the x + x2 sum, the residual sum and the normalized value
+                       // (then the output); the sum of squares reduces H terms; one sqrt.
                        Tolerance tol;
                        tol.reduction = s.H;
-                       tol.roundings = s.residual ? 2 : 1;
+                       tol.roundings = (s.residual ? 2 : 1) + (s.x2 ? 1 : 0);
                        tol.math = 1;
                        return run_case(a, act, tol);
                      }});
@@ -86,6 +103,14 @@ std::vector<OpCase> gated_norm_cases() {
   const S shapes[] = {{"eps-dominated", 3, 384, 2, 2e-3f},
                       {"nano3", 1, Nano3::d_inner, Nano3::groups},
                       {"nano3", 17, Nano3::d_inner, Nano3::groups},
+                      // The warp form (cuda.warp, from 64 rows): odd token counts, 2 / 4 / 8
+                      // chunks per lane (at 4097 rows; the smaller cases take the block form).
+                      {"nano3", 2, Nano3::d_inner, Nano3::groups},
+                      {"nano3", 255, Nano3::d_inner, Nano3::groups},
+                      {"nano3", 4097, Nano3::d_inner, Nano3::groups},
+                      {"groups of 1024", 65, 4096, 4},
+                      {"groups of 2048", 67, 4096, 2},
+                      {"nano3", 64, Nano3::d_inner, Nano3::groups},
                       {"9b", 3, Nano9B::d_inner, Nano9B::groups},
                       {"odd", 130, 381, 3},
                       {"odd one group", 5, 131, 1}};

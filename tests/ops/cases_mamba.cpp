@@ -40,6 +40,16 @@ std::vector<OpCase> conv_cases() {
       {"odd", 131, {1, 0, 2, 17, 3}, {1, 1, 0, 1, 1}},
       // Runs of 16 tokens crossing several short sequences (the bf16 run kernel).
       {"9b runs", Nano9B::conv_dim, {1, 2, 3, 15, 16, 33, 1}, {1, 0, 1, 1, 0, 1, 1}},
+      // One sequence of odd lengths (partial runs) and a prefill of 512 from the state.
+      {"nano3", Nano3::conv_dim, {1}, {1}},
+      {"nano3", Nano3::conv_dim, {2}, {0}},
+      {"nano3", Nano3::conv_dim, {3}, {1}},
+      {"nano3", Nano3::conv_dim, {17}, {1}},
+      {"nano3", Nano3::conv_dim, {255}, {0}},
+      {"nano3", Nano3::conv_dim, {512}, {1}},
+      {"nano3", Nano3::conv_dim, {4097}, {1}},
+      // An even width that is not a multiple of 4, runs across sequences.
+      {"pairs", 6146, {1, 2, 3, 15, 16, 33, 1}, {1, 0, 1, 1, 0, 1, 1}},
   };
   std::vector<OpCase> out;
   for (const ConvS& s : shapes)

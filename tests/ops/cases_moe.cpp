@@ -80,12 +80,22 @@ Outcome run_route(const RouteS& s, Rng& rng) {
 }
 
 std::vector<OpCase> route_cases() {
-  const RouteS shapes[] = {{"nano3", 1, Nano3::experts, Nano3::top_k, 1, 1, true, 2.5f},
-                           {"nano3", 17, Nano3::experts, Nano3::top_k, 1, 1, true, 2.5f},
-                           {"nano3", 300, Nano3::experts, Nano3::top_k, 1, 1, true, 2.5f},
-                           {"group-limited", 17, 64, 6, 8, 4, true, 1.f},
-                           {"no renorm", 3, 40, 3, 1, 1, false, 1.5f},
-                           {"super", 3, 512, 22, 1, 1, true, 5.f}};
+  const RouteS shapes[] = {
+      {"nano3", 1, Nano3::experts, Nano3::top_k, 1, 1, true, 2.5f},
+      {"nano3", 17, Nano3::experts, Nano3::top_k, 1, 1, true, 2.5f},
+      {"nano3", 300, Nano3::experts, Nano3::top_k, 1, 1, true, 2.5f},
+      {"group-limited", 17, 64, 6, 8, 4, true, 1.f},
+      {"no renorm", 3, 40, 3, 1, 1, false, 1.5f},
+      {"super", 3, 512, 22, 1, 1, true, 5.f},
+      // The warp kernel's (cuda.warp, from 64 tokens) odd token counts, its 8-per-lane form
+      // (E = 200: padded lanes) and groups that are all kept (no masking).
+      {"nano3", 2, Nano3::experts, Nano3::top_k, 1, 1, true, 2.5f},
+      {"nano3", 3, Nano3::experts, Nano3::top_k, 1, 1, true, 2.5f},
+      {"nano3", 255, Nano3::experts, Nano3::top_k, 1, 1, true, 2.5f},
+      {"nano3", 4097, Nano3::experts, Nano3::top_k, 1, 1, true, 2.5f},
+      {"nano3", 64, Nano3::experts, Nano3::top_k, 1, 1, true, 2.5f},
+      {"200 experts", 65, 200, 8, 1, 1, true, 1.f},
+      {"all groups kept", 70, 64, 6, 4, 4, true, 1.f}};
   std::vector<OpCase> out;
   for (const RouteS& s : shapes)
     out.push_back({"moe_route",

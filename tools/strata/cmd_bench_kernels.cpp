@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "bench_kernels_scan.h"
+#include "bench_kernels_small.h"
 #include "bench_kernels_util.h"
 #include "command.h"
 #include "core/check.h"
@@ -437,6 +438,12 @@ void run_bench(const std::string& out_path, const std::string& only) {
   sweep("nano3 router", 128, 2688, bf, f32);
   sweep("nano3 kv_proj", 256, 2688, bf, bf);
   sweep("9b kv_proj", 1024, 4480, bf, bf);
+  // The small bf16 matrices at a batched-decode step and prefills (--only small-op; with
+  // STRATA_CUBLASLT_SMALL_N_SPLITK=s to split K s ways).
+  for (int64_t M : {8, 512, 2048}) {
+    linear("cuda.cublaslt", "nano3 router (small-op)", 128, 2688, bf, false, f32, M);
+    linear("cuda.cublaslt", "nano3 kv_proj (small-op)", 256, 2688, bf, false, bf, M);
+  }
   sweep("nano3 in_proj", 10304, 2688, e4, bf);
   sweep("nano3 out_proj", 2688, 4096, e4, bf);
   sweep("nano3 shared up", 3712, 2688, e4, bf);
@@ -509,6 +516,7 @@ void run_bench(const std::string& out_path, const std::string& only) {
     rows.push_back(r);
   }
   const std::vector<ScanRow> scan_rows = run_scan_rows(only);
+  const std::vector<SmallRow> small_rows = run_small_rows(only);
   if (!out_path.empty()) {
     std::ostringstream f;
     f << fmt::format("GPU: {}\n\n", cuda::device_description());
@@ -519,6 +527,7 @@ void run_bench(const std::string& out_path, const std::string& only) {
                        r.bytes / 1e6, r.us, r.bytes / r.us / 1e3,
                        100.0 * r.bytes / r.us / 1e3 / kCeilingGBs);
     write_scan_rows(f, scan_rows);
+    write_small_rows(f, small_rows);
     io::write_file_atomic(out_path, f.str());
   }
 }

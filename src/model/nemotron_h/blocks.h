@@ -27,7 +27,10 @@ void attention_block(OpContext& ctx, const ModelConfig& c, const AttentionWeight
 // relu² MLP: out = down(relu(up(a))²). Also the MoE's shared expert.
 void mlp_block(OpContext& ctx, const MlpWeights& w, const Tensor& a, Tensor& out);
 
+// out = routed experts + shared expert. With `shared_out` given and a shared expert, the sum is
+// left to the caller: out gets the routed experts and *shared_out the shared expert (the next
+// rms_norm adds them as its x2, the add op fused in).
 void moe_block(OpContext& ctx, const ModelConfig& c, const MoeWeights& w, const Tensor& a,
-               Tensor& out);
+               Tensor& out, Tensor* shared_out = nullptr);
 
 }  // namespace strata::model

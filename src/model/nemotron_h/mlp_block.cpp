@@ -26,7 +26,7 @@ void mlp_block(OpContext& ctx, const MlpWeights& w, const Tensor& a, Tensor& out
 }
 
 void moe_block(OpContext& ctx, const ModelConfig& c, const MoeWeights& w, const Tensor& a,
-               Tensor& out) {
+               Tensor& out, Tensor* shared_out) {
   const int64_t T = a.dim(0), E = c.n_routed_experts, K = c.num_experts_per_tok;
   // The shared expert reads only `a`: on CUDA it runs on the context's side stream while the
   // router and the routed experts run on the step stream (it is enqueued first, so both are in
@@ -59,7 +59,8 @@ void moe_block(OpContext& ctx, const ModelConfig& c, const MoeWeights& w, const 
   route.weights = weights;
   ops::run(ctx, route);
 
-  Tensor routed = w.has_shared ? workspace(ctx, a.shape(), a.dtype()) : out;  // [T, H]
+  const bool add_here = w.has_shared && shared_out == nullptr;
+  Tensor routed = add_here ? workspace(ctx, a.shape(), a.dtype()) : out;  // [T, H]
   ops::MoeExpertsArgs experts;
   experts.x = a;
   experts.up = &w.up;
@@ -70,6 +71,10 @@ void moe_block(OpContext& ctx, const ModelConfig& c, const MoeWeights& w, const 
   ops::run(ctx, experts);
   side.join();
   if (!w.has_shared) return;
+  if (!add_here) {
+    *shared_out = shared;
+    return;
+  }
 
   ops::AddArgs add;
   add.a = routed;

@@ -3,6 +3,7 @@
 // then logits in f32.
 #include "model/nemotron_h/model.h"
 
+#include <cstdlib>
 #include <set>
 #include <string>
 #include <vector>
@@ -11,6 +12,18 @@
 #include "model/nemotron_h/blocks.h"
 
 namespace strata::model {
+
+namespace {
+
+// The MoE block's add (routed + shared experts) fused into the next rms_norm as its x2: one
+// launch and one [T, H] round trip less per MoE layer. STRATA_UNFUSED_MOE_ADD=1 keeps the add op
+// (A/B; the same values either way).
+bool fuse_moe_add() {
+  static const bool on = std::getenv("STRATA_UNFUSED_MOE_ADD") == nullptr;
+  return on;
+}
+
+}  // namespace
 
 NemotronHModel::NemotronHModel(ModelConfig config, ModelWeights weights)
     : config_(std::move(config)), weights_(std::move(weights)) {
@@ -40,11 +53,14 @@ Tensor NemotronHModel::forward(OpContext& ctx, const engine::StepInput& step, ca
   Tensor residual;                                  // [T, H] the residual stream, stored act
   Tensor a = workspace(ctx, Shape{T, H}, act);      // [T, H] normalized mixer input
   Tensor mixed = workspace(ctx, Shape{T, H}, act);  // [T, H] mixer output
+  Tensor mixed2;  // [T, H] a MoE block's shared expert, added by the next norm (fuse_moe_add)
   for (int64_t l = 0; l < c.num_layers(); ++l) {
     const LayerWeights& L = W.layers[static_cast<size_t>(l)];
-    // Layer 0: residual = h, a = norm(h). Later: residual = act(h + residual), a = norm(residual).
+    // Layer 0: residual = h, a = norm(h). Later: residual = act(h + residual), a = norm(residual),
+    // h = act(mixed + mixed2) after a MoE block whose add was left to this norm.
     ops::RmsNormArgs norm;
     norm.x = l == 0 ? h : mixed;
+    if (l > 0) norm.x2 = mixed2;
     if (l > 0) norm.residual = residual;
     norm.weight = L.norm;
     norm.eps = c.norm_eps;
@@ -53,6 +69,7 @@ Tensor NemotronHModel::forward(OpContext& ctx, const engine::StepInput& step, ca
     if (l == 0) residual = h;
 
     const int64_t k = c.kind_index[static_cast<size_t>(l)];
+    mixed2 = Tensor();
     switch (L.kind) {
       case LayerKind::Mamba:
         mamba_block(ctx, c, L.mamba, a, step, cache.mamba, k, mixed);
@@ -64,14 +81,14 @@ Tensor NemotronHModel::forward(OpContext& ctx, const engine::StepInput& step, ca
         mlp_block(ctx, L.mlp, a, mixed);
         break;
       case LayerKind::Moe:
-        moe_block(ctx, c, L.moe, a, mixed);
+        moe_block(ctx, c, L.moe, a, mixed, fuse_moe_add() ? &mixed2 : nullptr);
         break;
     }
   }
 
   // Rows that need logits. Gathering them before norm_f saves the norm and the head on rows
   // nobody reads; the row gather is the embedding op with the hidden states as its table.
-  Tensor last_h = mixed, last_r = residual;
+  Tensor last_h = mixed, last_h2 = mixed2, last_r = residual;
   int64_t R = T;
   if (rows == engine::LogitRows::LastPerSequence && B != T) {
     R = B;
@@ -85,11 +102,13 @@ Tensor NemotronHModel::forward(OpContext& ctx, const engine::StepInput& step, ca
       return g;
     };
     last_h = gather(mixed);
+    if (mixed2.defined()) last_h2 = gather(mixed2);
     last_r = gather(residual);
   }
   Tensor normed = workspace(ctx, Shape{R, H}, act);  // [R, H] norm_f(act(h + residual))
   ops::RmsNormArgs norm_f;
   norm_f.x = last_h;
+  norm_f.x2 = last_h2;
   norm_f.residual = last_r;
   norm_f.weight = W.norm_f;
   norm_f.eps = c.norm_eps;

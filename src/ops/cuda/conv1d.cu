@@ -63,16 +63,26 @@ __global__ void conv1d_prefill_kernel(const T* x, int64_t ldx, const T* w, const
 // boundaries: the window restarts from the next sequence's state (or zeros) there.
 constexpr int kRun = 16;
 
-template <int KC>
+template <int KC, bool kPreload>
 __global__ void __launch_bounds__(kThreads)
-    conv1d_prefill_runs_kernel(const bf16* x, int64_t ldx, const bf16* w, const bf16* bias,
-                               const bf16* states, int64_t num_slots, const int32_t* cu,
-                               const int32_t* slots, const int32_t* has_init, int nseq,
-                               int64_t tokens, bf16* out, int64_t ldo, int64_t C, int* errors) {
+    conv1d_prefill_runs_kernel(const bf16* __restrict__ x, int64_t ldx, const bf16* __restrict__ w,
+                               const bf16* __restrict__ bias, const bf16* __restrict__ states,
+                               int64_t num_slots, const int32_t* cu, const int32_t* slots,
+                               const int32_t* has_init, int nseq, int64_t tokens,
+                               bf16* __restrict__ out, int64_t ldo, int64_t C, int* errors) {
   const int64_t c = 2 * (static_cast<int64_t>(blockIdx.y) * blockDim.x + threadIdx.x);
   const int64_t t0 = static_cast<int64_t>(blockIdx.x) * kRun;
   if (c >= C || t0 >= tokens) return;
-  const int64_t t1 = min(tokens, t0 + kRun);
+  const int n = static_cast<int>(min(tokens - t0, static_cast<int64_t>(kRun)));
+  auto pair_at = [](const bf16* p) {
+    return __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(p));
+  };
+  // The run's x pairs first, every load in flight at once: a load-compute-store chain per
+  // token made the kernel wait one memory latency per token.
+  float2 xs[kRun];
+#pragma unroll
+  for (int i = 0; i < kRun; ++i)
+    if (kPreload && i < n) xs[i] = pair_at(x + (t0 + i) * ldx + c);
   float w0[KC], w1[KC];
 #pragma unroll
   for (int k = 0; k < KC; ++k) {
@@ -80,15 +90,14 @@ __global__ void __launch_bounds__(kThreads)
     w1[k] = to_f32(w[(c + 1) * KC + k]);
   }
   const float b0 = to_f32(bias[c]), b1 = to_f32(bias[c + 1]);
-  auto pair_at = [](const bf16* p) { return __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(p)); };
 
   int b = find_sequence(cu, nseq, t0);
-  int64_t start = 0, end = 0;
+  int64_t end = 0;
   float win0[KC - 1], win1[KC - 1];  // the K-1 values before the current token, oldest first
   // Window of sequence b for its local position `local`: earlier tokens of the sequence, then
   // the state's rows (has_initial), else zeros.
   auto enter = [&](int64_t local) {
-    start = cu[b];
+    const int64_t start = cu[b];
     end = cu[b + 1];
     const int32_t slot = slots[b];
     bool from_state = has_init[b] != 0;
@@ -109,12 +118,15 @@ __global__ void __launch_bounds__(kThreads)
     }
   };
   enter(t0 - cu[b]);
-  for (int64_t t = t0; t < t1; ++t) {
+#pragma unroll
+  for (int i = 0; i < kRun; ++i) {
+    if (i >= n) break;
+    const int64_t t = t0 + i;
     while (t >= end && b + 1 < nseq) {  // the next (non-empty) sequence starts here
       ++b;
       enter(t - cu[b]);
     }
-    const float2 xv = pair_at(x + t * ldx + c);
+    const float2 xv = kPreload ? xs[i] : pair_at(x + t * ldx + c);
     float a0 = b0, a1 = b1;
 #pragma unroll
     for (int k = 0; k < KC - 1; ++k) {
@@ -223,7 +235,9 @@ void launch_conv1d_prefill(const Conv1dLaunch& p, int* index_errors, void* strea
                       aligned4(p.states) && aligned4(p.weight) && aligned4(p.bias);
     if (T > 0 && runs) {
       dim3 grid(static_cast<unsigned>((T + kRun - 1) / kRun), grid_1d(C / 2, kThreads));
-      conv1d_prefill_runs_kernel<4><<<grid, kThreads, 0, s>>>(
+      auto kernel =
+          p.preload ? conv1d_prefill_runs_kernel<4, true> : conv1d_prefill_runs_kernel<4, false>;
+      kernel<<<grid, kThreads, 0, s>>>(
           static_cast<const bf16*>(p.x.p), p.x.ld, static_cast<const bf16*>(p.weight),
           static_cast<const bf16*>(p.bias), static_cast<const bf16*>(p.states), p.num_slots, cu,
           slots, hi, nseq, T, static_cast<bf16*>(p.out.p), p.out.ld, C, index_errors);

@@ -61,6 +61,8 @@ bool prefill_supports(const Conv1dPrefillArgs& a, std::string* why) {
   c.contiguous(a.cu_seqlens, Shape{B + 1}, "cu_seqlens")
       .contiguous(a.has_initial, Shape{B}, "has_initial");
   c.require(a.x.dim(1) <= 65535 * 128, "too many channels for one launch");
+  // Each token's window reads the raw rows of earlier tokens, which other blocks would overwrite.
+  c.require(a.out.storage() != a.x.storage(), "out must not share x's storage");
   return c;
 }
 void prefill_run(const Conv1dPrefillArgs& a, OpContext& ctx) {
@@ -68,6 +70,7 @@ void prefill_run(const Conv1dPrefillArgs& a, OpContext& ctx) {
   p.cu_seqlens = vec_of(a.cu_seqlens);
   p.slots = vec_of(a.slots);
   p.has_initial = vec_of(a.has_initial);
+  p.preload = !kernel_disabled(Conv1dPrefillArgs::kName, "cuda.preload");
   launch_conv1d_prefill(p, context_of(ctx).index_errors(), stream_of(ctx));
 }
 

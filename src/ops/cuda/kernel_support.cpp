@@ -1,5 +1,6 @@
 #include "ops/cuda/kernel_support.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <set>
 #include <sstream>
@@ -103,6 +104,14 @@ bool kernel_disabled(const char* op, const char* kernel) {
     return v;
   }();
   return !off.empty() && off.count(std::string(op) + ":" + kernel) > 0;
+}
+
+int64_t warp_form_min_rows() {
+  static const int64_t rows = [] {
+    const char* v = std::getenv("STRATA_WARP_FORM_MIN_ROWS");
+    return v ? std::max<int64_t>(1, std::atoll(v)) : kWarpFormMinRows;
+  }();
+  return rows;
 }
 
 }  // namespace strata::cuda

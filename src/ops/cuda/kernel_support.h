@@ -49,4 +49,11 @@ void* stream_of(const OpContext& ctx);
 // refuse with that reason, so ops::run takes the next one.
 bool kernel_disabled(const char* op, const char* kernel);
 
+// Rows from which the one-warp forms of gated_rms_norm and moe_route run (`cuda.warp`): measured
+// on the H200 (bench-kernels small-op rows) faster than the block forms at 512 and 2,048 rows,
+// slower at 1 and 8. STRATA_WARP_FORM_MIN_ROWS overrides it (read once; the bench sets 1 to time
+// the warp forms at every size).
+constexpr int64_t kWarpFormMinRows = 64;
+int64_t warp_form_min_rows();
+
 }  // namespace strata::cuda

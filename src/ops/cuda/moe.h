@@ -17,6 +17,11 @@ struct MoeRouteLaunch {
   Mat ids, weights;  // [T, top_k] i32, f32
 };
 void launch_moe_route(const MoeRouteLaunch& p, void* stream);
+// One warp per token (`cuda.warp`): up to 32 x kRouteWarpMaxPerLane experts, top_k <= 32, no
+// group masking (n_group 1, or every group kept). Same ids and weights as launch_moe_route.
+constexpr int64_t kRouteWarpMaxPerLane = 8;
+bool moe_route_warp_fits(const MoeRouteLaunch& p);
+void launch_moe_route_warp(const MoeRouteLaunch& p, void* stream);
 
 // The experts' weights as device tables (built once per expert list by the registration).
 struct ExpertTables {

@@ -68,6 +68,37 @@ void route_run(const MoeRouteArgs& a, OpContext& ctx) {
   p.weights = mat_of(a.weights);
   launch_moe_route(p, stream_of(ctx));
 }
+// One warp per token (moe_route.cu): up to 256 experts, no group masking.
+MoeRouteLaunch route_launch_of(const MoeRouteArgs& a) {
+  MoeRouteLaunch p;
+  p.logits = mat_of(a.logits);
+  p.bias = a.correction_bias.data<float>();
+  p.top_k = a.top_k;
+  p.n_group = a.n_group;
+  p.topk_group = a.topk_group;
+  p.norm_topk_prob = a.norm_topk_prob;
+  p.routed_scaling_factor = a.routed_scaling_factor;
+  p.ids = mat_of(a.ids);
+  p.weights = mat_of(a.weights);
+  return p;
+}
+bool route_warp_supports(const MoeRouteArgs& a, std::string* why) {
+  if (!route_supports(a, why)) return false;
+  ArgCheck c(why);
+  c.require(!kernel_disabled(MoeRouteArgs::kName, "cuda.warp"),
+            "disabled by STRATA_CUDA_DISABLE_KERNELS");
+  c.require(a.logits.dim(0) >= warp_form_min_rows(),
+            fmt::format("{} tokens (the warp form from {})", a.logits.dim(0), warp_form_min_rows()));
+  c.require(
+      moe_route_warp_fits(route_launch_of(a)),
+      fmt::format("{} experts (at most {}), top_k {} (at most 32), n_group {} with topk_group "
+                  "{} (group masking: the block kernel)",
+                  a.logits.dim(1), 32 * kRouteWarpMaxPerLane, a.top_k, a.n_group, a.topk_group));
+  return c;
+}
+void route_warp_run(const MoeRouteArgs& a, OpContext& ctx) {
+  launch_moe_route_warp(route_launch_of(a), stream_of(ctx));
+}
 
 // ---- experts ----
 
@@ -324,6 +355,8 @@ void grouped_run(const MoeExpertsArgs& a, OpContext& ctx) {
 
 }  // namespace
 
+STRATA_REGISTER_KERNEL(MoeRouteArgs, "cuda.warp", Device::Cuda, route_warp_supports,
+                       route_warp_run);
 STRATA_REGISTER_KERNEL(MoeRouteArgs, "cuda", Device::Cuda, route_supports, route_run);
 STRATA_REGISTER_KERNEL(MoeExpertsArgs, "cuda.fp8_decode", Device::Cuda, fp8_decode_supports,
                        fp8_decode_run);

@@ -122,7 +122,98 @@ __global__ void moe_route_kernel(MoeRouteLaunch p) {
   }
 }
 
+// One warp per token, kRouteWarpBlock / 32 tokens per block, for one group (or every group
+// kept): lane l holds experts l, l + 32, ... (PER_LANE of them) in registers; top-k by k warp
+// argmax rounds over shuffles, with the block kernel's order (larger value, then lower index)
+// and weights (the sum of the picked scores in pick order). Lane j keeps pick j and writes it.
+// The block kernel spends two block barriers per pick on 256 threads for 128 experts.
+constexpr int kRouteWarpBlock = 128;
+
+template <int PER_LANE>
+__global__ void __launch_bounds__(kRouteWarpBlock) moe_route_warp_kernel(MoeRouteLaunch p) {
+  const int64_t t = static_cast<int64_t>(blockIdx.x) * (kRouteWarpBlock / 32) + (threadIdx.x >> 5);
+  if (t >= p.logits.rows) return;  // the whole warp
+  const int lane = threadIdx.x & 31;
+  const int E = static_cast<int>(p.logits.cols), k = static_cast<int>(p.top_k);
+  constexpr int kNone = 1 << 30;  // index of the padding lanes' entries: never better
+  const float* lg = static_cast<const float*>(p.logits.p) + t * p.logits.ld;
+  float s[PER_LANE], sel[PER_LANE];
+#pragma unroll
+  for (int j = 0; j < PER_LANE; ++j) {
+    const int e = lane + 32 * j;
+    s[j] = 0.f;
+    sel[j] = -INFINITY;
+    if (e < E) {
+      s[j] = sigmoidf_(lg[e]);
+      sel[j] = s[j] + p.bias[e];
+    }
+  }
+  // No candidate left (a config error caught on the host): expert 0, as the block kernel.
+  const float s0 = __shfl_sync(0xffffffffu, s[0], 0);
+  int my_id = 0;
+  float my_s = 0.f, sum = 0.f;
+  for (int r = 0; r < k; ++r) {
+    float v = -INFINITY, vs = 0.f;
+    int i = kNone;
+#pragma unroll
+    for (int j = 0; j < PER_LANE; ++j) {
+      const int e = lane + 32 * j;
+      if (e < E && (sel[j] > v || (sel[j] == v && e < i))) {
+        v = sel[j];
+        i = e;
+        vs = s[j];
+      }
+    }
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) {
+      const float w = __shfl_xor_sync(0xffffffffu, v, o);
+      const int jj = __shfl_xor_sync(0xffffffffu, i, o);
+      const float ws = __shfl_xor_sync(0xffffffffu, vs, o);
+      if (w > v || (w == v && jj < i)) {
+        v = w;
+        i = jj;
+        vs = ws;
+      }
+    }
+    const int best = i < E ? i : 0;
+    if (i < E && (best & 31) == lane) {
+#pragma unroll
+      for (int j = 0; j < PER_LANE; ++j)
+        if (j == (best >> 5)) sel[j] = -INFINITY;
+    }
+    const float picked_s = i < E ? vs : s0;
+    sum += picked_s;  // the same value on every lane, in pick order
+    if (lane == r) {
+      my_id = best;
+      my_s = picked_s;
+    }
+  }
+  if (lane < k) {
+    float v = my_s;
+    if (p.norm_topk_prob) v = v / sum;
+    static_cast<int32_t*>(p.ids.p)[t * p.ids.ld + lane] = my_id;
+    static_cast<float*>(p.weights.p)[t * p.weights.ld + lane] = v * p.routed_scaling_factor;
+  }
+}
+
 }  // namespace
+
+bool moe_route_warp_fits(const MoeRouteLaunch& p) {
+  return p.logits.cols <= 32 * kRouteWarpMaxPerLane && p.top_k <= 32 &&
+         (p.n_group == 1 || p.topk_group == p.n_group);
+}
+
+void launch_moe_route_warp(const MoeRouteLaunch& p, void* stream) {
+  if (p.logits.rows == 0) return;
+  const unsigned blocks = grid_1d(p.logits.rows, kRouteWarpBlock / 32);
+  auto s = static_cast<cudaStream_t>(stream);
+  static_assert(kRouteWarpMaxPerLane == 8, "the dispatch below covers 4 and 8 per lane");
+  if (p.logits.cols <= 128)
+    moe_route_warp_kernel<4><<<blocks, kRouteWarpBlock, 0, s>>>(p);
+  else
+    moe_route_warp_kernel<8><<<blocks, kRouteWarpBlock, 0, s>>>(p);
+  STRATA_CUDA_LAUNCH_CHECK();
+}
 
 void launch_moe_route(const MoeRouteLaunch& p, void* stream) {
   if (p.logits.rows == 0) return;

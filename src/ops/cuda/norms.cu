@@ -16,16 +16,24 @@ namespace strata::cuda {
 
 namespace {
 
-template <class T>
-__global__ void rms_norm_kernel(const T* x, int64_t ldx, T* res, int64_t ldr, const T* w, float eps,
-                                T* out, int64_t ldo, int64_t H) {
+// kX2: x2 given (a compile-time switch: without it the kernel is the one before x2 existed; a
+// run-time test made the no-x2 register form 45% slower at 512 rows on the H200).
+template <class T, bool kX2>
+__global__ void rms_norm_kernel(const T* x, int64_t ldx, const T* x2, int64_t ldx2, T* res,
+                                int64_t ldr, const T* w, float eps, T* out, int64_t ldo,
+                                int64_t H) {
   __shared__ float scratch[32];
   const int64_t r = blockIdx.x;
   const T* xr = x + r * ldx;
+  const T* x2r = kX2 ? x2 + r * ldx2 : nullptr;
   T* rr = res ? res + r * ldr : nullptr;
+  // x, or the stored sum x + x2 (the add op fused in).
+  auto x_at = [&](int64_t i) {
+    return kX2 ? round_to<T>(to_f32(xr[i]) + to_f32(x2r[i])) : to_f32(xr[i]);
+  };
   float ss = 0.f;
   for (int64_t i = threadIdx.x; i < H; i += blockDim.x) {
-    float v = to_f32(xr[i]);
+    float v = x_at(i);
     if (rr) {
       const T stored = from_f32<T>(v + to_f32(rr[i]));
       rr[i] = stored;
@@ -38,7 +46,7 @@ __global__ void rms_norm_kernel(const T* x, int64_t ldx, T* res, int64_t ldr, co
   T* orow = out + r * ldo;
   for (int64_t i = threadIdx.x; i < H; i += blockDim.x) {
     // Same thread, same index as the first loop: the residual it wrote is visible to it.
-    const float v = rr ? to_f32(rr[i]) : to_f32(xr[i]);
+    const float v = rr ? to_f32(rr[i]) : x_at(i);
     orow[i] = from_f32<T>(round_to<T>(v * inv) * to_f32(w[i]));
   }
 }
@@ -82,18 +90,21 @@ __device__ __forceinline__ void store_chunk(T* p, const Chunk<T>& c) {
 }
 
 // One block per row; thread t owns chunks t, t + blockDim, ... (at most kMaxChunksPerThread).
-template <class T>
-__global__ void rms_norm_registers_kernel(const T* x, int64_t ldx, T* res, int64_t ldr, const T* w,
-                                          float eps, T* out, int64_t ldo, int64_t H) {
+template <class T, bool kX2>
+__global__ void rms_norm_registers_kernel(const T* x, int64_t ldx, const T* x2, int64_t ldx2,
+                                          T* res, int64_t ldr, const T* w, float eps, T* out,
+                                          int64_t ldo, int64_t H) {
   constexpr int V = Chunk<T>::kValues;
   __shared__ float scratch[32];
   const int64_t r = blockIdx.x, chunks = H / V;
-  Chunk<T> xc[kMaxChunksPerThread], rc[kMaxChunksPerThread], wc[kMaxChunksPerThread];
+  Chunk<T> xc[kMaxChunksPerThread], x2c[kMaxChunksPerThread], rc[kMaxChunksPerThread],
+      wc[kMaxChunksPerThread];
 #pragma unroll
   for (int k = 0; k < kMaxChunksPerThread; ++k) {  // every load issued before any use
     const int64_t c = threadIdx.x + static_cast<int64_t>(k) * blockDim.x;
     if (c >= chunks) break;
     xc[k] = load_chunk(x + r * ldx + c * V);
+    if (kX2) x2c[k] = load_chunk(x2 + r * ldx2 + c * V);
     if (res) rc[k] = load_chunk(res + r * ldr + c * V);
     wc[k] = load_chunk(w + c * V);
   }
@@ -104,6 +115,7 @@ __global__ void rms_norm_registers_kernel(const T* x, int64_t ldx, T* res, int64
     if (c >= chunks) break;
 #pragma unroll
     for (int i = 0; i < V; ++i) {
+      if (kX2) xc[k].v[i] = from_f32<T>(to_f32(xc[k].v[i]) + to_f32(x2c[k].v[i]));
       if (res) xc[k].v[i] = from_f32<T>(to_f32(xc[k].v[i]) + to_f32(rc[k].v[i]));
       const float v = to_f32(xc[k].v[i]);
       ss += v * v;
@@ -169,6 +181,57 @@ __global__ void gated_rms_norm_registers_kernel(const T* y, int64_t ldy, const T
   }
 }
 
+// One warp per (row, group), kWarpBlock / 32 pairs per block: the group's chunks (at most 32 x
+// CPL) in registers, the sum of squares over the warp's lanes by shuffles. The block form
+// spends a shared-memory round and two block barriers on every (row, group); with Nano-3's
+// groups of 512 values that is 4,096 blocks of 64 threads for 512 tokens.
+constexpr int kWarpBlock = 128;
+
+template <class T, int CPL>
+__global__ void __launch_bounds__(kWarpBlock)
+    gated_rms_norm_warp_kernel(const T* y, int64_t ldy, const T* z, int64_t ldz, const T* w,
+                               int64_t group_size, int64_t groups, int64_t pairs, float eps, T* out,
+                               int64_t ldo) {
+  constexpr int V = Chunk<T>::kValues;
+  const int64_t pair = static_cast<int64_t>(blockIdx.x) * (kWarpBlock / 32) + (threadIdx.x >> 5);
+  if (pair >= pairs) return;  // the whole warp
+  const int lane = threadIdx.x & 31;
+  const int64_t r = pair / groups, g0 = (pair % groups) * group_size, chunks = group_size / V;
+  Chunk<T> yc[CPL], zc[CPL], wc[CPL];
+#pragma unroll
+  for (int k = 0; k < CPL; ++k) {
+    const int64_t c = lane + 32 * k;
+    if (c >= chunks) break;
+    yc[k] = load_chunk(y + r * ldy + g0 + c * V);
+    zc[k] = load_chunk(z + r * ldz + g0 + c * V);
+    wc[k] = load_chunk(w + g0 + c * V);
+  }
+  float gated[CPL][V];
+  float ss = 0.f;
+#pragma unroll
+  for (int k = 0; k < CPL; ++k) {
+    if (lane + 32 * k >= chunks) break;
+#pragma unroll
+    for (int i = 0; i < V; ++i) {
+      const float v = to_f32(yc[k].v[i]) * siluf_(to_f32(zc[k].v[i]));
+      gated[k][i] = v;
+      ss += v * v;
+    }
+  }
+  ss = warp_sum(ss);  // every lane has loaded its part of the group: out may alias y from here
+  const float inv = 1.f / sqrtf(ss / static_cast<float>(group_size) + eps);
+#pragma unroll
+  for (int k = 0; k < CPL; ++k) {
+    const int64_t c = lane + 32 * k;
+    if (c >= chunks) break;
+    Chunk<T> o;
+#pragma unroll
+    for (int i = 0; i < V; ++i)
+      o.v[i] = from_f32<T>(round_to<T>(gated[k][i] * inv) * to_f32(wc[k].v[i]));
+    store_chunk(out + r * ldo + g0 + c * V, o);
+  }
+}
+
 bool aligned16(const void* p) {
   return p == nullptr || reinterpret_cast<uintptr_t>(p) % 16 == 0;
 }
@@ -187,27 +250,32 @@ int threads_for(int64_t width) {
 
 }  // namespace
 
-void launch_rms_norm(const Mat& x, const Mat& residual, const Vec& weight, float eps,
+void launch_rms_norm(const Mat& x, const Mat& x2, const Mat& residual, const Vec& weight, float eps,
                      const Mat& out, void* stream) {
   if (x.rows == 0) return;
   with_act(x.dt, [&](auto tag) {
     using T = decltype(tag);
     constexpr int V = Chunk<T>::kValues;
-    const bool has_res = residual.p != nullptr;
+    const bool has_res = residual.p != nullptr, has_x2 = x2.p != nullptr;
     const int rt = x.cols % V == 0 ? register_threads(x.cols / V) : 0;
     if (rt > 0 && x.ld % V == 0 && out.ld % V == 0 && (!has_res || residual.ld % V == 0) &&
-        aligned16(x.p) && aligned16(out.p) && aligned16(residual.p) && aligned16(weight.p)) {
-      rms_norm_registers_kernel<T>
-          <<<static_cast<unsigned>(x.rows), rt, 0, static_cast<cudaStream_t>(stream)>>>(
-              static_cast<const T*>(x.p), x.ld, static_cast<T*>(residual.p), residual.ld,
-              static_cast<const T*>(weight.p), eps, static_cast<T*>(out.p), out.ld, x.cols);
+        (!has_x2 || x2.ld % V == 0) && aligned16(x.p) && aligned16(x2.p) && aligned16(out.p) &&
+        aligned16(residual.p) && aligned16(weight.p)) {
+      auto kernel =
+          has_x2 ? rms_norm_registers_kernel<T, true> : rms_norm_registers_kernel<T, false>;
+      kernel<<<static_cast<unsigned>(x.rows), rt, 0, static_cast<cudaStream_t>(stream)>>>(
+          static_cast<const T*>(x.p), x.ld, static_cast<const T*>(x2.p), x2.ld,
+          static_cast<T*>(residual.p), residual.ld, static_cast<const T*>(weight.p), eps,
+          static_cast<T*>(out.p), out.ld, x.cols);
       STRATA_CUDA_LAUNCH_CHECK();
       return;
     }
-    rms_norm_kernel<T><<<static_cast<unsigned>(x.rows), threads_for(x.cols), 0,
-                         static_cast<cudaStream_t>(stream)>>>(
-        static_cast<const T*>(x.p), x.ld, static_cast<T*>(residual.p), residual.ld,
-        static_cast<const T*>(weight.p), eps, static_cast<T*>(out.p), out.ld, x.cols);
+    auto kernel = has_x2 ? rms_norm_kernel<T, true> : rms_norm_kernel<T, false>;
+    kernel<<<static_cast<unsigned>(x.rows), threads_for(x.cols), 0,
+             static_cast<cudaStream_t>(stream)>>>(
+        static_cast<const T*>(x.p), x.ld, static_cast<const T*>(x2.p), x2.ld,
+        static_cast<T*>(residual.p), residual.ld, static_cast<const T*>(weight.p), eps,
+        static_cast<T*>(out.p), out.ld, x.cols);
     STRATA_CUDA_LAUNCH_CHECK();
   });
 }
@@ -233,6 +301,39 @@ void launch_gated_rms_norm(const Mat& y, const Mat& z, const Vec& weight, int64_
         static_cast<const T*>(y.p), y.ld, static_cast<const T*>(z.p), z.ld,
         static_cast<const T*>(weight.p), gs, eps, static_cast<T*>(out.p), out.ld);
     STRATA_CUDA_LAUNCH_CHECK();
+  });
+}
+
+bool gated_rms_norm_warp_fits(const Mat& y, const Mat& z, const Vec& weight, int64_t groups,
+                              const Mat& out) {
+  if (groups < 1 || y.cols % groups != 0) return false;
+  const int64_t gs = y.cols / groups, V = 16 / static_cast<int64_t>(dtype_size(y.dt));
+  return gs % V == 0 && gs / V <= 32 * kWarpMaxChunksPerLane && y.ld % V == 0 && z.ld % V == 0 &&
+         out.ld % V == 0 && aligned16(y.p) && aligned16(z.p) && aligned16(out.p) &&
+         aligned16(weight.p);
+}
+
+void launch_gated_rms_norm_warp(const Mat& y, const Mat& z, const Vec& weight, int64_t groups,
+                                float eps, const Mat& out, void* stream) {
+  if (y.rows == 0) return;
+  const int64_t gs = y.cols / groups, pairs = y.rows * groups;
+  const unsigned blocks = grid_1d(pairs, kWarpBlock / 32);
+  with_act(y.dt, [&](auto tag) {
+    using T = decltype(tag);
+    const int64_t chunks = gs / Chunk<T>::kValues;
+    auto launch = [&](auto kernel) {
+      kernel<<<blocks, kWarpBlock, 0, static_cast<cudaStream_t>(stream)>>>(
+          static_cast<const T*>(y.p), y.ld, static_cast<const T*>(z.p), z.ld,
+          static_cast<const T*>(weight.p), gs, groups, pairs, eps, static_cast<T*>(out.p), out.ld);
+      STRATA_CUDA_LAUNCH_CHECK();
+    };
+    static_assert(kWarpMaxChunksPerLane == 8, "the dispatch below covers 2, 4 and 8 chunks");
+    if (chunks <= 64)
+      launch(gated_rms_norm_warp_kernel<T, 2>);
+    else if (chunks <= 128)
+      launch(gated_rms_norm_warp_kernel<T, 4>);
+    else
+      launch(gated_rms_norm_warp_kernel<T, 8>);
   });
 }
 

@@ -23,12 +23,19 @@ bool rms_norm_supports(const RmsNormArgs& a, std::string* why) {
     c.rows(a.residual, a.x.dim(0), a.x.dim(1), "residual");
     c.require(a.residual.raw() != a.out.raw(), "out must not alias residual");
   }
+  if (a.x2.defined()) {
+    c.on_device(a.x2, "x2").same_dtype(a.x, a.x2, "x", "x2");
+    c.rows(a.x2, a.x.dim(0), a.x.dim(1), "x2");
+  }
   return c;
 }
+// The optional tensors as views (p null when absent).
+Mat opt_mat(const Tensor& t) {
+  return t.defined() ? mat_of(t) : Mat{};
+}
 void rms_norm_run(const RmsNormArgs& a, OpContext& ctx) {
-  Mat res;
-  if (a.residual.defined()) res = mat_of(a.residual);
-  launch_rms_norm(mat_of(a.x), res, vec_of(a.weight), a.eps, mat_of(a.out), stream_of(ctx));
+  launch_rms_norm(mat_of(a.x), opt_mat(a.x2), opt_mat(a.residual), vec_of(a.weight), a.eps,
+                  mat_of(a.out), stream_of(ctx));
 }
 
 bool gated_supports(const GatedRmsNormArgs& a, std::string* why) {
@@ -51,9 +58,32 @@ void gated_run(const GatedRmsNormArgs& a, OpContext& ctx) {
                         stream_of(ctx));
 }
 
+// One warp per (row, group): aligned rows, groups of at most 256 16-byte chunks.
+bool gated_warp_supports(const GatedRmsNormArgs& a, std::string* why) {
+  if (!gated_supports(a, why)) return false;
+  ArgCheck c(why);
+  c.require(!kernel_disabled(GatedRmsNormArgs::kName, "cuda.warp"),
+            "disabled by STRATA_CUDA_DISABLE_KERNELS");
+  c.require(a.y.dim(0) >= warp_form_min_rows(),
+            fmt::format("{} rows (the warp form from {})", a.y.dim(0), warp_form_min_rows()));
+  c.require(
+      gated_rms_norm_warp_fits(mat_of(a.y), mat_of(a.z), vec_of(a.weight), a.groups, mat_of(a.out)),
+      fmt::format("rows not 16-byte aligned or groups wider than {} chunks of 16 bytes",
+                  32 * kWarpMaxChunksPerLane));
+  return c;
+}
+void gated_warp_run(const GatedRmsNormArgs& a, OpContext& ctx) {
+  launch_gated_rms_norm_warp(mat_of(a.y), mat_of(a.z), vec_of(a.weight), a.groups, a.eps,
+                             mat_of(a.out), stream_of(ctx));
+}
+
 }  // namespace
 
+// The first that supports the arguments runs; STRATA_CUDA_DISABLE_KERNELS=gated_rms_norm:cuda.warp
+// gives the block form for A/B.
 STRATA_REGISTER_KERNEL(RmsNormArgs, "cuda", Device::Cuda, rms_norm_supports, rms_norm_run);
+STRATA_REGISTER_KERNEL(GatedRmsNormArgs, "cuda.warp", Device::Cuda, gated_warp_supports,
+                       gated_warp_run);
 STRATA_REGISTER_KERNEL(GatedRmsNormArgs, "cuda", Device::Cuda, gated_supports, gated_run);
 
 }  // namespace strata::cuda

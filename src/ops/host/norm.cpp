@@ -24,6 +24,9 @@ bool rms_norm_supports(const RmsNormArgs& a, std::string* why) {
   if (a.residual.defined() &&
       !(c.float_act(a.residual, "residual") && c.rows(a.residual, "residual", T, H)))
     return false;
+  if (a.x2.defined() &&
+      !(c.host(a.x2, "x2") && c.float_act(a.x2, "x2") && c.rows(a.x2, "x2", T, H)))
+    return false;
   return c.that(H > 0, "H must be > 0") && c.that(a.eps >= 0.f, "eps must be >= 0");
 }
 
@@ -31,6 +34,8 @@ void rms_norm_run(const RmsNormArgs& a, OpContext&) {
   const RowsView x(a.x), out(a.out);
   const bool has_res = a.residual.defined();
   const RowsView res = has_res ? RowsView(a.residual) : RowsView(a.x);
+  const bool has_x2 = a.x2.defined();
+  const RowsView x2 = has_x2 ? RowsView(a.x2) : RowsView(a.x);
   const std::vector<float> w = load_vector(a.weight);
   const int64_t H = x.cols;
   const DType act = out.dtype;
@@ -38,6 +43,11 @@ void rms_norm_run(const RmsNormArgs& a, OpContext&) {
     std::vector<float> v(static_cast<size_t>(H)), r(static_cast<size_t>(H));
     for (int64_t t = t0; t < t1; ++t) {
       x.load(t, v.data());
+      if (has_x2) {  // the add op's sum, rounded as it stores it
+        x2.load(t, r.data());
+        for (int64_t i = 0; i < H; ++i)
+          v[i] = round_to(x.dtype, v[i] + r[i]);
+      }
       if (has_res) {
         res.load(t, r.data());
         for (int64_t i = 0; i < H; ++i)
