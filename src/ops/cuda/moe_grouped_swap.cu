@@ -92,31 +92,18 @@ __device__ __forceinline__ uint32_t word(const uint4& v, int i) {
   return i == 0 ? v.x : i == 1 ? v.y : i == 2 ? v.z : v.w;
 }
 
-// Codes (bytes 0, 1) or (2, 3) of v as f16x2. HW: the sm_89+ conversion instruction (exact
-// values, one instruction per two codes); otherwise the integer spread (exact values x 2^-8,
-// four integer operations per two codes).
-template <bool HW>
-__device__ __forceinline__ uint32_t f16_lo(uint32_t v) {
+// Codes (bytes 0, 1), or (2, 3) with HI, of v as f16x2. HW: the sm_89+ conversion instruction
+// (exact values, one instruction per two codes); otherwise the integer spread (exact values x
+// 2^-8, four integer operations per two codes).
+template <bool HW, bool HI>
+__device__ __forceinline__ uint32_t f16x2_of(uint32_t v) {
   if constexpr (HW) {
     uint32_t r;
-    asm("{\n .reg .b16 lo, hi;\n mov.b32 {lo, hi}, %1;\n cvt.rn.f16x2.e4m3x2 %0, lo;\n}"
-        : "=r"(r)
-        : "r"(v));
+    const uint16_t codes = static_cast<uint16_t>(HI ? v >> 16 : v & 0xffffu);
+    asm("cvt.rn.f16x2.e4m3x2 %0, %1;" : "=r"(r) : "h"(codes));
     return r;
   } else {
-    return e4m3x2_spread_to_f16x2(e4m3_spread_lo(v));
-  }
-}
-template <bool HW>
-__device__ __forceinline__ uint32_t f16_hi(uint32_t v) {
-  if constexpr (HW) {
-    uint32_t r;
-    asm("{\n .reg .b16 lo, hi;\n mov.b32 {lo, hi}, %1;\n cvt.rn.f16x2.e4m3x2 %0, hi;\n}"
-        : "=r"(r)
-        : "r"(v));
-    return r;
-  } else {
-    return e4m3x2_spread_to_f16x2(e4m3_spread_hi(v));
+    return e4m3x2_spread_to_f16x2(HI ? e4m3_spread_hi(v) : e4m3_spread_lo(v));
   }
 }
 
@@ -150,10 +137,10 @@ __device__ __forceinline__ void kblock_mma(float (&acc)[2][NT][4], const uint4 (
     for (int mt = 0; mt < 2; ++mt) {
       if constexpr (FP8) {
         const uint32_t w0 = word(a[mt][0], s), w1 = word(a[mt][1], s);
-        af[mt][0] = f16_lo<kCvt>(w0);
-        af[mt][1] = f16_lo<kCvt>(w1);
-        af[mt][2] = f16_hi<kCvt>(w0);
-        af[mt][3] = f16_hi<kCvt>(w1);
+        af[mt][0] = f16x2_of<kCvt, false>(w0);
+        af[mt][1] = f16x2_of<kCvt, false>(w1);
+        af[mt][2] = f16x2_of<kCvt, true>(w0);
+        af[mt][3] = f16x2_of<kCvt, true>(w1);
       } else {
         af[mt][0] = word(a[mt][0], 2 * s);
         af[mt][1] = word(a[mt][1], 2 * s);
@@ -166,8 +153,8 @@ __device__ __forceinline__ void kblock_mma(float (&acc)[2][NT][4], const uint4 (
       uint32_t b0, b1;
       if constexpr (FP8) {
         const uint32_t w = word(b[nt], s);
-        b0 = f16_lo<kCvt>(w);
-        b1 = f16_hi<kCvt>(w);
+        b0 = f16x2_of<kCvt, false>(w);
+        b1 = f16x2_of<kCvt, true>(w);
       } else {
         b0 = word(b[nt], 2 * s);
         b1 = word(b[nt], 2 * s + 1);

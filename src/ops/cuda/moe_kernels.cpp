@@ -8,6 +8,7 @@
 // comparisons with STRATA_CUDA_DISABLE_KERNELS=moe_experts:cuda.NAME[,...].
 #ifdef STRATA_HAVE_CUDA
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -71,15 +72,44 @@ void route_run(const MoeRouteArgs& a, OpContext& ctx) {
 
 // ---- experts ----
 
+// One expert's checks. Names and messages are formatted only when `why` is set: supports() runs on
+// every eager MoE call for every kernel it tries (128 experts), so the passing path builds no
+// strings; a failing expert is checked again with `why` to explain the refusal.
+bool expert_ok(const MoeExpertsArgs& a, size_t e, int64_t I, int64_t H, DType wt, bool w8a8,
+               std::string* why) {
+  const auto& up = (*a.up)[e];
+  const auto& down = (*a.down)[e];
+  std::string ue, de;
+  if (why) {
+    ue = fmt::format("expert {} up weight", e);
+    de = fmt::format("expert {} down weight", e);
+  }
+  const char* un = why ? ue.c_str() : "up weight";
+  const char* dn = why ? de.c_str() : "down weight";
+  ArgCheck c(why);
+  c.on_device(up.weight, un).on_device(down.weight, dn);
+  c.dtype(up.weight, wt, un).dtype(down.weight, wt, dn);
+  c.contiguous(up.weight, Shape{I, H}, un).contiguous(down.weight, Shape{H, I}, dn);
+  if (!c || wt != DType::F8E4M3) return c;
+  if (!(up.weight_scale > 0.f && down.weight_scale > 0.f))
+    return c.fail(why ? fmt::format("expert {}: fp8 weight scales must be > 0", e) : "");
+  if (!((up.input_scale > 0.f) == w8a8 && (down.input_scale > 0.f) == w8a8))
+    return c.fail(why ? fmt::format("expert {}: input scales must be set for every expert (W8A8) "
+                                    "or for none (W8A16)",
+                                    e)
+                      : "");
+  return c;
+}
+
 bool experts_common(const MoeExpertsArgs& a, std::string* why) {
   ArgCheck c(why);
   c.require(a.up != nullptr && a.down != nullptr, "up/down expert lists are missing");
   if (!c) return false;
   const auto& up = *a.up;
   const auto& down = *a.down;
-  c.require(!up.empty() && up.size() == down.size(),
-            fmt::format("{} up and {} down experts (need the same non-zero count)", up.size(),
-                        down.size()));
+  if (up.empty() || up.size() != down.size())
+    return c.fail(fmt::format("{} up and {} down experts (need the same non-zero count)",
+                              up.size(), down.size()));
   c.on_device(a.x, "x")
       .on_device(a.ids, "ids")
       .on_device(a.weights, "weights")
@@ -91,34 +121,19 @@ bool experts_common(const MoeExpertsArgs& a, std::string* why) {
   c.rows(a.ids, T, -1, "ids");
   if (!c) return false;
   c.rows(a.weights, T, a.ids.dim(1), "weights").rows(a.out, T, H, "out");
-  c.require(up[0].weight.rank() == 2,
-            fmt::format("expert 0 up weight {} must be [I, H]", up[0].weight.str()));
   if (!c) return false;
+  if (up[0].weight.rank() != 2)
+    return c.fail(fmt::format("expert 0 up weight {} must be [I, H]", up[0].weight.str()));
   const int64_t I = up[0].weight.dim(0);
   const DType wt = up[0].weight.dtype();
   const bool w8a8 = wt == DType::F8E4M3 && up[0].input_scale > 0.f;
-  for (size_t e = 0; e < up.size() && c; ++e) {
-    const std::string ue = fmt::format("expert {} up weight", e),
-                      de = fmt::format("expert {} down weight", e);
-    c.on_device(up[e].weight, ue.c_str()).on_device(down[e].weight, de.c_str());
-    c.dtype(up[e].weight, wt, ue.c_str()).dtype(down[e].weight, wt, de.c_str());
-    c.contiguous(up[e].weight, Shape{I, H}, ue.c_str())
-        .contiguous(down[e].weight, Shape{H, I}, de.c_str());
-    if (wt == DType::F8E4M3) {
-      c.require(up[e].weight_scale > 0.f && down[e].weight_scale > 0.f,
-                fmt::format("expert {}: fp8 weight scales must be > 0", e));
-      c.require(
-          (up[e].input_scale > 0.f) == w8a8 && (down[e].input_scale > 0.f) == w8a8,
-          fmt::format(
-              "expert {}: input scales must be set for every expert (W8A8) or for none (W8A16)",
-              e));
-    }
-  }
+  for (size_t e = 0; e < up.size(); ++e)
+    if (!expert_ok(a, e, I, H, wt, w8a8, nullptr)) return expert_ok(a, e, I, H, wt, w8a8, why);
   const DType xt = a.x.dtype();
-  c.require((xt == DType::F32 && wt == DType::F32) ||
-                (xt == DType::BF16 && (wt == DType::BF16 || wt == DType::F8E4M3)),
-            fmt::format("x {} with expert weights {} is not a supported combination",
-                        dtype_name(xt), dtype_name(wt)));
+  if (!((xt == DType::F32 && wt == DType::F32) ||
+        (xt == DType::BF16 && (wt == DType::BF16 || wt == DType::F8E4M3))))
+    return c.fail(fmt::format("x {} with expert weights {} is not a supported combination",
+                              dtype_name(xt), dtype_name(wt)));
   c.require(a.x.dim(0) * a.ids.dim(1) < (int64_t{1} << 31), "too many (token, expert) pairs");
   return c;
 }
@@ -230,32 +245,56 @@ void experts_run(const MoeExpertsArgs& a, OpContext& ctx, bool grouped, bool mma
     launch_moe_gemv(p, context_of(ctx).index_errors(), stream_of(ctx));
 }
 
+// Tokens up to which the decode kernels (cuda.fp8_decode, cuda.decode: one pass per (token,
+// expert) pair) take the experts: kDecodeMaxTokens, except W8A8 e4m3 experts that the swapped
+// grouped kernel can take, where it is the crossover against cuda.grouped_swap_cvt (which reads
+// each distinct expert once, for all of its pairs). Measured on the H200, Nano-3 W8A8 MoE op per
+// layer in a CUDA graph (docs/BENCHMARKS.md, issue 10, rounds 3 and 4; bench-kernels "moe
+// tokens"): fp8_decode 35.3 / 57.5 / 100.7 / 184.5 us at T = 1 / 2 / 4 / 8 against the grouped
+// kernel's 51.5 / 64.7 / 86.1 / 140.0. STRATA_MOE_DECODE_MAX_TOKENS overrides it (1..8, read
+// once; 8 = every T <= 8 on the decode kernels, as before round 4).
+constexpr int64_t kDecodeDefaultTokensW8A8 = 2;
+int64_t decode_max_tokens_w8a8() {
+  static const int64_t v = [] {
+    const char* e = std::getenv("STRATA_MOE_DECODE_MAX_TOKENS");
+    const long long n = e ? std::atoll(e) : 0;
+    return n >= 1 && n <= kDecodeMaxTokens ? static_cast<int64_t>(n) : kDecodeDefaultTokensW8A8;
+  }();
+  return v;
+}
+int64_t decode_max_tokens(const MoeExpertsArgs& a) {
+  const bool w8a8 = (*a.up)[0].weight.dtype() == DType::F8E4M3 && (*a.up)[0].input_scale > 0.f;
+  if (!w8a8 || a.x.dim(0) <= decode_max_tokens_w8a8()) return kDecodeMaxTokens;
+  return moe_mma_unsupported(launch_shape_of(a)).empty() ? decode_max_tokens_w8a8()
+                                                         : kDecodeMaxTokens;
+}
+
 bool fp8_decode_supports(const MoeExpertsArgs& a, std::string* why) {
   if (!experts_common(a, why)) return false;
   ArgCheck c(why);
   const int64_t T = a.x.dim(0), H = a.x.dim(1), I = (*a.up)[0].weight.dim(0);
   const bool w8a8 = (*a.up)[0].input_scale > 0.f;
-  c.require((*a.up)[0].weight.dtype() == DType::F8E4M3,
-            fmt::format("expert weights {} are not e4m3", (*a.up)[0].weight.str()));
-  c.require(T <= kDecodeMaxTokens,
-            fmt::format("T = {} above the decode kernel's {}", T, kDecodeMaxTokens));
+  if ((*a.up)[0].weight.dtype() != DType::F8E4M3)
+    return c.fail(fmt::format("expert weights {} are not e4m3", (*a.up)[0].weight.str()));
+  if (T > decode_max_tokens(a))
+    return c.fail(fmt::format("T = {} above the decode kernels' {} for these experts", T,
+                              decode_max_tokens(a)));
   c.require(!kernel_disabled(MoeExpertsArgs::kName, "cuda.fp8_decode"),
             "disabled by STRATA_CUDA_DISABLE_KERNELS");
-  c.require(H % 16 == 0 && I % 16 == 0,
-            fmt::format("H = {} and I = {} must be multiples of 16 (16-byte weight rows)", H, I));
-  c.require(reinterpret_cast<uintptr_t>(a.x.raw()) % 16 == 0 && (T == 1 || a.x.stride(0) % 8 == 0),
-            fmt::format("x rows must be 16-byte aligned (row stride {})", a.x.stride(0)));
-  size_t misaligned = a.up->size();
-  for (size_t e = 0; e < a.up->size() && misaligned == a.up->size(); ++e)
+  if (!c) return false;
+  if (H % 16 != 0 || I % 16 != 0)
+    return c.fail(
+        fmt::format("H = {} and I = {} must be multiples of 16 (16-byte weight rows)", H, I));
+  if (!(reinterpret_cast<uintptr_t>(a.x.raw()) % 16 == 0 && (T == 1 || a.x.stride(0) % 8 == 0)))
+    return c.fail(fmt::format("x rows must be 16-byte aligned (row stride {})", a.x.stride(0)));
+  for (size_t e = 0; e < a.up->size(); ++e)
     if (reinterpret_cast<uintptr_t>((*a.up)[e].weight.raw()) % 16 != 0 ||
         reinterpret_cast<uintptr_t>((*a.down)[e].weight.raw()) % 16 != 0)
-      misaligned = e;
-  c.require(misaligned == a.up->size(),
-            fmt::format("expert {} weights must be 16-byte aligned", misaligned));
+      return c.fail(fmt::format("expert {} weights must be 16-byte aligned", e));
   const int64_t stage = std::max(moe_fp8_stage_bytes(H, w8a8), moe_fp8_stage_bytes(I, w8a8));
-  c.require(stage <= fp8_gemv_max_stage_bytes(),
-            fmt::format("a staged row of x or h takes {} bytes of shared memory (at most {})",
-                        stage, fp8_gemv_max_stage_bytes()));
+  if (stage > fp8_gemv_max_stage_bytes())
+    return c.fail(fmt::format("a staged row of x or h takes {} bytes of shared memory (at most {})",
+                              stage, fp8_gemv_max_stage_bytes()));
   return c;
 }
 void fp8_decode_run(const MoeExpertsArgs& a, OpContext& ctx) {
@@ -269,8 +308,9 @@ void fp8_decode_run(const MoeExpertsArgs& a, OpContext& ctx) {
 bool gemv_supports(const MoeExpertsArgs& a, std::string* why) {
   if (!experts_common(a, why)) return false;
   ArgCheck c(why);
-  c.require(a.x.dim(0) <= kDecodeMaxTokens,
-            fmt::format("T = {} above the decode kernel's {}", a.x.dim(0), kDecodeMaxTokens));
+  if (a.x.dim(0) > decode_max_tokens(a))
+    return c.fail(fmt::format("T = {} above the decode kernels' {} for these experts", a.x.dim(0),
+                              decode_max_tokens(a)));
   c.require(!kernel_disabled(MoeExpertsArgs::kName, "cuda.decode"),
             "disabled by STRATA_CUDA_DISABLE_KERNELS");
   return c;
@@ -289,10 +329,10 @@ bool grouped_swap_supports(const MoeExpertsArgs& a, std::string* why) {
   if (!experts_common(a, why)) return false;
   ArgCheck c(why);
   const std::string reason = moe_mma_unsupported(launch_shape_of(a));
-  c.require(reason.empty(), reason);
-  c.require(a.x.dim(0) <= kSwapMaxTokens,
-            fmt::format("T = {} above the swapped kernel's {} (many pairs per expert)", a.x.dim(0),
-                        kSwapMaxTokens));
+  if (!reason.empty()) return c.fail(reason);
+  if (a.x.dim(0) > kSwapMaxTokens)
+    return c.fail(fmt::format("T = {} above the swapped kernel's {} (many pairs per expert)",
+                              a.x.dim(0), kSwapMaxTokens));
   c.require(!kernel_disabled(MoeExpertsArgs::kName, swap_name(V)),
             "disabled by STRATA_CUDA_DISABLE_KERNELS");
   return c;
@@ -306,7 +346,7 @@ bool grouped_mma_supports(const MoeExpertsArgs& a, std::string* why) {
   if (!experts_common(a, why)) return false;
   ArgCheck c(why);
   const std::string reason = moe_mma_unsupported(launch_shape_of(a));
-  c.require(reason.empty(), reason);
+  if (!reason.empty()) return c.fail(reason);
   c.require(!kernel_disabled(MoeExpertsArgs::kName, "cuda.grouped_mma"),
             "disabled by STRATA_CUDA_DISABLE_KERNELS");
   return c;
