@@ -35,6 +35,10 @@ struct ExpertTables {
 constexpr int kSwapL2Prefetch = 1;
 constexpr int kSwapCvt = 2;
 constexpr int kSwapL2Cvt = kSwapL2Prefetch | kSwapCvt;
+// Split-K: a block's four warps share 32 output features, each a quarter of the k-blocks, summed
+// in shared memory (4x the blocks of 1/4 the work). Registered as cuda.grouped_swap_split.
+constexpr int kSwapSplitK = 4;
+constexpr int kSwapL2CvtSplit = kSwapL2Cvt | kSwapSplitK;
 
 struct MoeExpertsLaunch {
   Mat x;                                                  // [T, H] act

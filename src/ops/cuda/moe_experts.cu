@@ -8,6 +8,7 @@
 // the device (count, scan, scatter), then tiled GEMMs that each read one expert's weight tile once
 // for up to 64 of its tokens (on the tensor cores: moe_grouped_mma.cu, or on CUDA cores in f32
 // for the other dtypes and shapes), and a combine pass.
+#include <algorithm>
 #include <cstdlib>
 #include <string>
 #include <type_traits>
@@ -411,8 +412,10 @@ void with_expert_types(const MoeExpertsLaunch& p, F&& f) {
 
 }  // namespace
 
+// Tiles = sum over the n used experts of ceil(count / kTile) <= (pairs + n (kTile - 1)) / kTile,
+// n <= min(experts, pairs) (a decode step: 48 pairs give 48 tiles, not 126).
 int64_t moe_max_tiles(int64_t pairs, int64_t experts) {
-  return (pairs + experts * (kTile - 1)) / kTile;
+  return (pairs + std::min(experts, pairs) * (kTile - 1)) / kTile;
 }
 
 size_t moe_scratch_bytes(const MoeExpertsLaunch& p, bool grouped) {

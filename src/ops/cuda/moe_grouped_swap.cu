@@ -167,12 +167,17 @@ __device__ __forceinline__ void kblock_mma(float (&acc)[2][NT][4], const uint4 (
 }
 
 // The warp's 32 features x the tile's pairs (NT n8 tiles), the weights through the warp's
-// shared-memory ring `ring` (kStages x kStageBytes), then the epilogue.
+// shared-memory ring `ring` (kStages x kStageBytes), then the epilogue. With kSwapSplitK the
+// block's kWarps warps share the same 32 features and warp w takes k-blocks w, w + kWarps, ...;
+// warp 0 adds the others' sums (through `smem`, the block's shared memory) before the epilogue.
 template <bool FP8, bool UP, int NT, int V>
 __device__ __forceinline__ void warp_tile(const MoeExpertsLaunch& p, const Scratch& s, int e,
-                                          int32_t row0, int rows, int64_t fw, uint8_t* ring) {
+                                          int32_t row0, int rows, int64_t fw, uint8_t* ring,
+                                          uint8_t* smem) {
   constexpr int64_t kElem = FP8 ? 1 : 2;
   constexpr bool kL2 = (V & kSwapL2Prefetch) != 0;
+  constexpr int kSplit = (V & kSwapSplitK) != 0 ? kWarps : 1;
+  const int k_first = kSplit > 1 ? static_cast<int>(threadIdx.x >> 5) : 0;
   const int64_t K = UP ? p.hidden : p.inter, F = UP ? p.inter : p.hidden;
   const int64_t kbytes = K * kElem;
   const int lane = threadIdx.x & 31, grp = lane >> 2, tig = lane & 3;
@@ -200,10 +205,12 @@ __device__ __forceinline__ void warp_tile(const MoeExpertsLaunch& p, const Scrat
   }
 
   float acc[2][NT][4] = {};
-  const int nk = static_cast<int>((kbytes + kKBlock - 1) / kKBlock);
+  // nk: this warp's k-blocks; its i-th is k-block k_first + i kSplit of the row.
+  const int nk_row = static_cast<int>((kbytes + kKBlock - 1) / kKBlock);
+  const int nk = nk_row > k_first ? (nk_row - k_first + kSplit - 1) / kSplit : 0;
   const uint4 zero = make_uint4(0, 0, 0, 0);
   auto load_b = [&](uint4(&b)[NT], int kb) {
-    const int64_t off = static_cast<int64_t>(kb) * kKBlock;
+    const int64_t off = static_cast<int64_t>(k_first + kb * kSplit) * kKBlock;
     const bool in = off + lane_k < kbytes;  // k tail (K * elem is a multiple of 16)
 #pragma unroll
     for (int nt = 0; nt < NT; ++nt)
@@ -214,7 +221,7 @@ __device__ __forceinline__ void warp_tile(const MoeExpertsLaunch& p, const Scrat
   // consecutive lanes hit consecutive banks.
   uint8_t* mine = ring + 16 * lane;
   auto issue = [&](int kb) {  // always commits one group (empty past the end)
-    const int64_t off = static_cast<int64_t>(kb) * kKBlock;
+    const int64_t off = static_cast<int64_t>(k_first + kb * kSplit) * kKBlock;
     const bool in = off + lane_k < kbytes;
     uint8_t* dst = mine + (kb % kStages) * kStageBytes;
 #pragma unroll
@@ -249,6 +256,26 @@ __device__ __forceinline__ void warp_tile(const MoeExpertsLaunch& p, const Scrat
   }
   cp_async_wait<0>();
 
+  if constexpr (kSplit > 1) {
+    // Warps 1.. store their sums, lane-fastest (no bank conflicts), over the block's rings.
+    constexpr int kAcc = 2 * NT * 4;
+    float* red = reinterpret_cast<float*>(smem);  // [kSplit - 1][kAcc][32]
+    const int warp = static_cast<int>(threadIdx.x >> 5);
+    __syncthreads();  // every warp is done with its ring
+    if (warp > 0) {
+#pragma unroll
+      for (int i = 0; i < kAcc; ++i)
+        red[((warp - 1) * kAcc + i) * 32 + lane] = acc[i / (NT * 4)][(i / 4) % NT][i % 4];
+    }
+    __syncthreads();
+    if (warp > 0) return;
+#pragma unroll
+    for (int w = 0; w < kSplit - 1; ++w)
+#pragma unroll
+      for (int i = 0; i < kAcc; ++i)
+        acc[i / (NT * 4)][(i / 4) % NT][i % 4] += red[(w * kAcc + i) * 32 + lane];
+  }
+
   // c0, c1: feature grp, pairs 2 tig, 2 tig + 1 of the n8 tile; c2, c3: feature grp + 8.
   // The integer spread gives each operand x 2^-8 (the scale carries 2^16), cvt exact values.
   const float scale =
@@ -277,11 +304,17 @@ __device__ __forceinline__ void warp_tile(const MoeExpertsLaunch& p, const Scrat
   }
 }
 
-// grid (2 max_tiles, ceil(F / 128)), kThreads threads, kSmemBytes of dynamic shared memory: block
-// (2 t + half, y) takes pairs 32 half .. 32 half + 31 of tile t (NT <= 4 keeps the registers within
-// three blocks per multiprocessor, four staged; the two halves of a full tile run as neighbouring
-// blocks, so the second read of the weights mostly hits L2), and its warp w features 128 y + 32 w
-// .. + 31.
+// grid (2 max_tiles, ceil(F / block_features(V))), kThreads threads, kSmemBytes of dynamic shared
+// memory: block (2 t + half, y) takes pairs 32 half .. 32 half + 31 of tile t (NT <= 4 keeps the
+// registers within three blocks per multiprocessor, four staged; the two halves of a full tile run
+// as neighbouring blocks, so the second read of the weights mostly hits L2), and its warp w
+// features 128 y + 32 w .. + 31; with kSwapSplitK, features 32 y .. + 31 in every warp, each
+// warp a quarter of the k-blocks (4x the blocks, each a quarter of the work: finer waves when
+// few tiles cover the GPU once or twice, as at a batched decode step).
+template <int V>
+constexpr int block_features() {
+  return (V & kSwapSplitK) != 0 ? kWarpF : kBlockF;
+}
 template <bool FP8, bool UP, int V>
 __global__ void __launch_bounds__(kThreads, 4) grouped_swap_kernel(MoeExpertsLaunch p, Scratch s) {
   extern __shared__ __align__(16) uint8_t smem[];
@@ -293,21 +326,23 @@ __global__ void __launch_bounds__(kThreads, 4) grouped_swap_kernel(MoeExpertsLau
   if (rows <= 0) return;
   const int64_t F = UP ? p.inter : p.hidden;
   const int warp = threadIdx.x >> 5;
-  const int64_t fw = static_cast<int64_t>(blockIdx.y) * kBlockF + warp * kWarpF;
-  if (fw >= F) return;  // warp-uniform; no block-wide synchronization follows
+  const int64_t fw = static_cast<int64_t>(blockIdx.y) * block_features<V>() +
+                     ((V & kSwapSplitK) != 0 ? 0 : warp * kWarpF);
+  // Warp-uniform; block-uniform with kSwapSplitK (whose warps then synchronize).
+  if (fw >= F) return;
   uint8_t* ring = smem + warp * kStages * kStageBytes;
   switch ((rows + 7) / 8) {
     case 1:
-      warp_tile<FP8, UP, 1, V>(p, s, e, row0, rows, fw, ring);
+      warp_tile<FP8, UP, 1, V>(p, s, e, row0, rows, fw, ring, smem);
       break;
     case 2:
-      warp_tile<FP8, UP, 2, V>(p, s, e, row0, rows, fw, ring);
+      warp_tile<FP8, UP, 2, V>(p, s, e, row0, rows, fw, ring, smem);
       break;
     case 3:
-      warp_tile<FP8, UP, 3, V>(p, s, e, row0, rows, fw, ring);
+      warp_tile<FP8, UP, 3, V>(p, s, e, row0, rows, fw, ring, smem);
       break;
     default:
-      warp_tile<FP8, UP, 4, V>(p, s, e, row0, rows, fw, ring);
+      warp_tile<FP8, UP, 4, V>(p, s, e, row0, rows, fw, ring, smem);
       break;
   }
 }
@@ -326,7 +361,7 @@ void launch_one(const MoeExpertsLaunch& p, const Scratch& s, int64_t max_tiles,
   });
   const int64_t F = UP ? p.inter : p.hidden;
   const dim3 grid(static_cast<unsigned>(2 * max_tiles),
-                  static_cast<unsigned>((F + kBlockF - 1) / kBlockF));
+                  static_cast<unsigned>((F + block_features<V>() - 1) / block_features<V>()));
   grouped_swap_kernel<FP8, UP, V><<<grid, kThreads, kSmemBytes, stream>>>(p, s);
   STRATA_CUDA_LAUNCH_CHECK();
 }
@@ -337,9 +372,10 @@ void launch_variant(const MoeExpertsLaunch& p, const Scratch& s, int64_t max_til
   if (p.w8a8) {
     launch_one<true, true, V>(p, s, max_tiles, stream);
     launch_one<true, false, V>(p, s, max_tiles, stream);
-  } else {  // bf16: no conversion, only the prefetch flag matters
-    launch_one<false, true, V & kSwapL2Prefetch>(p, s, max_tiles, stream);
-    launch_one<false, false, V & kSwapL2Prefetch>(p, s, max_tiles, stream);
+  } else {  // bf16: no conversion, only the prefetch and split flags matter
+    constexpr int kBf16 = V & (kSwapL2Prefetch | kSwapSplitK);
+    launch_one<false, true, kBf16>(p, s, max_tiles, stream);
+    launch_one<false, false, kBf16>(p, s, max_tiles, stream);
   }
 }
 
@@ -347,7 +383,9 @@ void launch_variant(const MoeExpertsLaunch& p, const Scratch& s, int64_t max_til
 
 void launch_grouped_swap(const MoeExpertsLaunch& p, const Scratch& s, int64_t max_tiles,
                          cudaStream_t stream) {
-  if (p.swap_variant == kSwapL2Cvt)
+  if (p.swap_variant == kSwapL2CvtSplit)
+    launch_variant<kSwapL2CvtSplit>(p, s, max_tiles, stream);
+  else if (p.swap_variant == kSwapL2Cvt)
     launch_variant<kSwapL2Cvt>(p, s, max_tiles, stream);
   else if (p.swap_variant == 0)
     launch_variant<0>(p, s, max_tiles, stream);

@@ -34,6 +34,9 @@ constexpr int64_t kDecodeMaxTokens = 8;
 // stays: by kernel time the swapped one is faster from T = 4 (140 vs 184 us at T = 8), but the
 // eager batch-8 step measured slower on it (12.7 ms against 9.5: the grouped path's host work).
 constexpr int64_t kSwapMaxTokens = 4096;
+// Tokens up to which cuda.grouped_swap_split (the split-K variant, registered before
+// cuda.grouped_swap_cvt) runs. Round 4 measures it at every T up to kSwapMaxTokens first.
+constexpr int64_t kSplitMaxTokens = 4096;
 
 bool route_supports(const MoeRouteArgs& a, std::string* why) {
   ArgCheck c(why);
@@ -322,7 +325,13 @@ void gemv_run(const MoeExpertsArgs& a, OpContext& ctx) {
 // The swapped kernel's variants (kSwap* flags, moe.h), each its own registered name so one binary
 // A/B-tests them (bench-kernels rows, STRATA_CUDA_DISABLE_KERNELS).
 constexpr const char* swap_name(int variant) {
-  return variant == kSwapL2Cvt ? "cuda.grouped_swap_cvt" : "cuda.grouped_swap";
+  return variant == kSwapL2CvtSplit ? "cuda.grouped_swap_split"
+         : variant == kSwapL2Cvt    ? "cuda.grouped_swap_cvt"
+                                    : "cuda.grouped_swap";
+}
+// Tokens up to which the split-K variant runs (above: cuda.grouped_swap_cvt).
+constexpr int64_t swap_max_tokens(int variant) {
+  return variant == kSwapL2CvtSplit ? kSplitMaxTokens : kSwapMaxTokens;
 }
 template <int V>
 bool grouped_swap_supports(const MoeExpertsArgs& a, std::string* why) {
@@ -330,9 +339,9 @@ bool grouped_swap_supports(const MoeExpertsArgs& a, std::string* why) {
   ArgCheck c(why);
   const std::string reason = moe_mma_unsupported(launch_shape_of(a));
   if (!reason.empty()) return c.fail(reason);
-  if (a.x.dim(0) > kSwapMaxTokens)
-    return c.fail(fmt::format("T = {} above the swapped kernel's {} (many pairs per expert)",
-                              a.x.dim(0), kSwapMaxTokens));
+  if (a.x.dim(0) > swap_max_tokens(V))
+    return c.fail(fmt::format("T = {} above {}'s {} (many pairs per expert)", a.x.dim(0),
+                              swap_name(V), swap_max_tokens(V)));
   c.require(!kernel_disabled(MoeExpertsArgs::kName, swap_name(V)),
             "disabled by STRATA_CUDA_DISABLE_KERNELS");
   return c;
@@ -368,6 +377,8 @@ STRATA_REGISTER_KERNEL(MoeRouteArgs, "cuda", Device::Cuda, route_supports, route
 STRATA_REGISTER_KERNEL(MoeExpertsArgs, "cuda.fp8_decode", Device::Cuda, fp8_decode_supports,
                        fp8_decode_run);
 STRATA_REGISTER_KERNEL(MoeExpertsArgs, "cuda.decode", Device::Cuda, gemv_supports, gemv_run);
+STRATA_REGISTER_KERNEL(MoeExpertsArgs, swap_name(kSwapL2CvtSplit), Device::Cuda,
+                       grouped_swap_supports<kSwapL2CvtSplit>, grouped_swap_run<kSwapL2CvtSplit>);
 STRATA_REGISTER_KERNEL(MoeExpertsArgs, swap_name(kSwapL2Cvt), Device::Cuda,
                        grouped_swap_supports<kSwapL2Cvt>, grouped_swap_run<kSwapL2Cvt>);
 STRATA_REGISTER_KERNEL(MoeExpertsArgs, swap_name(0), Device::Cuda, grouped_swap_supports<0>,
