@@ -439,8 +439,8 @@ void run_bench(const std::string& out_path, const std::string& only) {
   // at T tokens; the FP8 decode kernel where it applies (T <= 8).
   for (int64_t T : {1, 2, 3, 4, 6, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096})
     for (const char* kernel :
-         {"cuda.fp8_decode", "cuda.grouped_swap_split", "cuda.grouped_swap_cvt", "cuda.grouped_swap",
-          "cuda.grouped_mma"}) {
+         {"cuda.fp8_decode", "cuda.grouped_swap_split", "cuda.grouped_swap_split2",
+          "cuda.grouped_swap_cvt", "cuda.grouped_swap", "cuda.grouped_mma"}) {
       if (T > 8 && std::string(kernel) == "cuda.fp8_decode") continue;
       items.emplace_back(fmt::format("moe tokens {}, T={}", kernel, T),
                          [=] { return bench_moe_tokens(kernel, T); });

@@ -36,9 +36,12 @@ constexpr int kSwapL2Prefetch = 1;
 constexpr int kSwapCvt = 2;
 constexpr int kSwapL2Cvt = kSwapL2Prefetch | kSwapCvt;
 // Split-K: a block's four warps share 32 output features, each a quarter of the k-blocks, summed
-// in shared memory (4x the blocks of 1/4 the work). Registered as cuda.grouped_swap_split.
+// in shared memory (4x the blocks of 1/4 the work), registered as cuda.grouped_swap_split; or two
+// groups of two warps, each half of the k-blocks (cuda.grouped_swap_split2).
 constexpr int kSwapSplitK = 4;
+constexpr int kSwapSplit2 = 8;
 constexpr int kSwapL2CvtSplit = kSwapL2Cvt | kSwapSplitK;
+constexpr int kSwapL2CvtSplit2 = kSwapL2Cvt | kSwapSplit2;
 
 struct MoeExpertsLaunch {
   Mat x;                                                  // [T, H] act

@@ -166,18 +166,25 @@ __device__ __forceinline__ void kblock_mma(float (&acc)[2][NT][4], const uint4 (
   }
 }
 
+// Warps that share a feature group and split its k-blocks (kSwapSplitK: 4, kSwapSplit2: 2).
+template <int V>
+constexpr int split_of() {
+  return (V & kSwapSplitK) != 0 ? kWarps : (V & kSwapSplit2) != 0 ? 2 : 1;
+}
+
 // The warp's 32 features x the tile's pairs (NT n8 tiles), the weights through the warp's
-// shared-memory ring `ring` (kStages x kStageBytes), then the epilogue. With kSwapSplitK the
-// block's kWarps warps share the same 32 features and warp w takes k-blocks w, w + kWarps, ...;
-// warp 0 adds the others' sums (through `smem`, the block's shared memory) before the epilogue.
+// shared-memory ring `ring` (kStages x kStageBytes), then the epilogue. Split (split_of<V>() =
+// S > 1): warps w with the same w / S share 32 features and warp w takes k-blocks w % S,
+// w % S + S, ...; the group's first warp adds the others' sums (through `smem`, the block's
+// shared memory) before the epilogue.
 template <bool FP8, bool UP, int NT, int V>
 __device__ __forceinline__ void warp_tile(const MoeExpertsLaunch& p, const Scratch& s, int e,
                                           int32_t row0, int rows, int64_t fw, uint8_t* ring,
                                           uint8_t* smem) {
   constexpr int64_t kElem = FP8 ? 1 : 2;
   constexpr bool kL2 = (V & kSwapL2Prefetch) != 0;
-  constexpr int kSplit = (V & kSwapSplitK) != 0 ? kWarps : 1;
-  const int k_first = kSplit > 1 ? static_cast<int>(threadIdx.x >> 5) : 0;
+  constexpr int kSplit = split_of<V>();
+  const int k_first = static_cast<int>(threadIdx.x >> 5) % kSplit;
   const int64_t K = UP ? p.hidden : p.inter, F = UP ? p.inter : p.hidden;
   const int64_t kbytes = K * kElem;
   const int lane = threadIdx.x & 31, grp = lane >> 2, tig = lane & 3;
@@ -257,23 +264,24 @@ __device__ __forceinline__ void warp_tile(const MoeExpertsLaunch& p, const Scrat
   cp_async_wait<0>();
 
   if constexpr (kSplit > 1) {
-    // Warps 1.. store their sums, lane-fastest (no bank conflicts), over the block's rings.
+    // The other warps of the group store their sums, lane-fastest (no bank conflicts), in slot
+    // `warp` over the block's rings; the group's first warp adds them.
     constexpr int kAcc = 2 * NT * 4;
-    float* red = reinterpret_cast<float*>(smem);  // [kSplit - 1][kAcc][32]
+    float* red = reinterpret_cast<float*>(smem);  // [kWarps][kAcc][32]
     const int warp = static_cast<int>(threadIdx.x >> 5);
     __syncthreads();  // every warp is done with its ring
-    if (warp > 0) {
+    if (k_first > 0) {
 #pragma unroll
       for (int i = 0; i < kAcc; ++i)
-        red[((warp - 1) * kAcc + i) * 32 + lane] = acc[i / (NT * 4)][(i / 4) % NT][i % 4];
+        red[(warp * kAcc + i) * 32 + lane] = acc[i / (NT * 4)][(i / 4) % NT][i % 4];
     }
     __syncthreads();
-    if (warp > 0) return;
+    if (k_first > 0) return;
 #pragma unroll
-    for (int w = 0; w < kSplit - 1; ++w)
+    for (int w = 1; w < kSplit; ++w)
 #pragma unroll
       for (int i = 0; i < kAcc; ++i)
-        acc[i / (NT * 4)][(i / 4) % NT][i % 4] += red[(w * kAcc + i) * 32 + lane];
+        acc[i / (NT * 4)][(i / 4) % NT][i % 4] += red[((warp + w) * kAcc + i) * 32 + lane];
   }
 
   // c0, c1: feature grp, pairs 2 tig, 2 tig + 1 of the n8 tile; c2, c3: feature grp + 8.
@@ -310,10 +318,11 @@ __device__ __forceinline__ void warp_tile(const MoeExpertsLaunch& p, const Scrat
 // as neighbouring blocks, so the second read of the weights mostly hits L2), and its warp w
 // features 128 y + 32 w .. + 31; with kSwapSplitK, features 32 y .. + 31 in every warp, each
 // warp a quarter of the k-blocks (4x the blocks, each a quarter of the work: finer waves when
-// few tiles cover the GPU once or twice, as at a batched decode step).
+// few tiles cover the GPU once or twice, as at a batched decode step); with kSwapSplit2, warps
+// 2 g and 2 g + 1 features 64 y + 32 g .. + 31, each half of the k-blocks.
 template <int V>
 constexpr int block_features() {
-  return (V & kSwapSplitK) != 0 ? kWarpF : kBlockF;
+  return kBlockF / split_of<V>();
 }
 template <bool FP8, bool UP, int V>
 __global__ void __launch_bounds__(kThreads, 4) grouped_swap_kernel(MoeExpertsLaunch p, Scratch s) {
@@ -327,9 +336,11 @@ __global__ void __launch_bounds__(kThreads, 4) grouped_swap_kernel(MoeExpertsLau
   const int64_t F = UP ? p.inter : p.hidden;
   const int warp = threadIdx.x >> 5;
   const int64_t fw = static_cast<int64_t>(blockIdx.y) * block_features<V>() +
-                     ((V & kSwapSplitK) != 0 ? 0 : warp * kWarpF);
-  // Warp-uniform; block-uniform with kSwapSplitK (whose warps then synchronize).
-  if (fw >= F) return;
+                     (warp / split_of<V>()) * kWarpF;
+  // Split warps synchronize: the block returns only as a whole (a group past F computes clamped
+  // rows and stores nothing).
+  if (split_of<V>() > 1 ? static_cast<int64_t>(blockIdx.y) * block_features<V>() >= F : fw >= F)
+    return;
   uint8_t* ring = smem + warp * kStages * kStageBytes;
   switch ((rows + 7) / 8) {
     case 1:
@@ -373,7 +384,7 @@ void launch_variant(const MoeExpertsLaunch& p, const Scratch& s, int64_t max_til
     launch_one<true, true, V>(p, s, max_tiles, stream);
     launch_one<true, false, V>(p, s, max_tiles, stream);
   } else {  // bf16: no conversion, only the prefetch and split flags matter
-    constexpr int kBf16 = V & (kSwapL2Prefetch | kSwapSplitK);
+    constexpr int kBf16 = V & (kSwapL2Prefetch | kSwapSplitK | kSwapSplit2);
     launch_one<false, true, kBf16>(p, s, max_tiles, stream);
     launch_one<false, false, kBf16>(p, s, max_tiles, stream);
   }
@@ -385,6 +396,8 @@ void launch_grouped_swap(const MoeExpertsLaunch& p, const Scratch& s, int64_t ma
                          cudaStream_t stream) {
   if (p.swap_variant == kSwapL2CvtSplit)
     launch_variant<kSwapL2CvtSplit>(p, s, max_tiles, stream);
+  else if (p.swap_variant == kSwapL2CvtSplit2)
+    launch_variant<kSwapL2CvtSplit2>(p, s, max_tiles, stream);
   else if (p.swap_variant == kSwapL2Cvt)
     launch_variant<kSwapL2Cvt>(p, s, max_tiles, stream);
   else if (p.swap_variant == 0)

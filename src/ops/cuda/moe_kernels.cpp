@@ -325,13 +325,15 @@ void gemv_run(const MoeExpertsArgs& a, OpContext& ctx) {
 // The swapped kernel's variants (kSwap* flags, moe.h), each its own registered name so one binary
 // A/B-tests them (bench-kernels rows, STRATA_CUDA_DISABLE_KERNELS).
 constexpr const char* swap_name(int variant) {
-  return variant == kSwapL2CvtSplit ? "cuda.grouped_swap_split"
-         : variant == kSwapL2Cvt    ? "cuda.grouped_swap_cvt"
-                                    : "cuda.grouped_swap";
+  return variant == kSwapL2CvtSplit    ? "cuda.grouped_swap_split"
+         : variant == kSwapL2CvtSplit2 ? "cuda.grouped_swap_split2"
+         : variant == kSwapL2Cvt       ? "cuda.grouped_swap_cvt"
+                                       : "cuda.grouped_swap";
 }
 // Tokens up to which the split-K variant runs (above: cuda.grouped_swap_cvt).
 constexpr int64_t swap_max_tokens(int variant) {
-  return variant == kSwapL2CvtSplit ? kSplitMaxTokens : kSwapMaxTokens;
+  return variant == kSwapL2CvtSplit || variant == kSwapL2CvtSplit2 ? kSplitMaxTokens
+                                                                    : kSwapMaxTokens;
 }
 template <int V>
 bool grouped_swap_supports(const MoeExpertsArgs& a, std::string* why) {
@@ -379,6 +381,8 @@ STRATA_REGISTER_KERNEL(MoeExpertsArgs, "cuda.fp8_decode", Device::Cuda, fp8_deco
 STRATA_REGISTER_KERNEL(MoeExpertsArgs, "cuda.decode", Device::Cuda, gemv_supports, gemv_run);
 STRATA_REGISTER_KERNEL(MoeExpertsArgs, swap_name(kSwapL2CvtSplit), Device::Cuda,
                        grouped_swap_supports<kSwapL2CvtSplit>, grouped_swap_run<kSwapL2CvtSplit>);
+STRATA_REGISTER_KERNEL(MoeExpertsArgs, swap_name(kSwapL2CvtSplit2), Device::Cuda,
+                       grouped_swap_supports<kSwapL2CvtSplit2>, grouped_swap_run<kSwapL2CvtSplit2>);
 STRATA_REGISTER_KERNEL(MoeExpertsArgs, swap_name(kSwapL2Cvt), Device::Cuda,
                        grouped_swap_supports<kSwapL2Cvt>, grouped_swap_run<kSwapL2Cvt>);
 STRATA_REGISTER_KERNEL(MoeExpertsArgs, swap_name(0), Device::Cuda, grouped_swap_supports<0>,
