@@ -440,7 +440,7 @@ void run_bench(const std::string& out_path, const std::string& only) {
   for (int64_t T : {1, 2, 3, 4, 6, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096})
     for (const char* kernel :
          {"cuda.fp8_decode", "cuda.grouped_swap_split", "cuda.grouped_swap_split2",
-          "cuda.grouped_swap_cvt", "cuda.grouped_swap", "cuda.grouped_mma"}) {
+          "cuda.grouped_swap_cvt", "cuda.grouped_swap_f16", "cuda.grouped_swap", "cuda.grouped_mma"}) {
       if (T > 8 && std::string(kernel) == "cuda.fp8_decode") continue;
       items.emplace_back(fmt::format("moe tokens {}, T={}", kernel, T),
                          [=] { return bench_moe_tokens(kernel, T); });

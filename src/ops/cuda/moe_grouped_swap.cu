@@ -122,14 +122,21 @@ __device__ __forceinline__ void mma16816(float (&c)[4], const uint32_t (&a)[4], 
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
+// 16-byte loads per lane, n8 tile and k-block of the pairs' rows: 2 with f16 activations.
+template <bool FP8, int V>
+constexpr int b_vecs() {
+  return FP8 && (V & kSwapF16Act) != 0 ? 2 : 1;
+}
+
 // One k-block's products: a[mt][h] is row grp + 8 h of m16 tile mt, b[nt] column grp of n8
-// tile nt (the lane's 16 bytes each).
+// tile nt (the lane's 16 bytes each; with kSwapF16Act the lane's 16 k values as f16, 32 bytes).
 // V (kSwap* flags, moe.h): kSwapCvt converts both operands with the cvt instruction.
 template <bool FP8, int NT, int V>
 __device__ __forceinline__ void kblock_mma(float (&acc)[2][NT][4], const uint4 (&a)[2][2],
-                                           const uint4 (&b)[NT]) {
+                                           const uint4 (&b)[NT][b_vecs<FP8, V>()]) {
   constexpr int kSteps = FP8 ? 4 : 2;
   constexpr bool kCvt = (V & kSwapCvt) != 0;
+  constexpr bool kF16B = b_vecs<FP8, V>() == 2;
 #pragma unroll
   for (int s = 0; s < kSteps; ++s) {
     uint32_t af[2][4];
@@ -151,13 +158,16 @@ __device__ __forceinline__ void kblock_mma(float (&acc)[2][NT][4], const uint4 (
 #pragma unroll
     for (int nt = 0; nt < NT; ++nt) {
       uint32_t b0, b1;
-      if constexpr (FP8) {
-        const uint32_t w = word(b[nt], s);
+      if constexpr (kF16B) {  // values 4 s .. 4 s + 3: words 2 s, 2 s + 1 of the 32 bytes
+        b0 = word(b[nt][s / 2], 2 * (s % 2));
+        b1 = word(b[nt][s / 2], 2 * (s % 2) + 1);
+      } else if constexpr (FP8) {
+        const uint32_t w = word(b[nt][0], s);
         b0 = f16x2_of<kCvt, false>(w);
         b1 = f16x2_of<kCvt, true>(w);
       } else {
-        b0 = word(b[nt], 2 * s);
-        b1 = word(b[nt], 2 * s + 1);
+        b0 = word(b[nt][0], 2 * s);
+        b1 = word(b[nt][0], 2 * s + 1);
       }
 #pragma unroll
       for (int mt = 0; mt < 2; ++mt)
@@ -198,6 +208,8 @@ __device__ __forceinline__ void warp_tile(const MoeExpertsLaunch& p, const Scrat
 #pragma unroll
     for (int h = 0; h < 2; ++h)
       a_row[mt][h] = W + min(fw + mt * 16 + grp + 8 * h, F - 1) * kbytes + lane_k;
+  constexpr int BV = b_vecs<FP8, V>();  // bytes of a pair's k value: kBElem
+  constexpr int64_t kBElem = BV == 2 ? 2 : kElem;
   const uint8_t* b_row[NT];
 #pragma unroll
   for (int nt = 0; nt < NT; ++nt) {
@@ -206,9 +218,9 @@ __device__ __forceinline__ void warp_tile(const MoeExpertsLaunch& p, const Scrat
     if (UP && !FP8)
       b_row[nt] = static_cast<const uint8_t*>(p.x.p) + (pair / p.top_k) * p.x.ld * kElem + lane_k;
     else if (UP)
-      b_row[nt] = s.xq + pair * p.hidden + lane_k;
+      b_row[nt] = s.xq + (pair * p.hidden + lane_k) * kBElem;
     else
-      b_row[nt] = static_cast<const uint8_t*>(s.h) + pair * p.inter * kElem + lane_k;
+      b_row[nt] = static_cast<const uint8_t*>(s.h) + (pair * p.inter + lane_k / kElem) * kBElem;
   }
 
   float acc[2][NT][4] = {};
@@ -216,12 +228,15 @@ __device__ __forceinline__ void warp_tile(const MoeExpertsLaunch& p, const Scrat
   const int nk_row = static_cast<int>((kbytes + kKBlock - 1) / kKBlock);
   const int nk = nk_row > k_first ? (nk_row - k_first + kSplit - 1) / kSplit : 0;
   const uint4 zero = make_uint4(0, 0, 0, 0);
-  auto load_b = [&](uint4(&b)[NT], int kb) {
+  auto load_b = [&](uint4(&b)[NT][BV], int kb) {
     const int64_t off = static_cast<int64_t>(k_first + kb * kSplit) * kKBlock;
     const bool in = off + lane_k < kbytes;  // k tail (K * elem is a multiple of 16)
+    const int64_t boff = off / kElem * kBElem;
 #pragma unroll
     for (int nt = 0; nt < NT; ++nt)
-      b[nt] = in ? __ldg(reinterpret_cast<const uint4*>(b_row[nt] + off)) : zero;
+#pragma unroll
+      for (int v = 0; v < BV; ++v)
+        b[nt][v] = in ? __ldg(reinterpret_cast<const uint4*>(b_row[nt] + boff) + v) : zero;
   };
   // Lane l's 16 bytes of row r (0..3 = grp, grp + 8, grp + 16, grp + 24) of a stage sit at
   // r * 512 + 16 l: each lane reads back only what it copied (no warp synchronization), and
@@ -237,7 +252,7 @@ __device__ __forceinline__ void warp_tile(const MoeExpertsLaunch& p, const Scrat
     cp_async_commit();
   };
   constexpr int DB = b_depth(NT);
-  uint4 rb[DB][NT];
+  uint4 rb[DB][NT][BV];
 #pragma unroll
   for (int st = 0; st < kStages - 1; ++st)
     issue(st);
@@ -324,8 +339,16 @@ template <int V>
 constexpr int block_features() {
   return kBlockF / split_of<V>();
 }
+// Blocks per multiprocessor the registers are held to: 3 with f16 activations (the pairs'
+// register ring doubles), else 4.
+template <int V>
+constexpr int min_blocks() {
+  return (V & kSwapF16Act) != 0 ? 3 : 4;
+}
+
 template <bool FP8, bool UP, int V>
-__global__ void __launch_bounds__(kThreads, 4) grouped_swap_kernel(MoeExpertsLaunch p, Scratch s) {
+__global__ void __launch_bounds__(kThreads, min_blocks<V>())
+    grouped_swap_kernel(MoeExpertsLaunch p, Scratch s) {
   extern __shared__ __align__(16) uint8_t smem[];
   const int tile = blockIdx.x >> 1, half = blockIdx.x & 1;
   const int e = s.tiles[2 * tile];
@@ -384,7 +407,7 @@ void launch_variant(const MoeExpertsLaunch& p, const Scratch& s, int64_t max_til
     launch_one<true, true, V>(p, s, max_tiles, stream);
     launch_one<true, false, V>(p, s, max_tiles, stream);
   } else {  // bf16: no conversion, only the prefetch and split flags matter
-    constexpr int kBf16 = V & (kSwapL2Prefetch | kSwapSplitK | kSwapSplit2);
+    constexpr int kBf16 = V & (kSwapL2Prefetch | kSwapSplitK | kSwapSplit2);  // no kSwapF16Act
     launch_one<false, true, kBf16>(p, s, max_tiles, stream);
     launch_one<false, false, kBf16>(p, s, max_tiles, stream);
   }
@@ -398,6 +421,8 @@ void launch_grouped_swap(const MoeExpertsLaunch& p, const Scratch& s, int64_t ma
     launch_variant<kSwapL2CvtSplit>(p, s, max_tiles, stream);
   else if (p.swap_variant == kSwapL2CvtSplit2)
     launch_variant<kSwapL2CvtSplit2>(p, s, max_tiles, stream);
+  else if (p.swap_variant == kSwapL2CvtF16)
+    launch_variant<kSwapL2CvtF16>(p, s, max_tiles, stream);
   else if (p.swap_variant == kSwapL2Cvt)
     launch_variant<kSwapL2Cvt>(p, s, max_tiles, stream);
   else if (p.swap_variant == 0)
