@@ -53,6 +53,7 @@ constexpr int kSwapL2CvtSplit2 = kSwapL2Cvt | kSwapSplit2;
 // (cuda.grouped_swap_f16).
 constexpr int kSwapF16Act = 16;
 constexpr int kSwapL2CvtF16 = kSwapL2Cvt | kSwapF16Act;
+constexpr int kSwapL2CvtSplitF16 = kSwapL2CvtSplit | kSwapF16Act;  // cuda.grouped_swap_split_f16
 
 struct MoeExpertsLaunch {
   Mat x;                                                  // [T, H] act

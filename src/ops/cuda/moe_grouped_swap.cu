@@ -423,6 +423,8 @@ void launch_grouped_swap(const MoeExpertsLaunch& p, const Scratch& s, int64_t ma
     launch_variant<kSwapL2CvtSplit2>(p, s, max_tiles, stream);
   else if (p.swap_variant == kSwapL2CvtF16)
     launch_variant<kSwapL2CvtF16>(p, s, max_tiles, stream);
+  else if (p.swap_variant == kSwapL2CvtSplitF16)
+    launch_variant<kSwapL2CvtSplitF16>(p, s, max_tiles, stream);
   else if (p.swap_variant == kSwapL2Cvt)
     launch_variant<kSwapL2Cvt>(p, s, max_tiles, stream);
   else if (p.swap_variant == 0)

@@ -329,6 +329,7 @@ constexpr const char* swap_name(int variant) {
          : variant == kSwapL2CvtSplit2 ? "cuda.grouped_swap_split2"
          : variant == kSwapL2Cvt       ? "cuda.grouped_swap_cvt"
          : variant == kSwapL2CvtF16    ? "cuda.grouped_swap_f16"
+         : variant == kSwapL2CvtSplitF16 ? "cuda.grouped_swap_split_f16"
                                        : "cuda.grouped_swap";
 }
 // Tokens up to which the split-K variant runs (above: cuda.grouped_swap_cvt).
@@ -388,6 +389,9 @@ STRATA_REGISTER_KERNEL(MoeExpertsArgs, swap_name(kSwapL2Cvt), Device::Cuda,
                        grouped_swap_supports<kSwapL2Cvt>, grouped_swap_run<kSwapL2Cvt>);
 STRATA_REGISTER_KERNEL(MoeExpertsArgs, swap_name(kSwapL2CvtF16), Device::Cuda,
                        grouped_swap_supports<kSwapL2CvtF16>, grouped_swap_run<kSwapL2CvtF16>);
+STRATA_REGISTER_KERNEL(MoeExpertsArgs, swap_name(kSwapL2CvtSplitF16), Device::Cuda,
+                       grouped_swap_supports<kSwapL2CvtSplitF16>,
+                       grouped_swap_run<kSwapL2CvtSplitF16>);
 STRATA_REGISTER_KERNEL(MoeExpertsArgs, swap_name(0), Device::Cuda, grouped_swap_supports<0>,
                        grouped_swap_run<0>);
 STRATA_REGISTER_KERNEL(MoeExpertsArgs, "cuda.grouped_mma", Device::Cuda, grouped_mma_supports,
