@@ -41,19 +41,16 @@ struct ExpertTables {
 constexpr int kSwapL2Prefetch = 1;
 constexpr int kSwapCvt = 2;
 constexpr int kSwapL2Cvt = kSwapL2Prefetch | kSwapCvt;
-// Split-K: a block's four warps share 32 output features, each a quarter of the k-blocks, summed
-// in shared memory (4x the blocks of 1/4 the work), registered as cuda.grouped_swap_split; or two
-// groups of two warps, each half of the k-blocks (cuda.grouped_swap_split2).
+// Split-K: a block's four warps in two groups of two, a group 32 output features, each warp half
+// of the k-blocks (summed in shared memory): 2x the blocks of half the work, for few tiles (a
+// batched decode step). Registered as cuda.grouped_swap_split.
 constexpr int kSwapSplitK = 4;
-constexpr int kSwapSplit2 = 8;
 constexpr int kSwapL2CvtSplit = kSwapL2Cvt | kSwapSplitK;
-constexpr int kSwapL2CvtSplit2 = kSwapL2Cvt | kSwapSplit2;
 // W8A8: the quantized activations (xq, h) stored as f16 (the exact values of their e4m3 codes,
 // twice the bytes) so that no warp converts the pairs' rows, only the weights
 // (cuda.grouped_swap_f16).
 constexpr int kSwapF16Act = 16;
 constexpr int kSwapL2CvtF16 = kSwapL2Cvt | kSwapF16Act;
-constexpr int kSwapL2CvtSplitF16 = kSwapL2CvtSplit | kSwapF16Act;  // cuda.grouped_swap_split_f16
 
 struct MoeExpertsLaunch {
   Mat x;                                                  // [T, H] act

@@ -42,6 +42,9 @@
 // 26% faster at 64 tokens) and the cvt conversion, together cuda.grouped_swap_cvt; neither,
 // cuda.grouped_swap. Also measured and dropped (docs/BENCHMARKS.md): the conversions split
 // between the cvt and integer pipes, the pairs' rows through the cp.async ring.
+#include <cstdlib>
+#include <string>
+
 #include "ops/cuda/e4m3_f16_bits.h"
 #include "ops/cuda/moe_common.cuh"
 
@@ -176,10 +179,12 @@ __device__ __forceinline__ void kblock_mma(float (&acc)[2][NT][4], const uint4 (
   }
 }
 
-// Warps that share a feature group and split its k-blocks (kSwapSplitK: 4, kSwapSplit2: 2).
+// Warps that share a feature group and split its k-blocks with kSwapSplitK (any divisor of
+// kWarps works; 4 measured slower than 2 from T = 16 on the H200, docs/BENCHMARKS.md "moe4").
+constexpr int kSplitWays = 2;
 template <int V>
 constexpr int split_of() {
-  return (V & kSwapSplitK) != 0 ? kWarps : (V & kSwapSplit2) != 0 ? 2 : 1;
+  return (V & kSwapSplitK) != 0 ? kSplitWays : 1;
 }
 
 // The warp's 32 features x the tile's pairs (NT n8 tiles), the weights through the warp's
@@ -256,6 +261,10 @@ __device__ __forceinline__ void warp_tile(const MoeExpertsLaunch& p, const Scrat
 #pragma unroll
   for (int st = 0; st < kStages - 1; ++st)
     issue(st);
+  // The down GEMM is launched as a programmatic dependent of the up GEMM (launch_one): its
+  // weight copies above start while the up GEMM's last blocks run; h is read only after the up
+  // grid has completed (a no-op when launched without the attribute).
+  if constexpr (!UP) asm volatile("griddepcontrol.wait;" ::: "memory");
 #pragma unroll
   for (int j = 0; j < DB - 1; ++j)
     load_b(rb[j], j);
@@ -331,10 +340,9 @@ __device__ __forceinline__ void warp_tile(const MoeExpertsLaunch& p, const Scrat
 // memory: block (2 t + half, y) takes pairs 32 half .. 32 half + 31 of tile t (NT <= 4 keeps the
 // registers within three blocks per multiprocessor, four staged; the two halves of a full tile run
 // as neighbouring blocks, so the second read of the weights mostly hits L2), and its warp w
-// features 128 y + 32 w .. + 31; with kSwapSplitK, features 32 y .. + 31 in every warp, each
-// warp a quarter of the k-blocks (4x the blocks, each a quarter of the work: finer waves when
-// few tiles cover the GPU once or twice, as at a batched decode step); with kSwapSplit2, warps
-// 2 g and 2 g + 1 features 64 y + 32 g .. + 31, each half of the k-blocks.
+// features 128 y + 32 w .. + 31; with kSwapSplitK, warps 2 g and 2 g + 1 features 64 y + 32 g ..
+// + 31, each half of the k-blocks (2x the blocks, each half the work: finer waves where few
+// tiles cover the GPU once or twice, as at a batched decode step).
 template <int V>
 constexpr int block_features() {
   return kBlockF / split_of<V>();
@@ -350,6 +358,9 @@ template <bool FP8, bool UP, int V>
 __global__ void __launch_bounds__(kThreads, min_blocks<V>())
     grouped_swap_kernel(MoeExpertsLaunch p, Scratch s) {
   extern __shared__ __align__(16) uint8_t smem[];
+  // Up: the dependent down grid may be scheduled once every up block has started (it then fills
+  // the multiprocessors that the up grid's last wave leaves idle, up to its griddepcontrol.wait).
+  if constexpr (UP) asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
   const int tile = blockIdx.x >> 1, half = blockIdx.x & 1;
   const int e = s.tiles[2 * tile];
   if (e < 0) return;
@@ -381,6 +392,15 @@ __global__ void __launch_bounds__(kThreads, min_blocks<V>())
   }
 }
 
+// STRATA_MOE_PDL=0 launches the down GEMM as an ordinary stream successor (A/B; read once).
+bool pdl_enabled() {
+  static const bool v = [] {
+    const char* e = std::getenv("STRATA_MOE_PDL");
+    return !(e && std::string(e) == "0");
+  }();
+  return v;
+}
+
 template <bool FP8, bool UP, int V>
 void launch_one(const MoeExpertsLaunch& p, const Scratch& s, int64_t max_tiles,
                 cudaStream_t stream) {
@@ -396,8 +416,24 @@ void launch_one(const MoeExpertsLaunch& p, const Scratch& s, int64_t max_tiles,
   const int64_t F = UP ? p.inter : p.hidden;
   const dim3 grid(static_cast<unsigned>(2 * max_tiles),
                   static_cast<unsigned>((F + block_features<V>() - 1) / block_features<V>()));
-  grouped_swap_kernel<FP8, UP, V><<<grid, kThreads, kSmemBytes, stream>>>(p, s);
-  STRATA_CUDA_LAUNCH_CHECK();
+  if (UP || !pdl_enabled()) {
+    grouped_swap_kernel<FP8, UP, V><<<grid, kThreads, kSmemBytes, stream>>>(p, s);
+    STRATA_CUDA_LAUNCH_CHECK();
+    return;
+  }
+  // Down: a programmatic dependent launch of the up GEMM (kept by stream capture as a
+  // programmatic edge of the graph).
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = grid;
+  cfg.blockDim = dim3(kThreads);
+  cfg.dynamicSmemBytes = kSmemBytes;
+  cfg.stream = stream;
+  cudaLaunchAttribute attr[1] = {};
+  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr[0].val.programmaticStreamSerializationAllowed = 1;
+  cfg.attrs = attr;
+  cfg.numAttrs = 1;
+  STRATA_CUDA_CHECK(cudaLaunchKernelEx(&cfg, grouped_swap_kernel<FP8, UP, V>, p, s));
 }
 
 template <int V>
@@ -407,7 +443,7 @@ void launch_variant(const MoeExpertsLaunch& p, const Scratch& s, int64_t max_til
     launch_one<true, true, V>(p, s, max_tiles, stream);
     launch_one<true, false, V>(p, s, max_tiles, stream);
   } else {  // bf16: no conversion, only the prefetch and split flags matter
-    constexpr int kBf16 = V & (kSwapL2Prefetch | kSwapSplitK | kSwapSplit2);  // no kSwapF16Act
+    constexpr int kBf16 = V & (kSwapL2Prefetch | kSwapSplitK);  // no kSwapF16Act
     launch_one<false, true, kBf16>(p, s, max_tiles, stream);
     launch_one<false, false, kBf16>(p, s, max_tiles, stream);
   }
@@ -419,12 +455,8 @@ void launch_grouped_swap(const MoeExpertsLaunch& p, const Scratch& s, int64_t ma
                          cudaStream_t stream) {
   if (p.swap_variant == kSwapL2CvtSplit)
     launch_variant<kSwapL2CvtSplit>(p, s, max_tiles, stream);
-  else if (p.swap_variant == kSwapL2CvtSplit2)
-    launch_variant<kSwapL2CvtSplit2>(p, s, max_tiles, stream);
   else if (p.swap_variant == kSwapL2CvtF16)
     launch_variant<kSwapL2CvtF16>(p, s, max_tiles, stream);
-  else if (p.swap_variant == kSwapL2CvtSplitF16)
-    launch_variant<kSwapL2CvtSplitF16>(p, s, max_tiles, stream);
   else if (p.swap_variant == kSwapL2Cvt)
     launch_variant<kSwapL2Cvt>(p, s, max_tiles, stream);
   else if (p.swap_variant == 0)

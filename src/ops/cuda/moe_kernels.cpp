@@ -1,11 +1,13 @@
-// Registrations of moe_route and moe_experts on the CUDA backend. moe_experts has six kernels,
+// Registrations of moe_route and moe_experts on the CUDA backend. moe_experts' kernels are
 // registered here in order (the first that supports the arguments runs): the FP8 decode kernel
-// (e4m3 experts, T <= 8), the decode kernel for T <= 8, the grouped kernel with the weights on
-// mma's M side (bf16 or W8A8, T up to kSwapMaxTokens: few pairs per expert; two variants, the
-// faster first, the first version behind it for A/B), the grouped kernel
-// with shared-memory tiles on the tensor cores (bf16 or W8A8, any T), then the grouped kernel
-// with f32 GEMMs on CUDA cores (every dtype and shape). Each can be switched off for A/B
-// comparisons with STRATA_CUDA_DISABLE_KERNELS=moe_experts:cuda.NAME[,...].
+// (e4m3 experts, T <= 8; W8A8 experts the swapped kernel takes only up to decode_max_tokens),
+// the decode kernel (same limits), the grouped kernel with the weights on mma's M side (bf16 or
+// W8A8, T up to kSwapMaxTokens: few pairs per expert) in its variants (moe.h kSwap* flags: split-K
+// first, up to kSplitMaxTokens, then cuda.grouped_swap_cvt, then f16 activations and the first
+// version, for A/B runs), the grouped kernel with shared-memory tiles on the
+// tensor cores (bf16 or W8A8, any T), then the grouped kernel with f32 GEMMs on CUDA cores (every
+// dtype and shape). Each can be switched off for A/B comparisons with
+// STRATA_CUDA_DISABLE_KERNELS=moe_experts:cuda.NAME[,...].
 #ifdef STRATA_HAVE_CUDA
 #include <algorithm>
 #include <cstdlib>
@@ -30,13 +32,16 @@ constexpr int64_t kDecodeMaxTokens = 8;
 // 128 experts, T tokens give ~T / 21 pairs per expert. Measured on the H200 (Nano-3 W8A8 MoE op
 // per layer, docs/BENCHMARKS.md issue 10 "moe3"): cuda.grouped_swap_cvt 462 / 754 / 1,315 /
 // 2,470 us against cuda.grouped_mma 971 / 1,064 / 2,046 / 3,607 us at 512 / 1,024 / 2,048 /
-// 4,096 tokens (above 4,096 not measured). At T <= 8 the FP8 decode kernel, registered first,
-// stays: by kernel time the swapped one is faster from T = 4 (140 vs 184 us at T = 8), but the
-// eager batch-8 step measured slower on it (12.7 ms against 9.5: the grouped path's host work).
+// 4,096 tokens (above 4,096 not measured). Below, T >= 2 (decode_max_tokens).
 constexpr int64_t kSwapMaxTokens = 4096;
 // Tokens up to which cuda.grouped_swap_split (the split-K variant, registered before
-// cuda.grouped_swap_cvt) runs. Round 4 measures it at every T up to kSwapMaxTokens first.
-constexpr int64_t kSplitMaxTokens = 4096;
+// cuda.grouped_swap_cvt) runs. Measured on the H200 (docs/BENCHMARKS.md, issue 10, "moe4";
+// bench-kernels "moe tokens", % of the read ceiling of the distinct experts): split / cvt 49.5 /
+// 44.8% at T = 2, 66.6 / 62.2% at 6, 69.0 / 62.9% at 8, 77.7 / 77.4% at 16, 81.0 / 79.7% at 32,
+// then equal within noise up to 128 (79.7 / 80.1% at 64) and slower from 256 (70.6 / 71.9%; 56.0
+// / 61.0% at 512: half the work per block costs more than the finer waves save once the tiles
+// fill the GPU several times).
+constexpr int64_t kSplitMaxTokens = 32;
 
 bool route_supports(const MoeRouteArgs& a, std::string* why) {
   ArgCheck c(why);
@@ -250,13 +255,15 @@ void experts_run(const MoeExpertsArgs& a, OpContext& ctx, bool grouped, bool mma
 
 // Tokens up to which the decode kernels (cuda.fp8_decode, cuda.decode: one pass per (token,
 // expert) pair) take the experts: kDecodeMaxTokens, except W8A8 e4m3 experts that the swapped
-// grouped kernel can take, where it is the crossover against cuda.grouped_swap_cvt (which reads
+// grouped kernel can take, where it is the crossover against cuda.grouped_swap_split (which reads
 // each distinct expert once, for all of its pairs). Measured on the H200, Nano-3 W8A8 MoE op per
-// layer in a CUDA graph (docs/BENCHMARKS.md, issue 10, rounds 3 and 4; bench-kernels "moe
-// tokens"): fp8_decode 35.3 / 57.5 / 100.7 / 184.5 us at T = 1 / 2 / 4 / 8 against the grouped
-// kernel's 51.5 / 64.7 / 86.1 / 140.0. STRATA_MOE_DECODE_MAX_TOKENS overrides it (1..8, read
-// once; 8 = every T <= 8 on the decode kernels, as before round 4).
-constexpr int64_t kDecodeDefaultTokensW8A8 = 2;
+// layer in a CUDA graph (docs/BENCHMARKS.md, issue 10, "moe4"; bench-kernels "moe tokens", us and
+// % of the read ceiling of the distinct experts): fp8_decode 34.8 (37.6%) / 56.3 (38.8%) / 78.1
+// (50.4%) / 99.1 / 182.3 (49.1%) at T = 1 / 2 / 3 / 4 / 8 against the grouped kernel's 37.3
+// (35.1%) / 53.0 (49.5%) / 68.3 / 82.3 / 136.0 (69.0%); the batch-8 graph step 6.27 -> 4.92 ms.
+// STRATA_MOE_DECODE_MAX_TOKENS overrides it (1..8, read once; 8 = every T <= 8 on the decode
+// kernels, as before round 4).
+constexpr int64_t kDecodeDefaultTokensW8A8 = 1;
 int64_t decode_max_tokens_w8a8() {
   static const int64_t v = [] {
     const char* e = std::getenv("STRATA_MOE_DECODE_MAX_TOKENS");
@@ -325,17 +332,14 @@ void gemv_run(const MoeExpertsArgs& a, OpContext& ctx) {
 // The swapped kernel's variants (kSwap* flags, moe.h), each its own registered name so one binary
 // A/B-tests them (bench-kernels rows, STRATA_CUDA_DISABLE_KERNELS).
 constexpr const char* swap_name(int variant) {
-  return variant == kSwapL2CvtSplit    ? "cuda.grouped_swap_split"
-         : variant == kSwapL2CvtSplit2 ? "cuda.grouped_swap_split2"
-         : variant == kSwapL2Cvt       ? "cuda.grouped_swap_cvt"
-         : variant == kSwapL2CvtF16    ? "cuda.grouped_swap_f16"
-         : variant == kSwapL2CvtSplitF16 ? "cuda.grouped_swap_split_f16"
-                                       : "cuda.grouped_swap";
+  return variant == kSwapL2CvtSplit ? "cuda.grouped_swap_split"
+         : variant == kSwapL2Cvt    ? "cuda.grouped_swap_cvt"
+         : variant == kSwapL2CvtF16 ? "cuda.grouped_swap_f16"
+                                    : "cuda.grouped_swap";
 }
 // Tokens up to which the split-K variant runs (above: cuda.grouped_swap_cvt).
 constexpr int64_t swap_max_tokens(int variant) {
-  return variant == kSwapL2CvtSplit || variant == kSwapL2CvtSplit2 ? kSplitMaxTokens
-                                                                    : kSwapMaxTokens;
+  return variant == kSwapL2CvtSplit ? kSplitMaxTokens : kSwapMaxTokens;
 }
 template <int V>
 bool grouped_swap_supports(const MoeExpertsArgs& a, std::string* why) {
@@ -383,15 +387,10 @@ STRATA_REGISTER_KERNEL(MoeExpertsArgs, "cuda.fp8_decode", Device::Cuda, fp8_deco
 STRATA_REGISTER_KERNEL(MoeExpertsArgs, "cuda.decode", Device::Cuda, gemv_supports, gemv_run);
 STRATA_REGISTER_KERNEL(MoeExpertsArgs, swap_name(kSwapL2CvtSplit), Device::Cuda,
                        grouped_swap_supports<kSwapL2CvtSplit>, grouped_swap_run<kSwapL2CvtSplit>);
-STRATA_REGISTER_KERNEL(MoeExpertsArgs, swap_name(kSwapL2CvtSplit2), Device::Cuda,
-                       grouped_swap_supports<kSwapL2CvtSplit2>, grouped_swap_run<kSwapL2CvtSplit2>);
 STRATA_REGISTER_KERNEL(MoeExpertsArgs, swap_name(kSwapL2Cvt), Device::Cuda,
                        grouped_swap_supports<kSwapL2Cvt>, grouped_swap_run<kSwapL2Cvt>);
 STRATA_REGISTER_KERNEL(MoeExpertsArgs, swap_name(kSwapL2CvtF16), Device::Cuda,
                        grouped_swap_supports<kSwapL2CvtF16>, grouped_swap_run<kSwapL2CvtF16>);
-STRATA_REGISTER_KERNEL(MoeExpertsArgs, swap_name(kSwapL2CvtSplitF16), Device::Cuda,
-                       grouped_swap_supports<kSwapL2CvtSplitF16>,
-                       grouped_swap_run<kSwapL2CvtSplitF16>);
 STRATA_REGISTER_KERNEL(MoeExpertsArgs, swap_name(0), Device::Cuda, grouped_swap_supports<0>,
                        grouped_swap_run<0>);
 STRATA_REGISTER_KERNEL(MoeExpertsArgs, "cuda.grouped_mma", Device::Cuda, grouped_mma_supports,
