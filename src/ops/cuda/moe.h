@@ -6,12 +6,6 @@
 
 #include "ops/cuda/device_views.h"
 
-#if defined(__CUDACC__)
-#define STRATA_MOE_HD __host__ __device__
-#else
-#define STRATA_MOE_HD
-#endif
-
 namespace strata::cuda {
 
 struct MoeRouteLaunch {
@@ -46,11 +40,6 @@ constexpr int kSwapL2Cvt = kSwapL2Prefetch | kSwapCvt;
 // batched decode step). Registered as cuda.grouped_swap_split.
 constexpr int kSwapSplitK = 4;
 constexpr int kSwapL2CvtSplit = kSwapL2Cvt | kSwapSplitK;
-// W8A8: the quantized activations (xq, h) stored as f16 (the exact values of their e4m3 codes,
-// twice the bytes) so that no warp converts the pairs' rows, only the weights
-// (cuda.grouped_swap_f16).
-constexpr int kSwapF16Act = 16;
-constexpr int kSwapL2CvtF16 = kSwapL2Cvt | kSwapF16Act;
 
 struct MoeExpertsLaunch {
   Mat x;                                                  // [T, H] act
@@ -68,11 +57,6 @@ struct MoeExpertsLaunch {
   // down outputs and the bucketing tables (grouped path).
   void* scratch = nullptr;
 };
-
-// W8A8 on the swapped kernel with kSwapF16Act: xq and h hold f16 values of e4m3 codes.
-inline STRATA_MOE_HD bool moe_f16_acts(const MoeExpertsLaunch& p) {
-  return p.w8a8 && p.swap && (p.swap_variant & kSwapF16Act) != 0;
-}
 
 int64_t moe_max_tiles(int64_t pairs, int64_t experts);
 size_t moe_scratch_bytes(const MoeExpertsLaunch& p, bool grouped);

@@ -36,21 +36,13 @@ __device__ __forceinline__ float down_scale(const MoeExpertsLaunch& p, int e) {
   return p.w8a8 ? p.tables.down_scale[e] * p.tables.down_in[e] : p.tables.down_scale[e];
 }
 
-// An e4m3 code as the bits of the f16 of its value (exact: every e4m3 value is an f16).
-__device__ __forceinline__ uint16_t fp8_to_f16_bits(uint8_t v) {
-  return __nv_cvt_fp8_to_halfraw(static_cast<__nv_fp8_storage_t>(v), __NV_E4M3).x;
-}
-
 // The up projection's epilogue: h = act(relu(act(u))^2), stored as act or quantized for W8A8.
 template <class TA>
 __device__ __forceinline__ void store_hidden(const MoeExpertsLaunch& p, const Scratch& s, int e,
                                              int64_t pair, int64_t i, float u) {
   const float ua = fmaxf(round_to<TA>(u), 0.f);
   const float h = round_to<TA>(ua * ua);
-  if (p.w8a8 && moe_f16_acts(p))
-    static_cast<uint16_t*>(s.h)[pair * p.inter + i] =
-        fp8_to_f16_bits(f32_to_fp8_sat(h / p.tables.down_in[e]));
-  else if (p.w8a8)
+  if (p.w8a8)
     static_cast<uint8_t*>(s.h)[pair * p.inter + i] = f32_to_fp8_sat(h / p.tables.down_in[e]);
   else
     static_cast<TA*>(s.h)[pair * p.inter + i] = from_f32<TA>(h);

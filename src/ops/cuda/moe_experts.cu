@@ -23,7 +23,6 @@ namespace {
 
 using moe::down_scale;
 using moe::expert_of;
-using moe::fp8_to_f16_bits;
 using moe::kTile;
 using moe::Scratch;
 using moe::store_hidden;
@@ -47,9 +46,8 @@ Scratch carve(const MoeExpertsLaunch& p, bool grouped, size_t* total) {
     off += align256(bytes);
     return ptr;
   };
-  const size_t q = moe_f16_acts(p) ? 2 : 1;  // bytes of a quantized activation
-  if (p.w8a8) s.xq = reinterpret_cast<uint8_t*>(take(static_cast<size_t>(pairs * p.hidden) * q));
-  s.h = take(static_cast<size_t>(pairs * p.inter) * (p.w8a8 ? q : act));
+  if (p.w8a8) s.xq = reinterpret_cast<uint8_t*>(take(static_cast<size_t>(pairs * p.hidden)));
+  s.h = take(static_cast<size_t>(pairs * p.inter) * (p.w8a8 ? 1 : act));
   s.d = take(static_cast<size_t>(pairs * p.hidden) * act);
   if (grouped) {
     s.counts = reinterpret_cast<int32_t*>(take(static_cast<size_t>(E) * 4));
@@ -79,17 +77,6 @@ __device__ __forceinline__ void quantize_pair_vec8(const MoeExpertsLaunch& p, co
     const float x = __uint_as_float(bits << 16);  // bf16 -> f32
     q[i / 4] |= static_cast<uint32_t>(f32_to_fp8_sat(x / in)) << (8 * (i % 4));
   }
-  if (moe_f16_acts(p)) {  // 8 f16 values of the codes: one 16-byte store
-    uint32_t h[4];
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      const uint32_t w2 = q[i / 2] >> (16 * (i % 2));
-      h[i] = fp8_to_f16_bits(static_cast<uint8_t>(w2 & 0xffu)) |
-             static_cast<uint32_t>(fp8_to_f16_bits(static_cast<uint8_t>((w2 >> 8) & 0xffu))) << 16;
-    }
-    *reinterpret_cast<uint4*>(s.xq + (pair * p.hidden + c) * 2) = make_uint4(h[0], h[1], h[2], h[3]);
-    return;
-  }
   *reinterpret_cast<uint2*>(s.xq + pair * p.hidden + c) = make_uint2(q[0], q[1]);
 }
 __global__ void quantize_pairs_vec_kernel(MoeExpertsLaunch p, Scratch s) {
@@ -109,11 +96,7 @@ __global__ void quantize_pairs_kernel(MoeExpertsLaunch p, Scratch s) {
   const int e = expert_of(p, pair);
   if (!valid_expert(p, e)) return;
   const TA* x = static_cast<const TA*>(p.x.p) + (pair / p.top_k) * p.x.ld;
-  const uint8_t q = f32_to_fp8_sat(to_f32(x[c]) / p.tables.up_in[e]);
-  if (moe_f16_acts(p))
-    reinterpret_cast<uint16_t*>(s.xq)[pair * p.hidden + c] = fp8_to_f16_bits(q);
-  else
-    s.xq[pair * p.hidden + c] = q;
+  s.xq[pair * p.hidden + c] = f32_to_fp8_sat(to_f32(x[c]) / p.tables.up_in[e]);
 }
 
 // ---- decode path ----
@@ -490,8 +473,9 @@ void launch_moe_grouped(const MoeExpertsLaunch& p, int* index_errors, void* stre
   if (fused) {
     const size_t smem = static_cast<size_t>(p.experts) * 3 * sizeof(int32_t);
     if (fused_quant)
-      bucket_kernel<true><<<1 + grid_1d(pairs * (p.hidden / 8), kBucketThreads), kBucketThreads,
-                            smem, st>>>(p, s, pairs, max_tiles, index_errors);
+      bucket_kernel<true>
+          <<<1 + grid_1d(pairs * (p.hidden / 8), kBucketThreads), kBucketThreads, smem, st>>>(
+              p, s, pairs, max_tiles, index_errors);
     else
       bucket_kernel<false><<<1, kBucketThreads, smem, st>>>(p, s, pairs, max_tiles, index_errors);
     STRATA_CUDA_LAUNCH_CHECK();

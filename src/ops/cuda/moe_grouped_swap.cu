@@ -39,12 +39,12 @@
 //
 // Variants (kSwap* flags, moe.h), registered under their own names for A/B runs: the L2 256-byte
 // prefetch hint on the weight copies (the DRAM reads 256 bytes of a row at a time instead of 64:
-// 26% faster at 64 tokens) and the cvt conversion, together cuda.grouped_swap_cvt; neither,
-// cuda.grouped_swap. Also measured and dropped (docs/BENCHMARKS.md): the conversions split
-// between the cvt and integer pipes, the pairs' rows through the cp.async ring.
-#include <cstdlib>
-#include <string>
-
+// 26% faster at 64 tokens) and the cvt conversion, together cuda.grouped_swap_cvt; with split-K
+// (two warps per 32 features, "moe4": 69 against 63% of the read ceiling at T = 8, slower from
+// T = 256), cuda.grouped_swap_split; neither, cuda.grouped_swap. Also measured and dropped
+// (docs/BENCHMARKS.md): the conversions split between the cvt and integer pipes, the pairs' rows
+// through the cp.async ring, a 4-way split, f16 activations (xq and h as f16: slower at every
+// T >= 16), and the down GEMM as a programmatic dependent launch (wrong results).
 #include "ops/cuda/e4m3_f16_bits.h"
 #include "ops/cuda/moe_common.cuh"
 
@@ -125,21 +125,14 @@ __device__ __forceinline__ void mma16816(float (&c)[4], const uint32_t (&a)[4], 
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
-// 16-byte loads per lane, n8 tile and k-block of the pairs' rows: 2 with f16 activations.
-template <bool FP8, int V>
-constexpr int b_vecs() {
-  return FP8 && (V & kSwapF16Act) != 0 ? 2 : 1;
-}
-
 // One k-block's products: a[mt][h] is row grp + 8 h of m16 tile mt, b[nt] column grp of n8
-// tile nt (the lane's 16 bytes each; with kSwapF16Act the lane's 16 k values as f16, 32 bytes).
+// tile nt (the lane's 16 bytes each).
 // V (kSwap* flags, moe.h): kSwapCvt converts both operands with the cvt instruction.
 template <bool FP8, int NT, int V>
 __device__ __forceinline__ void kblock_mma(float (&acc)[2][NT][4], const uint4 (&a)[2][2],
-                                           const uint4 (&b)[NT][b_vecs<FP8, V>()]) {
+                                           const uint4 (&b)[NT]) {
   constexpr int kSteps = FP8 ? 4 : 2;
   constexpr bool kCvt = (V & kSwapCvt) != 0;
-  constexpr bool kF16B = b_vecs<FP8, V>() == 2;
 #pragma unroll
   for (int s = 0; s < kSteps; ++s) {
     uint32_t af[2][4];
@@ -161,16 +154,13 @@ __device__ __forceinline__ void kblock_mma(float (&acc)[2][NT][4], const uint4 (
 #pragma unroll
     for (int nt = 0; nt < NT; ++nt) {
       uint32_t b0, b1;
-      if constexpr (kF16B) {  // values 4 s .. 4 s + 3: words 2 s, 2 s + 1 of the 32 bytes
-        b0 = word(b[nt][s / 2], 2 * (s % 2));
-        b1 = word(b[nt][s / 2], 2 * (s % 2) + 1);
-      } else if constexpr (FP8) {
-        const uint32_t w = word(b[nt][0], s);
+      if constexpr (FP8) {
+        const uint32_t w = word(b[nt], s);
         b0 = f16x2_of<kCvt, false>(w);
         b1 = f16x2_of<kCvt, true>(w);
       } else {
-        b0 = word(b[nt][0], 2 * s);
-        b1 = word(b[nt][0], 2 * s + 1);
+        b0 = word(b[nt], 2 * s);
+        b1 = word(b[nt], 2 * s + 1);
       }
 #pragma unroll
       for (int mt = 0; mt < 2; ++mt)
@@ -213,8 +203,6 @@ __device__ __forceinline__ void warp_tile(const MoeExpertsLaunch& p, const Scrat
 #pragma unroll
     for (int h = 0; h < 2; ++h)
       a_row[mt][h] = W + min(fw + mt * 16 + grp + 8 * h, F - 1) * kbytes + lane_k;
-  constexpr int BV = b_vecs<FP8, V>();  // bytes of a pair's k value: kBElem
-  constexpr int64_t kBElem = BV == 2 ? 2 : kElem;
   const uint8_t* b_row[NT];
 #pragma unroll
   for (int nt = 0; nt < NT; ++nt) {
@@ -223,9 +211,9 @@ __device__ __forceinline__ void warp_tile(const MoeExpertsLaunch& p, const Scrat
     if (UP && !FP8)
       b_row[nt] = static_cast<const uint8_t*>(p.x.p) + (pair / p.top_k) * p.x.ld * kElem + lane_k;
     else if (UP)
-      b_row[nt] = s.xq + (pair * p.hidden + lane_k) * kBElem;
+      b_row[nt] = s.xq + pair * p.hidden + lane_k;
     else
-      b_row[nt] = static_cast<const uint8_t*>(s.h) + (pair * p.inter + lane_k / kElem) * kBElem;
+      b_row[nt] = static_cast<const uint8_t*>(s.h) + pair * p.inter * kElem + lane_k;
   }
 
   float acc[2][NT][4] = {};
@@ -233,15 +221,12 @@ __device__ __forceinline__ void warp_tile(const MoeExpertsLaunch& p, const Scrat
   const int nk_row = static_cast<int>((kbytes + kKBlock - 1) / kKBlock);
   const int nk = nk_row > k_first ? (nk_row - k_first + kSplit - 1) / kSplit : 0;
   const uint4 zero = make_uint4(0, 0, 0, 0);
-  auto load_b = [&](uint4(&b)[NT][BV], int kb) {
+  auto load_b = [&](uint4(&b)[NT], int kb) {
     const int64_t off = static_cast<int64_t>(k_first + kb * kSplit) * kKBlock;
     const bool in = off + lane_k < kbytes;  // k tail (K * elem is a multiple of 16)
-    const int64_t boff = off / kElem * kBElem;
 #pragma unroll
     for (int nt = 0; nt < NT; ++nt)
-#pragma unroll
-      for (int v = 0; v < BV; ++v)
-        b[nt][v] = in ? __ldg(reinterpret_cast<const uint4*>(b_row[nt] + boff) + v) : zero;
+      b[nt] = in ? __ldg(reinterpret_cast<const uint4*>(b_row[nt] + off)) : zero;
   };
   // Lane l's 16 bytes of row r (0..3 = grp, grp + 8, grp + 16, grp + 24) of a stage sit at
   // r * 512 + 16 l: each lane reads back only what it copied (no warp synchronization), and
@@ -257,14 +242,10 @@ __device__ __forceinline__ void warp_tile(const MoeExpertsLaunch& p, const Scrat
     cp_async_commit();
   };
   constexpr int DB = b_depth(NT);
-  uint4 rb[DB][NT][BV];
+  uint4 rb[DB][NT];
 #pragma unroll
   for (int st = 0; st < kStages - 1; ++st)
     issue(st);
-  // The down GEMM is launched as a programmatic dependent of the up GEMM (launch_one): its
-  // weight copies above start while the up GEMM's last blocks run; h is read only after the up
-  // grid has completed (a no-op when launched without the attribute).
-  if constexpr (!UP) asm volatile("griddepcontrol.wait;" ::: "memory");
 #pragma unroll
   for (int j = 0; j < DB - 1; ++j)
     load_b(rb[j], j);
@@ -347,20 +328,10 @@ template <int V>
 constexpr int block_features() {
   return kBlockF / split_of<V>();
 }
-// Blocks per multiprocessor the registers are held to: 3 with f16 activations (the pairs'
-// register ring doubles), else 4.
-template <int V>
-constexpr int min_blocks() {
-  return (V & kSwapF16Act) != 0 ? 3 : 4;
-}
 
 template <bool FP8, bool UP, int V>
-__global__ void __launch_bounds__(kThreads, min_blocks<V>())
-    grouped_swap_kernel(MoeExpertsLaunch p, Scratch s) {
+__global__ void __launch_bounds__(kThreads, 4) grouped_swap_kernel(MoeExpertsLaunch p, Scratch s) {
   extern __shared__ __align__(16) uint8_t smem[];
-  // Up: the dependent down grid may be scheduled once every up block has started (it then fills
-  // the multiprocessors that the up grid's last wave leaves idle, up to its griddepcontrol.wait).
-  if constexpr (UP) asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
   const int tile = blockIdx.x >> 1, half = blockIdx.x & 1;
   const int e = s.tiles[2 * tile];
   if (e < 0) return;
@@ -369,8 +340,8 @@ __global__ void __launch_bounds__(kThreads, min_blocks<V>())
   if (rows <= 0) return;
   const int64_t F = UP ? p.inter : p.hidden;
   const int warp = threadIdx.x >> 5;
-  const int64_t fw = static_cast<int64_t>(blockIdx.y) * block_features<V>() +
-                     (warp / split_of<V>()) * kWarpF;
+  const int64_t fw =
+      static_cast<int64_t>(blockIdx.y) * block_features<V>() + (warp / split_of<V>()) * kWarpF;
   // Split warps synchronize: the block returns only as a whole (a group past F computes clamped
   // rows and stores nothing).
   if (split_of<V>() > 1 ? static_cast<int64_t>(blockIdx.y) * block_features<V>() >= F : fw >= F)
@@ -392,15 +363,6 @@ __global__ void __launch_bounds__(kThreads, min_blocks<V>())
   }
 }
 
-// STRATA_MOE_PDL=0 launches the down GEMM as an ordinary stream successor (A/B; read once).
-bool pdl_enabled() {
-  static const bool v = [] {
-    const char* e = std::getenv("STRATA_MOE_PDL");
-    return !(e && std::string(e) == "0");
-  }();
-  return v;
-}
-
 template <bool FP8, bool UP, int V>
 void launch_one(const MoeExpertsLaunch& p, const Scratch& s, int64_t max_tiles,
                 cudaStream_t stream) {
@@ -416,24 +378,8 @@ void launch_one(const MoeExpertsLaunch& p, const Scratch& s, int64_t max_tiles,
   const int64_t F = UP ? p.inter : p.hidden;
   const dim3 grid(static_cast<unsigned>(2 * max_tiles),
                   static_cast<unsigned>((F + block_features<V>() - 1) / block_features<V>()));
-  if (UP || !pdl_enabled()) {
-    grouped_swap_kernel<FP8, UP, V><<<grid, kThreads, kSmemBytes, stream>>>(p, s);
-    STRATA_CUDA_LAUNCH_CHECK();
-    return;
-  }
-  // Down: a programmatic dependent launch of the up GEMM (kept by stream capture as a
-  // programmatic edge of the graph).
-  cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = grid;
-  cfg.blockDim = dim3(kThreads);
-  cfg.dynamicSmemBytes = kSmemBytes;
-  cfg.stream = stream;
-  cudaLaunchAttribute attr[1] = {};
-  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attr[0].val.programmaticStreamSerializationAllowed = 1;
-  cfg.attrs = attr;
-  cfg.numAttrs = 1;
-  STRATA_CUDA_CHECK(cudaLaunchKernelEx(&cfg, grouped_swap_kernel<FP8, UP, V>, p, s));
+  grouped_swap_kernel<FP8, UP, V><<<grid, kThreads, kSmemBytes, stream>>>(p, s);
+  STRATA_CUDA_LAUNCH_CHECK();
 }
 
 template <int V>
@@ -443,7 +389,7 @@ void launch_variant(const MoeExpertsLaunch& p, const Scratch& s, int64_t max_til
     launch_one<true, true, V>(p, s, max_tiles, stream);
     launch_one<true, false, V>(p, s, max_tiles, stream);
   } else {  // bf16: no conversion, only the prefetch and split flags matter
-    constexpr int kBf16 = V & (kSwapL2Prefetch | kSwapSplitK);  // no kSwapF16Act
+    constexpr int kBf16 = V & (kSwapL2Prefetch | kSwapSplitK);
     launch_one<false, true, kBf16>(p, s, max_tiles, stream);
     launch_one<false, false, kBf16>(p, s, max_tiles, stream);
   }
@@ -455,8 +401,6 @@ void launch_grouped_swap(const MoeExpertsLaunch& p, const Scratch& s, int64_t ma
                          cudaStream_t stream) {
   if (p.swap_variant == kSwapL2CvtSplit)
     launch_variant<kSwapL2CvtSplit>(p, s, max_tiles, stream);
-  else if (p.swap_variant == kSwapL2CvtF16)
-    launch_variant<kSwapL2CvtF16>(p, s, max_tiles, stream);
   else if (p.swap_variant == kSwapL2Cvt)
     launch_variant<kSwapL2Cvt>(p, s, max_tiles, stream);
   else if (p.swap_variant == 0)

@@ -3,8 +3,8 @@
 // (e4m3 experts, T <= 8; W8A8 experts the swapped kernel takes only up to decode_max_tokens),
 // the decode kernel (same limits), the grouped kernel with the weights on mma's M side (bf16 or
 // W8A8, T up to kSwapMaxTokens: few pairs per expert) in its variants (moe.h kSwap* flags: split-K
-// first, up to kSplitMaxTokens, then cuda.grouped_swap_cvt, then f16 activations and the first
-// version, for A/B runs), the grouped kernel with shared-memory tiles on the
+// first, up to kSplitMaxTokens, then cuda.grouped_swap_cvt, then the first version for A/B
+// runs), the grouped kernel with shared-memory tiles on the
 // tensor cores (bf16 or W8A8, any T), then the grouped kernel with f32 GEMMs on CUDA cores (every
 // dtype and shape). Each can be switched off for A/B comparisons with
 // STRATA_CUDA_DISABLE_KERNELS=moe_experts:cuda.NAME[,...].
@@ -116,8 +116,8 @@ bool experts_common(const MoeExpertsArgs& a, std::string* why) {
   const auto& up = *a.up;
   const auto& down = *a.down;
   if (up.empty() || up.size() != down.size())
-    return c.fail(fmt::format("{} up and {} down experts (need the same non-zero count)",
-                              up.size(), down.size()));
+    return c.fail(fmt::format("{} up and {} down experts (need the same non-zero count)", up.size(),
+                              down.size()));
   c.on_device(a.x, "x")
       .on_device(a.ids, "ids")
       .on_device(a.weights, "weights")
@@ -160,7 +160,8 @@ struct TableCache {
 const char kTableCacheKey = 0;
 
 ExpertTables tables_for(const MoeExpertsArgs& a, DeviceContext& dc) {
-  TableCache* cache = &dc.local<TableCache>(&kTableCacheKey, [] { return std::make_shared<TableCache>(); });
+  TableCache* cache =
+      &dc.local<TableCache>(&kTableCacheKey, [] { return std::make_shared<TableCache>(); });
   const auto& up = *a.up;
   const auto& down = *a.down;
   const size_t E = up.size();
@@ -259,8 +260,8 @@ void experts_run(const MoeExpertsArgs& a, OpContext& ctx, bool grouped, bool mma
 // each distinct expert once, for all of its pairs). Measured on the H200, Nano-3 W8A8 MoE op per
 // layer in a CUDA graph (docs/BENCHMARKS.md, issue 10, "moe4"; bench-kernels "moe tokens", us and
 // % of the read ceiling of the distinct experts): fp8_decode 34.8 (37.6%) / 56.3 (38.8%) / 78.1
-// (50.4%) / 99.1 / 182.3 (49.1%) at T = 1 / 2 / 3 / 4 / 8 against the grouped kernel's 37.3
-// (35.1%) / 53.0 (49.5%) / 68.3 / 82.3 / 136.0 (69.0%); the batch-8 graph step 6.27 -> 4.92 ms.
+// (50.4%) / 99.1 / 182.3 (49.1%) at T = 1 / 2 / 3 / 4 / 8 against the grouped kernel's 39.5
+// (33.2%) / 53.0 (49.5%) / 68.3 / 82.3 / 136.0 (69.0%); the batch-8 graph step 6.27 -> 4.93 ms.
 // STRATA_MOE_DECODE_MAX_TOKENS overrides it (1..8, read once; 8 = every T <= 8 on the decode
 // kernels, as before round 4).
 constexpr int64_t kDecodeDefaultTokensW8A8 = 1;
@@ -334,7 +335,6 @@ void gemv_run(const MoeExpertsArgs& a, OpContext& ctx) {
 constexpr const char* swap_name(int variant) {
   return variant == kSwapL2CvtSplit ? "cuda.grouped_swap_split"
          : variant == kSwapL2Cvt    ? "cuda.grouped_swap_cvt"
-         : variant == kSwapL2CvtF16 ? "cuda.grouped_swap_f16"
                                     : "cuda.grouped_swap";
 }
 // Tokens up to which the split-K variant runs (above: cuda.grouped_swap_cvt).
@@ -389,8 +389,6 @@ STRATA_REGISTER_KERNEL(MoeExpertsArgs, swap_name(kSwapL2CvtSplit), Device::Cuda,
                        grouped_swap_supports<kSwapL2CvtSplit>, grouped_swap_run<kSwapL2CvtSplit>);
 STRATA_REGISTER_KERNEL(MoeExpertsArgs, swap_name(kSwapL2Cvt), Device::Cuda,
                        grouped_swap_supports<kSwapL2Cvt>, grouped_swap_run<kSwapL2Cvt>);
-STRATA_REGISTER_KERNEL(MoeExpertsArgs, swap_name(kSwapL2CvtF16), Device::Cuda,
-                       grouped_swap_supports<kSwapL2CvtF16>, grouped_swap_run<kSwapL2CvtF16>);
 STRATA_REGISTER_KERNEL(MoeExpertsArgs, swap_name(0), Device::Cuda, grouped_swap_supports<0>,
                        grouped_swap_run<0>);
 STRATA_REGISTER_KERNEL(MoeExpertsArgs, "cuda.grouped_mma", Device::Cuda, grouped_mma_supports,
