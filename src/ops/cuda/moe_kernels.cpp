@@ -4,10 +4,9 @@
 // the decode kernel (same limits), the grouped kernel with the weights on mma's M side (bf16 or
 // W8A8, T up to kSwapMaxTokens: few pairs per expert) in its variants (moe.h kSwap* flags: split-K
 // first, up to kSplitMaxTokens, then cuda.grouped_swap_cvt, then the first version for A/B
-// runs), the grouped kernel with shared-memory tiles on the
-// tensor cores (bf16 or W8A8, any T), then the grouped kernel with f32 GEMMs on CUDA cores (every
-// dtype and shape). Each can be switched off for A/B comparisons with
-// STRATA_CUDA_DISABLE_KERNELS=moe_experts:cuda.NAME[,...].
+// runs), the grouped kernel with shared-memory tiles on the tensor cores (bf16 or W8A8, any T),
+// then the grouped kernel with f32 GEMMs on CUDA cores (every dtype and shape). Each can be
+// switched off for A/B comparisons with STRATA_CUDA_DISABLE_KERNELS=moe_experts:cuda.NAME[,...].
 #ifdef STRATA_HAVE_CUDA
 #include <algorithm>
 #include <cstdlib>
