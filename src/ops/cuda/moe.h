@@ -40,6 +40,11 @@ struct ExpertTables {
 constexpr int kSwapL2Prefetch = 1;
 constexpr int kSwapCvt = 2;
 constexpr int kSwapL2Cvt = kSwapL2Prefetch | kSwapCvt;
+// Split-K: a block's four warps in two groups of two, a group 32 output features, each warp half
+// of the k-blocks (summed in shared memory): 2x the blocks of half the work, for few tiles (a
+// batched decode step). Registered as cuda.grouped_swap_split.
+constexpr int kSwapSplitK = 4;
+constexpr int kSwapL2CvtSplit = kSwapL2Cvt | kSwapSplitK;
 
 struct MoeExpertsLaunch {
   Mat x;                                                  // [T, H] act

@@ -8,6 +8,9 @@
 // the device (count, scan, scatter), then tiled GEMMs that each read one expert's weight tile once
 // for up to 64 of its tokens (on the tensor cores: moe_grouped_mma.cu, or on CUDA cores in f32
 // for the other dtypes and shapes), and a combine pass.
+#include <algorithm>
+#include <cstdlib>
+#include <string>
 #include <type_traits>
 
 #include "ops/cuda/gemv.cuh"
@@ -59,10 +62,8 @@ Scratch carve(const MoeExpertsLaunch& p, bool grouped, size_t* total) {
 
 // W8A8, bf16 x with 16-byte aligned rows and H % 8 == 0: the same, 8 values per thread (one
 // 16-byte load, one 8-byte store). grid (pairs, ceil(H / 8 / 128)), 128 threads.
-__global__ void quantize_pairs_vec_kernel(MoeExpertsLaunch p, Scratch s) {
-  const int64_t pair = blockIdx.x;
-  const int64_t c = (static_cast<int64_t>(blockIdx.y) * blockDim.x + threadIdx.x) * 8;
-  if (c >= p.hidden) return;
+__device__ __forceinline__ void quantize_pair_vec8(const MoeExpertsLaunch& p, const Scratch& s,
+                                                   int64_t pair, int64_t c) {
   const int e = expert_of(p, pair);
   if (!valid_expert(p, e)) return;
   const float in = p.tables.up_in[e];
@@ -77,6 +78,10 @@ __global__ void quantize_pairs_vec_kernel(MoeExpertsLaunch p, Scratch s) {
     q[i / 4] |= static_cast<uint32_t>(f32_to_fp8_sat(x / in)) << (8 * (i % 4));
   }
   *reinterpret_cast<uint2*>(s.xq + pair * p.hidden + c) = make_uint2(q[0], q[1]);
+}
+__global__ void quantize_pairs_vec_kernel(MoeExpertsLaunch p, Scratch s) {
+  const int64_t c = (static_cast<int64_t>(blockIdx.y) * blockDim.x + threadIdx.x) * 8;
+  if (c < p.hidden) quantize_pair_vec8(p, s, blockIdx.x, c);
 }
 bool quantize_vectorizable(const MoeExpertsLaunch& p) {
   return p.x.dt == DType::BF16 && p.hidden % 8 == 0 &&
@@ -164,30 +169,36 @@ __device__ __forceinline__ int32_t warp_inclusive_sum(int32_t v) {
   }
   return v;
 }
-__global__ void plan_kernel(MoeExpertsLaunch p, Scratch s, int64_t max_tiles) {
-  if (blockIdx.x != 0 || threadIdx.x >= 32) return;
-  const int lane = threadIdx.x;
+// counts: [E] rows per expert; writes offsets and cursor (zeros): [E], tiles: [max_tiles, 2].
+__device__ __forceinline__ void plan_warp(const MoeExpertsLaunch& p, const int32_t* counts,
+                                          int32_t* offsets, int32_t* cursor, int32_t* tiles,
+                                          int64_t max_tiles) {
+  const int lane = threadIdx.x & 31;
   int32_t off = 0;   // rows of the experts before this chunk
   int64_t tile = 0;  // tiles of the experts before this chunk
   for (int e0 = 0; e0 < p.experts; e0 += 32) {
     const int e = e0 + lane;
-    const int32_t count = e < p.experts ? s.counts[e] : 0, tiles = (count + kTile - 1) / kTile;
-    const int32_t rows_incl = warp_inclusive_sum(count), tiles_incl = warp_inclusive_sum(tiles);
+    const int32_t count = e < p.experts ? counts[e] : 0, n_tiles = (count + kTile - 1) / kTile;
+    const int32_t rows_incl = warp_inclusive_sum(count), tiles_incl = warp_inclusive_sum(n_tiles);
     if (e < p.experts) {
       const int32_t first = off + rows_incl - count;
-      s.offsets[e] = first;
-      s.cursor[e] = 0;
-      const int64_t t0 = tile + tiles_incl - tiles;
-      for (int32_t t = 0; t < tiles && t0 + t < max_tiles; ++t) {
-        s.tiles[2 * (t0 + t)] = e;
-        s.tiles[2 * (t0 + t) + 1] = first + t * kTile;
+      offsets[e] = first;
+      cursor[e] = 0;
+      const int64_t t0 = tile + tiles_incl - n_tiles;
+      for (int32_t t = 0; t < n_tiles && t0 + t < max_tiles; ++t) {
+        tiles[2 * (t0 + t)] = e;
+        tiles[2 * (t0 + t) + 1] = first + t * kTile;
       }
     }
     off += __shfl_sync(0xffffffffu, rows_incl, 31);
     tile += __shfl_sync(0xffffffffu, tiles_incl, 31);
   }
   for (int64_t t = tile + lane; t < max_tiles; t += 32)
-    s.tiles[2 * t] = -1;
+    tiles[2 * t] = -1;
+}
+__global__ void plan_kernel(MoeExpertsLaunch p, Scratch s, int64_t max_tiles) {
+  if (blockIdx.x != 0 || threadIdx.x >= 32) return;
+  plan_warp(p, s.counts, s.offsets, s.cursor, s.tiles, max_tiles);
 }
 
 __global__ void scatter_kernel(MoeExpertsLaunch p, Scratch s, int64_t pairs) {
@@ -197,6 +208,64 @@ __global__ void scatter_kernel(MoeExpertsLaunch p, Scratch s, int64_t pairs) {
   if (!valid_expert(p, e)) return;
   // Order within an expert is arbitrary; each pair's row is computed independently of it.
   s.sorted[s.offsets[e] + atomicAdd(&s.cursor[e], 1)] = static_cast<int32_t>(pair);
+}
+
+// The bucketing in one launch for up to kFusedBucketMaxPairs pairs (instead of a memset and the
+// count, plan and scatter kernels): block 0 counts, plans and scatters in its shared memory
+// (3 x E int32, dynamic) and writes counts, offsets, tiles and sorted; with QUANT the other
+// blocks quantize x for W8A8 (the vectorized quantize: 8 values per thread, pair-major), in the
+// same launch. A batched decode step (T = 8: 48 pairs) or a 512-token prefill (3,072 pairs) then
+// runs 2 small launches around the GEMMs (this one, the combine) instead of 6.
+constexpr int64_t kFusedBucketMaxPairs = 8192;
+constexpr int64_t kFusedBucketMaxExperts = 4096;  // 48 KB of shared memory
+constexpr int kBucketThreads = 256;
+
+template <bool QUANT>
+__global__ void __launch_bounds__(kBucketThreads)
+    bucket_kernel(MoeExpertsLaunch p, Scratch s, int64_t pairs, int64_t max_tiles, int* errors) {
+  if (blockIdx.x > 0) {
+    if constexpr (QUANT) {
+      const int64_t per_pair = p.hidden / 8;  // 8-value groups of a row (H % 8 == 0)
+      const int64_t v = static_cast<int64_t>(blockIdx.x - 1) * kBucketThreads + threadIdx.x;
+      if (v < pairs * per_pair) quantize_pair_vec8(p, s, v / per_pair, (v % per_pair) * 8);
+    }
+    return;
+  }
+  extern __shared__ int32_t bucket_smem[];
+  int32_t* counts = bucket_smem;               // [E]
+  int32_t* offsets = bucket_smem + p.experts;  // [E]
+  int32_t* cursor = offsets + p.experts;       // [E]
+  for (int64_t e = threadIdx.x; e < p.experts; e += kBucketThreads)
+    counts[e] = 0;
+  __syncthreads();
+  for (int64_t pair = threadIdx.x; pair < pairs; pair += kBucketThreads) {
+    const int e = expert_of(p, pair);
+    if (valid_expert(p, e))
+      atomicAdd(&counts[e], 1);
+    else
+      atomicAdd(errors, 1);
+  }
+  __syncthreads();
+  if (threadIdx.x < 32) plan_warp(p, counts, offsets, cursor, s.tiles, max_tiles);
+  __syncthreads();
+  for (int64_t e = threadIdx.x; e < p.experts; e += kBucketThreads) {
+    s.counts[e] = counts[e];
+    s.offsets[e] = offsets[e];
+  }
+  for (int64_t pair = threadIdx.x; pair < pairs; pair += kBucketThreads) {
+    const int e = expert_of(p, pair);
+    if (valid_expert(p, e))
+      s.sorted[offsets[e] + atomicAdd(&cursor[e], 1)] = static_cast<int32_t>(pair);
+  }
+}
+
+// STRATA_MOE_FUSED_BUCKET=0 keeps the separate launches (A/B runs; read once).
+bool fused_bucket_enabled() {
+  static const bool v = [] {
+    const char* e = std::getenv("STRATA_MOE_FUSED_BUCKET");
+    return !(e && std::string(e) == "0");
+  }();
+  return v;
 }
 
 // grid (max_tiles, ceil(F / 64)), 256 threads, 4x4 outputs each: for the tile's pairs (rows)
@@ -343,8 +412,10 @@ void with_expert_types(const MoeExpertsLaunch& p, F&& f) {
 
 }  // namespace
 
+// Tiles = sum over the n used experts of ceil(count / kTile) <= (pairs + n (kTile - 1)) / kTile,
+// n <= min(experts, pairs) (a decode step: 48 pairs give 48 tiles, not 126).
 int64_t moe_max_tiles(int64_t pairs, int64_t experts) {
-  return (pairs + experts * (kTile - 1)) / kTile;
+  return (pairs + std::min(experts, pairs) * (kTile - 1)) / kTile;
 }
 
 size_t moe_scratch_bytes(const MoeExpertsLaunch& p, bool grouped) {
@@ -396,19 +467,35 @@ void launch_moe_grouped(const MoeExpertsLaunch& p, int* index_errors, void* stre
   const Scratch s = carve(p, true, &total);
   auto st = static_cast<cudaStream_t>(stream);
   const int64_t max_tiles = moe_max_tiles(pairs, p.experts);
-  STRATA_CUDA_CHECK(cudaMemsetAsync(s.counts, 0, static_cast<size_t>(p.experts) * 4, st));
-  count_kernel<<<grid_1d(pairs, 256), 256, 0, st>>>(p, s, pairs, index_errors);
-  STRATA_CUDA_LAUNCH_CHECK();
-  plan_kernel<<<1, 32, 0, st>>>(p, s, max_tiles);
-  STRATA_CUDA_LAUNCH_CHECK();
-  scatter_kernel<<<grid_1d(pairs, 256), 256, 0, st>>>(p, s, pairs);
-  STRATA_CUDA_LAUNCH_CHECK();
+  const bool fused = pairs <= kFusedBucketMaxPairs && p.experts <= kFusedBucketMaxExperts &&
+                     fused_bucket_enabled();
+  const bool fused_quant = fused && p.w8a8 && quantize_vectorizable(p);
+  if (fused) {
+    const size_t smem = static_cast<size_t>(p.experts) * 3 * sizeof(int32_t);
+    if (fused_quant)
+      bucket_kernel<true>
+          <<<1 + grid_1d(pairs * (p.hidden / 8), kBucketThreads), kBucketThreads, smem, st>>>(
+              p, s, pairs, max_tiles, index_errors);
+    else
+      bucket_kernel<false><<<1, kBucketThreads, smem, st>>>(p, s, pairs, max_tiles, index_errors);
+    STRATA_CUDA_LAUNCH_CHECK();
+  } else {
+    STRATA_CUDA_CHECK(cudaMemsetAsync(s.counts, 0, static_cast<size_t>(p.experts) * 4, st));
+    count_kernel<<<grid_1d(pairs, 256), 256, 0, st>>>(p, s, pairs, index_errors);
+    STRATA_CUDA_LAUNCH_CHECK();
+    plan_kernel<<<1, 32, 0, st>>>(p, s, max_tiles);
+    STRATA_CUDA_LAUNCH_CHECK();
+    scatter_kernel<<<grid_1d(pairs, 256), 256, 0, st>>>(p, s, pairs);
+    STRATA_CUDA_LAUNCH_CHECK();
+  }
   with_expert_types(p, [&](auto ta, auto tw, auto q) {
     using TA = decltype(ta);
     using TW = decltype(tw);
     constexpr bool Q = decltype(q)::value;
     if constexpr (Q) {
-      if (quantize_vectorizable(p))
+      if (fused_quant) {
+        // done by the bucket kernel's other blocks
+      } else if (quantize_vectorizable(p))
         quantize_pairs_vec_kernel<<<dim3(static_cast<unsigned>(pairs), grid_1d(p.hidden / 8, 128)),
                                     128, 0, st>>>(p, s);
       else

@@ -39,9 +39,12 @@
 //
 // Variants (kSwap* flags, moe.h), registered under their own names for A/B runs: the L2 256-byte
 // prefetch hint on the weight copies (the DRAM reads 256 bytes of a row at a time instead of 64:
-// 26% faster at 64 tokens) and the cvt conversion, together cuda.grouped_swap_cvt; neither,
-// cuda.grouped_swap. Also measured and dropped (docs/BENCHMARKS.md): the conversions split
-// between the cvt and integer pipes, the pairs' rows through the cp.async ring.
+// 26% faster at 64 tokens) and the cvt conversion, together cuda.grouped_swap_cvt; with split-K
+// (two warps per 32 features, "moe4": 69 against 63% of the read ceiling at T = 8, slower from
+// T = 256), cuda.grouped_swap_split; neither, cuda.grouped_swap. Also measured and dropped
+// (docs/BENCHMARKS.md): the conversions split between the cvt and integer pipes, the pairs' rows
+// through the cp.async ring, a 4-way split, f16 activations (xq and h as f16: slower at every
+// T >= 16), and the down GEMM as a programmatic dependent launch (wrong results).
 #include "ops/cuda/e4m3_f16_bits.h"
 #include "ops/cuda/moe_common.cuh"
 
@@ -92,31 +95,18 @@ __device__ __forceinline__ uint32_t word(const uint4& v, int i) {
   return i == 0 ? v.x : i == 1 ? v.y : i == 2 ? v.z : v.w;
 }
 
-// Codes (bytes 0, 1) or (2, 3) of v as f16x2. HW: the sm_89+ conversion instruction (exact
-// values, one instruction per two codes); otherwise the integer spread (exact values x 2^-8,
-// four integer operations per two codes).
-template <bool HW>
-__device__ __forceinline__ uint32_t f16_lo(uint32_t v) {
+// Codes (bytes 0, 1), or (2, 3) with HI, of v as f16x2. HW: the sm_89+ conversion instruction
+// (exact values, one instruction per two codes); otherwise the integer spread (exact values x
+// 2^-8, four integer operations per two codes).
+template <bool HW, bool HI>
+__device__ __forceinline__ uint32_t f16x2_of(uint32_t v) {
   if constexpr (HW) {
     uint32_t r;
-    asm("{\n .reg .b16 lo, hi;\n mov.b32 {lo, hi}, %1;\n cvt.rn.f16x2.e4m3x2 %0, lo;\n}"
-        : "=r"(r)
-        : "r"(v));
+    const uint16_t codes = static_cast<uint16_t>(HI ? v >> 16 : v & 0xffffu);
+    asm("cvt.rn.f16x2.e4m3x2 %0, %1;" : "=r"(r) : "h"(codes));
     return r;
   } else {
-    return e4m3x2_spread_to_f16x2(e4m3_spread_lo(v));
-  }
-}
-template <bool HW>
-__device__ __forceinline__ uint32_t f16_hi(uint32_t v) {
-  if constexpr (HW) {
-    uint32_t r;
-    asm("{\n .reg .b16 lo, hi;\n mov.b32 {lo, hi}, %1;\n cvt.rn.f16x2.e4m3x2 %0, hi;\n}"
-        : "=r"(r)
-        : "r"(v));
-    return r;
-  } else {
-    return e4m3x2_spread_to_f16x2(e4m3_spread_hi(v));
+    return e4m3x2_spread_to_f16x2(HI ? e4m3_spread_hi(v) : e4m3_spread_lo(v));
   }
 }
 
@@ -150,10 +140,10 @@ __device__ __forceinline__ void kblock_mma(float (&acc)[2][NT][4], const uint4 (
     for (int mt = 0; mt < 2; ++mt) {
       if constexpr (FP8) {
         const uint32_t w0 = word(a[mt][0], s), w1 = word(a[mt][1], s);
-        af[mt][0] = f16_lo<kCvt>(w0);
-        af[mt][1] = f16_lo<kCvt>(w1);
-        af[mt][2] = f16_hi<kCvt>(w0);
-        af[mt][3] = f16_hi<kCvt>(w1);
+        af[mt][0] = f16x2_of<kCvt, false>(w0);
+        af[mt][1] = f16x2_of<kCvt, false>(w1);
+        af[mt][2] = f16x2_of<kCvt, true>(w0);
+        af[mt][3] = f16x2_of<kCvt, true>(w1);
       } else {
         af[mt][0] = word(a[mt][0], 2 * s);
         af[mt][1] = word(a[mt][1], 2 * s);
@@ -166,8 +156,8 @@ __device__ __forceinline__ void kblock_mma(float (&acc)[2][NT][4], const uint4 (
       uint32_t b0, b1;
       if constexpr (FP8) {
         const uint32_t w = word(b[nt], s);
-        b0 = f16_lo<kCvt>(w);
-        b1 = f16_hi<kCvt>(w);
+        b0 = f16x2_of<kCvt, false>(w);
+        b1 = f16x2_of<kCvt, true>(w);
       } else {
         b0 = word(b[nt], 2 * s);
         b1 = word(b[nt], 2 * s + 1);
@@ -179,13 +169,27 @@ __device__ __forceinline__ void kblock_mma(float (&acc)[2][NT][4], const uint4 (
   }
 }
 
+// Warps that share a feature group and split its k-blocks with kSwapSplitK (any divisor of
+// kWarps works; 4 measured slower than 2 from T = 16 on the H200, docs/BENCHMARKS.md "moe4").
+constexpr int kSplitWays = 2;
+template <int V>
+constexpr int split_of() {
+  return (V & kSwapSplitK) != 0 ? kSplitWays : 1;
+}
+
 // The warp's 32 features x the tile's pairs (NT n8 tiles), the weights through the warp's
-// shared-memory ring `ring` (kStages x kStageBytes), then the epilogue.
+// shared-memory ring `ring` (kStages x kStageBytes), then the epilogue. Split (split_of<V>() =
+// S > 1): warps w with the same w / S share 32 features and warp w takes k-blocks w % S,
+// w % S + S, ...; the group's first warp adds the others' sums (through `smem`, the block's
+// shared memory) before the epilogue.
 template <bool FP8, bool UP, int NT, int V>
 __device__ __forceinline__ void warp_tile(const MoeExpertsLaunch& p, const Scratch& s, int e,
-                                          int32_t row0, int rows, int64_t fw, uint8_t* ring) {
+                                          int32_t row0, int rows, int64_t fw, uint8_t* ring,
+                                          uint8_t* smem) {
   constexpr int64_t kElem = FP8 ? 1 : 2;
   constexpr bool kL2 = (V & kSwapL2Prefetch) != 0;
+  constexpr int kSplit = split_of<V>();
+  const int k_first = static_cast<int>(threadIdx.x >> 5) % kSplit;
   const int64_t K = UP ? p.hidden : p.inter, F = UP ? p.inter : p.hidden;
   const int64_t kbytes = K * kElem;
   const int lane = threadIdx.x & 31, grp = lane >> 2, tig = lane & 3;
@@ -213,10 +217,12 @@ __device__ __forceinline__ void warp_tile(const MoeExpertsLaunch& p, const Scrat
   }
 
   float acc[2][NT][4] = {};
-  const int nk = static_cast<int>((kbytes + kKBlock - 1) / kKBlock);
+  // nk: this warp's k-blocks; its i-th is k-block k_first + i kSplit of the row.
+  const int nk_row = static_cast<int>((kbytes + kKBlock - 1) / kKBlock);
+  const int nk = nk_row > k_first ? (nk_row - k_first + kSplit - 1) / kSplit : 0;
   const uint4 zero = make_uint4(0, 0, 0, 0);
   auto load_b = [&](uint4(&b)[NT], int kb) {
-    const int64_t off = static_cast<int64_t>(kb) * kKBlock;
+    const int64_t off = static_cast<int64_t>(k_first + kb * kSplit) * kKBlock;
     const bool in = off + lane_k < kbytes;  // k tail (K * elem is a multiple of 16)
 #pragma unroll
     for (int nt = 0; nt < NT; ++nt)
@@ -227,7 +233,7 @@ __device__ __forceinline__ void warp_tile(const MoeExpertsLaunch& p, const Scrat
   // consecutive lanes hit consecutive banks.
   uint8_t* mine = ring + 16 * lane;
   auto issue = [&](int kb) {  // always commits one group (empty past the end)
-    const int64_t off = static_cast<int64_t>(kb) * kKBlock;
+    const int64_t off = static_cast<int64_t>(k_first + kb * kSplit) * kKBlock;
     const bool in = off + lane_k < kbytes;
     uint8_t* dst = mine + (kb % kStages) * kStageBytes;
 #pragma unroll
@@ -262,6 +268,27 @@ __device__ __forceinline__ void warp_tile(const MoeExpertsLaunch& p, const Scrat
   }
   cp_async_wait<0>();
 
+  if constexpr (kSplit > 1) {
+    // The other warps of the group store their sums, lane-fastest (no bank conflicts), in slot
+    // `warp` over the block's rings; the group's first warp adds them.
+    constexpr int kAcc = 2 * NT * 4;
+    float* red = reinterpret_cast<float*>(smem);  // [kWarps][kAcc][32]
+    const int warp = static_cast<int>(threadIdx.x >> 5);
+    __syncthreads();  // every warp is done with its ring
+    if (k_first > 0) {
+#pragma unroll
+      for (int i = 0; i < kAcc; ++i)
+        red[(warp * kAcc + i) * 32 + lane] = acc[i / (NT * 4)][(i / 4) % NT][i % 4];
+    }
+    __syncthreads();
+    if (k_first > 0) return;
+#pragma unroll
+    for (int w = 1; w < kSplit; ++w)
+#pragma unroll
+      for (int i = 0; i < kAcc; ++i)
+        acc[i / (NT * 4)][(i / 4) % NT][i % 4] += red[((warp + w) * kAcc + i) * 32 + lane];
+  }
+
   // c0, c1: feature grp, pairs 2 tig, 2 tig + 1 of the n8 tile; c2, c3: feature grp + 8.
   // The integer spread gives each operand x 2^-8 (the scale carries 2^16), cvt exact values.
   const float scale =
@@ -290,11 +317,18 @@ __device__ __forceinline__ void warp_tile(const MoeExpertsLaunch& p, const Scrat
   }
 }
 
-// grid (2 max_tiles, ceil(F / 128)), kThreads threads, kSmemBytes of dynamic shared memory: block
-// (2 t + half, y) takes pairs 32 half .. 32 half + 31 of tile t (NT <= 4 keeps the registers within
-// three blocks per multiprocessor, four staged; the two halves of a full tile run as neighbouring
-// blocks, so the second read of the weights mostly hits L2), and its warp w features 128 y + 32 w
-// .. + 31.
+// grid (2 max_tiles, ceil(F / block_features(V))), kThreads threads, kSmemBytes of dynamic shared
+// memory: block (2 t + half, y) takes pairs 32 half .. 32 half + 31 of tile t (NT <= 4 keeps the
+// registers within three blocks per multiprocessor, four staged; the two halves of a full tile run
+// as neighbouring blocks, so the second read of the weights mostly hits L2), and its warp w
+// features 128 y + 32 w .. + 31; with kSwapSplitK, warps 2 g and 2 g + 1 features 64 y + 32 g ..
+// + 31, each half of the k-blocks (2x the blocks, each half the work: finer waves where few
+// tiles cover the GPU once or twice, as at a batched decode step).
+template <int V>
+constexpr int block_features() {
+  return kBlockF / split_of<V>();
+}
+
 template <bool FP8, bool UP, int V>
 __global__ void __launch_bounds__(kThreads, 4) grouped_swap_kernel(MoeExpertsLaunch p, Scratch s) {
   extern __shared__ __align__(16) uint8_t smem[];
@@ -306,21 +340,25 @@ __global__ void __launch_bounds__(kThreads, 4) grouped_swap_kernel(MoeExpertsLau
   if (rows <= 0) return;
   const int64_t F = UP ? p.inter : p.hidden;
   const int warp = threadIdx.x >> 5;
-  const int64_t fw = static_cast<int64_t>(blockIdx.y) * kBlockF + warp * kWarpF;
-  if (fw >= F) return;  // warp-uniform; no block-wide synchronization follows
+  const int64_t fw =
+      static_cast<int64_t>(blockIdx.y) * block_features<V>() + (warp / split_of<V>()) * kWarpF;
+  // Split warps synchronize: the block returns only as a whole (a group past F computes clamped
+  // rows and stores nothing).
+  if (split_of<V>() > 1 ? static_cast<int64_t>(blockIdx.y) * block_features<V>() >= F : fw >= F)
+    return;
   uint8_t* ring = smem + warp * kStages * kStageBytes;
   switch ((rows + 7) / 8) {
     case 1:
-      warp_tile<FP8, UP, 1, V>(p, s, e, row0, rows, fw, ring);
+      warp_tile<FP8, UP, 1, V>(p, s, e, row0, rows, fw, ring, smem);
       break;
     case 2:
-      warp_tile<FP8, UP, 2, V>(p, s, e, row0, rows, fw, ring);
+      warp_tile<FP8, UP, 2, V>(p, s, e, row0, rows, fw, ring, smem);
       break;
     case 3:
-      warp_tile<FP8, UP, 3, V>(p, s, e, row0, rows, fw, ring);
+      warp_tile<FP8, UP, 3, V>(p, s, e, row0, rows, fw, ring, smem);
       break;
     default:
-      warp_tile<FP8, UP, 4, V>(p, s, e, row0, rows, fw, ring);
+      warp_tile<FP8, UP, 4, V>(p, s, e, row0, rows, fw, ring, smem);
       break;
   }
 }
@@ -339,7 +377,7 @@ void launch_one(const MoeExpertsLaunch& p, const Scratch& s, int64_t max_tiles,
   });
   const int64_t F = UP ? p.inter : p.hidden;
   const dim3 grid(static_cast<unsigned>(2 * max_tiles),
-                  static_cast<unsigned>((F + kBlockF - 1) / kBlockF));
+                  static_cast<unsigned>((F + block_features<V>() - 1) / block_features<V>()));
   grouped_swap_kernel<FP8, UP, V><<<grid, kThreads, kSmemBytes, stream>>>(p, s);
   STRATA_CUDA_LAUNCH_CHECK();
 }
@@ -350,9 +388,10 @@ void launch_variant(const MoeExpertsLaunch& p, const Scratch& s, int64_t max_til
   if (p.w8a8) {
     launch_one<true, true, V>(p, s, max_tiles, stream);
     launch_one<true, false, V>(p, s, max_tiles, stream);
-  } else {  // bf16: no conversion, only the prefetch flag matters
-    launch_one<false, true, V & kSwapL2Prefetch>(p, s, max_tiles, stream);
-    launch_one<false, false, V & kSwapL2Prefetch>(p, s, max_tiles, stream);
+  } else {  // bf16: no conversion, only the prefetch and split flags matter
+    constexpr int kBf16 = V & (kSwapL2Prefetch | kSwapSplitK);
+    launch_one<false, true, kBf16>(p, s, max_tiles, stream);
+    launch_one<false, false, kBf16>(p, s, max_tiles, stream);
   }
 }
 
@@ -360,7 +399,9 @@ void launch_variant(const MoeExpertsLaunch& p, const Scratch& s, int64_t max_til
 
 void launch_grouped_swap(const MoeExpertsLaunch& p, const Scratch& s, int64_t max_tiles,
                          cudaStream_t stream) {
-  if (p.swap_variant == kSwapL2Cvt)
+  if (p.swap_variant == kSwapL2CvtSplit)
+    launch_variant<kSwapL2CvtSplit>(p, s, max_tiles, stream);
+  else if (p.swap_variant == kSwapL2Cvt)
     launch_variant<kSwapL2Cvt>(p, s, max_tiles, stream);
   else if (p.swap_variant == 0)
     launch_variant<0>(p, s, max_tiles, stream);

@@ -1,13 +1,15 @@
-// Registrations of moe_route and moe_experts on the CUDA backend. moe_experts has six kernels,
+// Registrations of moe_route and moe_experts on the CUDA backend. moe_experts' kernels are
 // registered here in order (the first that supports the arguments runs): the FP8 decode kernel
-// (e4m3 experts, T <= 8), the decode kernel for T <= 8, the grouped kernel with the weights on
-// mma's M side (bf16 or W8A8, T up to kSwapMaxTokens: few pairs per expert; two variants, the
-// faster first, the first version behind it for A/B), the grouped kernel
-// with shared-memory tiles on the tensor cores (bf16 or W8A8, any T), then the grouped kernel
-// with f32 GEMMs on CUDA cores (every dtype and shape). Each can be switched off for A/B
-// comparisons with STRATA_CUDA_DISABLE_KERNELS=moe_experts:cuda.NAME[,...].
+// (e4m3 experts, T <= 8; W8A8 experts the swapped kernel takes only up to decode_max_tokens),
+// the decode kernel (same limits), the grouped kernel with the weights on mma's M side (bf16 or
+// W8A8, T up to kSwapMaxTokens: few pairs per expert) in its variants (moe.h kSwap* flags: split-K
+// first, up to kSplitMaxTokens, then cuda.grouped_swap_cvt, then the first version for A/B
+// runs), the grouped kernel with shared-memory tiles on the tensor cores (bf16 or W8A8, any T),
+// then the grouped kernel with f32 GEMMs on CUDA cores (every dtype and shape). Each can be
+// switched off for A/B comparisons with STRATA_CUDA_DISABLE_KERNELS=moe_experts:cuda.NAME[,...].
 #ifdef STRATA_HAVE_CUDA
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -29,10 +31,16 @@ constexpr int64_t kDecodeMaxTokens = 8;
 // 128 experts, T tokens give ~T / 21 pairs per expert. Measured on the H200 (Nano-3 W8A8 MoE op
 // per layer, docs/BENCHMARKS.md issue 10 "moe3"): cuda.grouped_swap_cvt 462 / 754 / 1,315 /
 // 2,470 us against cuda.grouped_mma 971 / 1,064 / 2,046 / 3,607 us at 512 / 1,024 / 2,048 /
-// 4,096 tokens (above 4,096 not measured). At T <= 8 the FP8 decode kernel, registered first,
-// stays: by kernel time the swapped one is faster from T = 4 (140 vs 184 us at T = 8), but the
-// eager batch-8 step measured slower on it (12.7 ms against 9.5: the grouped path's host work).
+// 4,096 tokens (above 4,096 not measured). Below, T >= 2 (decode_max_tokens).
 constexpr int64_t kSwapMaxTokens = 4096;
+// Tokens up to which cuda.grouped_swap_split (the split-K variant, registered before
+// cuda.grouped_swap_cvt) runs. Measured on the H200 (docs/BENCHMARKS.md, issue 10, "moe4";
+// bench-kernels "moe tokens", % of the read ceiling of the distinct experts): split / cvt 49.5 /
+// 44.8% at T = 2, 66.6 / 62.2% at 6, 69.0 / 62.9% at 8, 77.7 / 77.4% at 16, 81.0 / 79.7% at 32,
+// then equal within noise up to 128 (79.7 / 80.1% at 64) and slower from 256 (70.6 / 71.9%; 56.0
+// / 61.0% at 512: half the work per block costs more than the finer waves save once the tiles
+// fill the GPU several times).
+constexpr int64_t kSplitMaxTokens = 32;
 
 bool route_supports(const MoeRouteArgs& a, std::string* why) {
   ArgCheck c(why);
@@ -102,15 +110,44 @@ void route_warp_run(const MoeRouteArgs& a, OpContext& ctx) {
 
 // ---- experts ----
 
+// One expert's checks. Names and messages are formatted only when `why` is set: supports() runs on
+// every eager MoE call for every kernel it tries (128 experts), so the passing path builds no
+// strings; a failing expert is checked again with `why` to explain the refusal.
+bool expert_ok(const MoeExpertsArgs& a, size_t e, int64_t I, int64_t H, DType wt, bool w8a8,
+               std::string* why) {
+  const auto& up = (*a.up)[e];
+  const auto& down = (*a.down)[e];
+  std::string ue, de;
+  if (why) {
+    ue = fmt::format("expert {} up weight", e);
+    de = fmt::format("expert {} down weight", e);
+  }
+  const char* un = why ? ue.c_str() : "up weight";
+  const char* dn = why ? de.c_str() : "down weight";
+  ArgCheck c(why);
+  c.on_device(up.weight, un).on_device(down.weight, dn);
+  c.dtype(up.weight, wt, un).dtype(down.weight, wt, dn);
+  c.contiguous(up.weight, Shape{I, H}, un).contiguous(down.weight, Shape{H, I}, dn);
+  if (!c || wt != DType::F8E4M3) return c;
+  if (!(up.weight_scale > 0.f && down.weight_scale > 0.f))
+    return c.fail(why ? fmt::format("expert {}: fp8 weight scales must be > 0", e) : "");
+  if (!((up.input_scale > 0.f) == w8a8 && (down.input_scale > 0.f) == w8a8))
+    return c.fail(why ? fmt::format("expert {}: input scales must be set for every expert (W8A8) "
+                                    "or for none (W8A16)",
+                                    e)
+                      : "");
+  return c;
+}
+
 bool experts_common(const MoeExpertsArgs& a, std::string* why) {
   ArgCheck c(why);
   c.require(a.up != nullptr && a.down != nullptr, "up/down expert lists are missing");
   if (!c) return false;
   const auto& up = *a.up;
   const auto& down = *a.down;
-  c.require(!up.empty() && up.size() == down.size(),
-            fmt::format("{} up and {} down experts (need the same non-zero count)", up.size(),
-                        down.size()));
+  if (up.empty() || up.size() != down.size())
+    return c.fail(fmt::format("{} up and {} down experts (need the same non-zero count)", up.size(),
+                              down.size()));
   c.on_device(a.x, "x")
       .on_device(a.ids, "ids")
       .on_device(a.weights, "weights")
@@ -122,34 +159,19 @@ bool experts_common(const MoeExpertsArgs& a, std::string* why) {
   c.rows(a.ids, T, -1, "ids");
   if (!c) return false;
   c.rows(a.weights, T, a.ids.dim(1), "weights").rows(a.out, T, H, "out");
-  c.require(up[0].weight.rank() == 2,
-            fmt::format("expert 0 up weight {} must be [I, H]", up[0].weight.str()));
   if (!c) return false;
+  if (up[0].weight.rank() != 2)
+    return c.fail(fmt::format("expert 0 up weight {} must be [I, H]", up[0].weight.str()));
   const int64_t I = up[0].weight.dim(0);
   const DType wt = up[0].weight.dtype();
   const bool w8a8 = wt == DType::F8E4M3 && up[0].input_scale > 0.f;
-  for (size_t e = 0; e < up.size() && c; ++e) {
-    const std::string ue = fmt::format("expert {} up weight", e),
-                      de = fmt::format("expert {} down weight", e);
-    c.on_device(up[e].weight, ue.c_str()).on_device(down[e].weight, de.c_str());
-    c.dtype(up[e].weight, wt, ue.c_str()).dtype(down[e].weight, wt, de.c_str());
-    c.contiguous(up[e].weight, Shape{I, H}, ue.c_str())
-        .contiguous(down[e].weight, Shape{H, I}, de.c_str());
-    if (wt == DType::F8E4M3) {
-      c.require(up[e].weight_scale > 0.f && down[e].weight_scale > 0.f,
-                fmt::format("expert {}: fp8 weight scales must be > 0", e));
-      c.require(
-          (up[e].input_scale > 0.f) == w8a8 && (down[e].input_scale > 0.f) == w8a8,
-          fmt::format(
-              "expert {}: input scales must be set for every expert (W8A8) or for none (W8A16)",
-              e));
-    }
-  }
+  for (size_t e = 0; e < up.size(); ++e)
+    if (!expert_ok(a, e, I, H, wt, w8a8, nullptr)) return expert_ok(a, e, I, H, wt, w8a8, why);
   const DType xt = a.x.dtype();
-  c.require((xt == DType::F32 && wt == DType::F32) ||
-                (xt == DType::BF16 && (wt == DType::BF16 || wt == DType::F8E4M3)),
-            fmt::format("x {} with expert weights {} is not a supported combination",
-                        dtype_name(xt), dtype_name(wt)));
+  if (!((xt == DType::F32 && wt == DType::F32) ||
+        (xt == DType::BF16 && (wt == DType::BF16 || wt == DType::F8E4M3))))
+    return c.fail(fmt::format("x {} with expert weights {} is not a supported combination",
+                              dtype_name(xt), dtype_name(wt)));
   c.require(a.x.dim(0) * a.ids.dim(1) < (int64_t{1} << 31), "too many (token, expert) pairs");
   return c;
 }
@@ -168,7 +190,8 @@ struct TableCache {
 const char kTableCacheKey = 0;
 
 ExpertTables tables_for(const MoeExpertsArgs& a, DeviceContext& dc) {
-  TableCache* cache = &dc.local<TableCache>(&kTableCacheKey, [] { return std::make_shared<TableCache>(); });
+  TableCache* cache =
+      &dc.local<TableCache>(&kTableCacheKey, [] { return std::make_shared<TableCache>(); });
   const auto& up = *a.up;
   const auto& down = *a.down;
   const size_t E = up.size();
@@ -261,32 +284,58 @@ void experts_run(const MoeExpertsArgs& a, OpContext& ctx, bool grouped, bool mma
     launch_moe_gemv(p, context_of(ctx).index_errors(), stream_of(ctx));
 }
 
+// Tokens up to which the decode kernels (cuda.fp8_decode, cuda.decode: one pass per (token,
+// expert) pair) take the experts: kDecodeMaxTokens, except W8A8 e4m3 experts that the swapped
+// grouped kernel can take, where it is the crossover against cuda.grouped_swap_split (which reads
+// each distinct expert once, for all of its pairs). Measured on the H200, Nano-3 W8A8 MoE op per
+// layer in a CUDA graph (docs/BENCHMARKS.md, issue 10, "moe4"; bench-kernels "moe tokens", us and
+// % of the read ceiling of the distinct experts): fp8_decode 34.8 (37.6%) / 56.3 (38.8%) / 78.1
+// (50.4%) / 99.1 / 182.3 (49.1%) at T = 1 / 2 / 3 / 4 / 8 against the grouped kernel's 39.5
+// (33.2%) / 53.0 (49.5%) / 68.3 / 82.3 / 136.0 (69.0%); the batch-8 graph step 6.27 -> 4.93 ms.
+// STRATA_MOE_DECODE_MAX_TOKENS overrides it (1..8, read once; 8 = every T <= 8 on the decode
+// kernels, as before round 4).
+constexpr int64_t kDecodeDefaultTokensW8A8 = 1;
+int64_t decode_max_tokens_w8a8() {
+  static const int64_t v = [] {
+    const char* e = std::getenv("STRATA_MOE_DECODE_MAX_TOKENS");
+    const long long n = e ? std::atoll(e) : 0;
+    return n >= 1 && n <= kDecodeMaxTokens ? static_cast<int64_t>(n) : kDecodeDefaultTokensW8A8;
+  }();
+  return v;
+}
+int64_t decode_max_tokens(const MoeExpertsArgs& a) {
+  const bool w8a8 = (*a.up)[0].weight.dtype() == DType::F8E4M3 && (*a.up)[0].input_scale > 0.f;
+  if (!w8a8 || a.x.dim(0) <= decode_max_tokens_w8a8()) return kDecodeMaxTokens;
+  return moe_mma_unsupported(launch_shape_of(a)).empty() ? decode_max_tokens_w8a8()
+                                                         : kDecodeMaxTokens;
+}
+
 bool fp8_decode_supports(const MoeExpertsArgs& a, std::string* why) {
   if (!experts_common(a, why)) return false;
   ArgCheck c(why);
   const int64_t T = a.x.dim(0), H = a.x.dim(1), I = (*a.up)[0].weight.dim(0);
   const bool w8a8 = (*a.up)[0].input_scale > 0.f;
-  c.require((*a.up)[0].weight.dtype() == DType::F8E4M3,
-            fmt::format("expert weights {} are not e4m3", (*a.up)[0].weight.str()));
-  c.require(T <= kDecodeMaxTokens,
-            fmt::format("T = {} above the decode kernel's {}", T, kDecodeMaxTokens));
+  if ((*a.up)[0].weight.dtype() != DType::F8E4M3)
+    return c.fail(fmt::format("expert weights {} are not e4m3", (*a.up)[0].weight.str()));
+  if (T > decode_max_tokens(a))
+    return c.fail(fmt::format("T = {} above the decode kernels' {} for these experts", T,
+                              decode_max_tokens(a)));
   c.require(!kernel_disabled(MoeExpertsArgs::kName, "cuda.fp8_decode"),
             "disabled by STRATA_CUDA_DISABLE_KERNELS");
-  c.require(H % 16 == 0 && I % 16 == 0,
-            fmt::format("H = {} and I = {} must be multiples of 16 (16-byte weight rows)", H, I));
-  c.require(reinterpret_cast<uintptr_t>(a.x.raw()) % 16 == 0 && (T == 1 || a.x.stride(0) % 8 == 0),
-            fmt::format("x rows must be 16-byte aligned (row stride {})", a.x.stride(0)));
-  size_t misaligned = a.up->size();
-  for (size_t e = 0; e < a.up->size() && misaligned == a.up->size(); ++e)
+  if (!c) return false;
+  if (H % 16 != 0 || I % 16 != 0)
+    return c.fail(
+        fmt::format("H = {} and I = {} must be multiples of 16 (16-byte weight rows)", H, I));
+  if (!(reinterpret_cast<uintptr_t>(a.x.raw()) % 16 == 0 && (T == 1 || a.x.stride(0) % 8 == 0)))
+    return c.fail(fmt::format("x rows must be 16-byte aligned (row stride {})", a.x.stride(0)));
+  for (size_t e = 0; e < a.up->size(); ++e)
     if (reinterpret_cast<uintptr_t>((*a.up)[e].weight.raw()) % 16 != 0 ||
         reinterpret_cast<uintptr_t>((*a.down)[e].weight.raw()) % 16 != 0)
-      misaligned = e;
-  c.require(misaligned == a.up->size(),
-            fmt::format("expert {} weights must be 16-byte aligned", misaligned));
+      return c.fail(fmt::format("expert {} weights must be 16-byte aligned", e));
   const int64_t stage = std::max(moe_fp8_stage_bytes(H, w8a8), moe_fp8_stage_bytes(I, w8a8));
-  c.require(stage <= fp8_gemv_max_stage_bytes(),
-            fmt::format("a staged row of x or h takes {} bytes of shared memory (at most {})",
-                        stage, fp8_gemv_max_stage_bytes()));
+  if (stage > fp8_gemv_max_stage_bytes())
+    return c.fail(fmt::format("a staged row of x or h takes {} bytes of shared memory (at most {})",
+                              stage, fp8_gemv_max_stage_bytes()));
   return c;
 }
 void fp8_decode_run(const MoeExpertsArgs& a, OpContext& ctx) {
@@ -300,8 +349,9 @@ void fp8_decode_run(const MoeExpertsArgs& a, OpContext& ctx) {
 bool gemv_supports(const MoeExpertsArgs& a, std::string* why) {
   if (!experts_common(a, why)) return false;
   ArgCheck c(why);
-  c.require(a.x.dim(0) <= kDecodeMaxTokens,
-            fmt::format("T = {} above the decode kernel's {}", a.x.dim(0), kDecodeMaxTokens));
+  if (a.x.dim(0) > decode_max_tokens(a))
+    return c.fail(fmt::format("T = {} above the decode kernels' {} for these experts", a.x.dim(0),
+                              decode_max_tokens(a)));
   c.require(!kernel_disabled(MoeExpertsArgs::kName, "cuda.decode"),
             "disabled by STRATA_CUDA_DISABLE_KERNELS");
   return c;
@@ -313,17 +363,23 @@ void gemv_run(const MoeExpertsArgs& a, OpContext& ctx) {
 // The swapped kernel's variants (kSwap* flags, moe.h), each its own registered name so one binary
 // A/B-tests them (bench-kernels rows, STRATA_CUDA_DISABLE_KERNELS).
 constexpr const char* swap_name(int variant) {
-  return variant == kSwapL2Cvt ? "cuda.grouped_swap_cvt" : "cuda.grouped_swap";
+  return variant == kSwapL2CvtSplit ? "cuda.grouped_swap_split"
+         : variant == kSwapL2Cvt    ? "cuda.grouped_swap_cvt"
+                                    : "cuda.grouped_swap";
+}
+// Tokens up to which the split-K variant runs (above: cuda.grouped_swap_cvt).
+constexpr int64_t swap_max_tokens(int variant) {
+  return variant == kSwapL2CvtSplit ? kSplitMaxTokens : kSwapMaxTokens;
 }
 template <int V>
 bool grouped_swap_supports(const MoeExpertsArgs& a, std::string* why) {
   if (!experts_common(a, why)) return false;
   ArgCheck c(why);
   const std::string reason = moe_mma_unsupported(launch_shape_of(a));
-  c.require(reason.empty(), reason);
-  c.require(a.x.dim(0) <= kSwapMaxTokens,
-            fmt::format("T = {} above the swapped kernel's {} (many pairs per expert)", a.x.dim(0),
-                        kSwapMaxTokens));
+  if (!reason.empty()) return c.fail(reason);
+  if (a.x.dim(0) > swap_max_tokens(V))
+    return c.fail(fmt::format("T = {} above {}'s {} (many pairs per expert)", a.x.dim(0),
+                              swap_name(V), swap_max_tokens(V)));
   c.require(!kernel_disabled(MoeExpertsArgs::kName, swap_name(V)),
             "disabled by STRATA_CUDA_DISABLE_KERNELS");
   return c;
@@ -337,7 +393,7 @@ bool grouped_mma_supports(const MoeExpertsArgs& a, std::string* why) {
   if (!experts_common(a, why)) return false;
   ArgCheck c(why);
   const std::string reason = moe_mma_unsupported(launch_shape_of(a));
-  c.require(reason.empty(), reason);
+  if (!reason.empty()) return c.fail(reason);
   c.require(!kernel_disabled(MoeExpertsArgs::kName, "cuda.grouped_mma"),
             "disabled by STRATA_CUDA_DISABLE_KERNELS");
   return c;
@@ -361,6 +417,8 @@ STRATA_REGISTER_KERNEL(MoeRouteArgs, "cuda", Device::Cuda, route_supports, route
 STRATA_REGISTER_KERNEL(MoeExpertsArgs, "cuda.fp8_decode", Device::Cuda, fp8_decode_supports,
                        fp8_decode_run);
 STRATA_REGISTER_KERNEL(MoeExpertsArgs, "cuda.decode", Device::Cuda, gemv_supports, gemv_run);
+STRATA_REGISTER_KERNEL(MoeExpertsArgs, swap_name(kSwapL2CvtSplit), Device::Cuda,
+                       grouped_swap_supports<kSwapL2CvtSplit>, grouped_swap_run<kSwapL2CvtSplit>);
 STRATA_REGISTER_KERNEL(MoeExpertsArgs, swap_name(kSwapL2Cvt), Device::Cuda,
                        grouped_swap_supports<kSwapL2Cvt>, grouped_swap_run<kSwapL2Cvt>);
 STRATA_REGISTER_KERNEL(MoeExpertsArgs, swap_name(0), Device::Cuda, grouped_swap_supports<0>,
