@@ -168,10 +168,7 @@ std::vector<SmallRow> run_small_rows(const std::string& only) {
   for (const auto& [label, measure] : items) {
     if (!only.empty() && label.find(only) == std::string::npos) continue;
     const SmallRow r = measure();
-    std::printf("%-34s %-40s %9.3f MB %8.2f us %7.0f GB/s %5.1f%%\n", r.kernel.c_str(),
-                r.shape.c_str(), r.bytes / 1e6, r.us, r.bytes / r.us / 1e3,
-                100.0 * r.bytes / r.us / 1e3 / kCeilingGBs);
-    std::fflush(stdout);
+    print_row(r);
     rows.push_back(r);
   }
   return rows;
@@ -181,10 +178,7 @@ void write_small_rows(std::ostringstream& f, const std::vector<SmallRow>& rows) 
   if (rows.empty()) return;
   f << "\n| small op kernel | shape | bytes (MB) | time (us) | GB/s | of 4.57 TB/s |\n"
        "|---|---|---|---|---|---|\n";
-  for (const SmallRow& r : rows)
-    f << fmt::format("| {} | {} | {:.3f} | {:.2f} | {:.0f} | {:.1f}% |\n", r.kernel, r.shape,
-                     r.bytes / 1e6, r.us, r.bytes / r.us / 1e3,
-                     100.0 * r.bytes / r.us / 1e3 / kCeilingGBs);
+  for (const SmallRow& r : rows) f << table_row(r);
 }
 
 }  // namespace strata::cli::bench_kernels

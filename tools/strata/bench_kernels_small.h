@@ -9,12 +9,11 @@
 #include <string>
 #include <vector>
 
+#include "bench_kernels_util.h"
+
 namespace strata::cli::bench_kernels {
 
-struct SmallRow {
-  std::string kernel, shape;
-  double bytes = 0, us = 0;
-};
+using SmallRow = BandwidthRow;
 
 // Measures and prints the rows whose label contains `only` (all when empty).
 std::vector<SmallRow> run_small_rows(const std::string& only);

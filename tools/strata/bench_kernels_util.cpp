@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+
+#include <fmt/format.h>
 
 #include "core/dtype.h"
 #include "ops/cuda/cuda_backend.h"
@@ -78,6 +81,19 @@ double time_launches(int sets, const std::function<void(int)>& launch) {
       },
       3, 20);
   return ms * 1000.0 / sets;
+}
+
+void print_row(const BandwidthRow& r) {
+  std::printf("%-34s %-40s %9.3f MB %8.2f us %7.0f GB/s %5.1f%%\n", r.kernel.c_str(),
+              r.shape.c_str(), r.bytes / 1e6, r.us, r.bytes / r.us / 1e3,
+              100.0 * r.bytes / r.us / 1e3 / kCeilingGBs);
+  std::fflush(stdout);
+}
+
+std::string table_row(const BandwidthRow& r) {
+  return fmt::format("| {} | {} | {:.3f} | {:.2f} | {:.0f} | {:.1f}% |\n", r.kernel, r.shape,
+                     r.bytes / 1e6, r.us, r.bytes / r.us / 1e3,
+                     100.0 * r.bytes / r.us / 1e3 / kCeilingGBs);
 }
 
 }  // namespace strata::cli::bench_kernels

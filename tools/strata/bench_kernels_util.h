@@ -1,5 +1,6 @@
-// Shared by `strata bench-kernels`' rows (cmd_bench_kernels.cpp, bench_kernels_scan.cpp):
-// deterministic random device tensors, the kernel lookup by name and graph-timed launches.
+// Shared by `strata bench-kernels`' rows (cmd_bench_kernels.cpp, bench_kernels_scan.cpp,
+// bench_kernels_small.cpp): deterministic random device tensors, the kernel lookup by name,
+// graph-timed launches and the bandwidth rows' line and table formats.
 #pragma once
 
 #include <cstdint>
@@ -23,6 +24,14 @@ void fill_e4m3(uint8_t* q, int64_t n);
 // A device tensor of values uniform in +-scale (e4m3: +-300).
 Tensor random_device(const Shape& shape, DType dt, float scale);
 Tensor device_i32(const std::vector<int32_t>& v);
+
+// One row of the bandwidth tables: a kernel on a shape, the bytes it must move, its time.
+struct BandwidthRow {
+  std::string kernel, shape;
+  double bytes = 0, us = 0;
+};
+void print_row(const BandwidthRow& r);          // one line on stdout, flushed
+std::string table_row(const BandwidthRow& r);  // its markdown table row (with the newline)
 // Input sets to rotate over so that a row's working set exceeds the L2.
 int sets_for(double bytes);
 // Median microseconds of one launch: `sets` launches (one per input set) captured in a graph.

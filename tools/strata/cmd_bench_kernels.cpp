@@ -32,10 +32,7 @@ using namespace strata::ops;
 
 using namespace strata::cli::bench_kernels;
 
-struct Row {
-  std::string kernel, shape;
-  double bytes = 0, us = 0;
-};
+using Row = BandwidthRow;
 
 // Weight sets of one shape made on first use and shared by the rows that time it (the M sweep:
 // making the weights on the host takes longer than timing a kernel).
@@ -519,10 +516,7 @@ void run_bench(const std::string& out_path, const std::string& only) {
       std::printf("%-34s %s\n", r.kernel.c_str(), r.shape.c_str());
       continue;
     }
-    std::printf("%-34s %-40s %9.3f MB %8.2f us %7.0f GB/s %5.1f%%\n", r.kernel.c_str(),
-                r.shape.c_str(), r.bytes / 1e6, r.us, r.bytes / r.us / 1e3,
-                100.0 * r.bytes / r.us / 1e3 / kCeilingGBs);
-    std::fflush(stdout);
+    print_row(r);
     rows.push_back(r);
   }
   const std::vector<ScanRow> scan_rows = run_scan_rows(only);
@@ -532,10 +526,7 @@ void run_bench(const std::string& out_path, const std::string& only) {
     f << fmt::format("GPU: {}\n\n", cuda::device_description());
     f << "| kernel | shape | bytes (MB) | time (us) | GB/s | of 4.57 TB/s "
          "|\n|---|---|---|---|---|---|\n";
-    for (const Row& r : rows)
-      f << fmt::format("| {} | {} | {:.3f} | {:.2f} | {:.0f} | {:.1f}% |\n", r.kernel, r.shape,
-                       r.bytes / 1e6, r.us, r.bytes / r.us / 1e3,
-                       100.0 * r.bytes / r.us / 1e3 / kCeilingGBs);
+    for (const Row& r : rows) f << table_row(r);
     write_scan_rows(f, scan_rows);
     write_small_rows(f, small_rows);
     io::write_file_atomic(out_path, f.str());

@@ -35,6 +35,7 @@
 
 #include "ops/cuda/attention.h"
 #include "ops/cuda/common.cuh"
+#include "ops/cuda/mma_bf16.cuh"
 
 namespace strata::cuda {
 
@@ -78,32 +79,6 @@ __device__ __forceinline__ void mma_bf16(float (&c)[4], const uint32_t (&a)[4], 
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
-// B fragments of a [key][dim] tile for S = Q K^T: four 8 x 8 matrices (keys x 8 dims).
-__device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], const bf16* p) {
-  const uint32_t s = static_cast<uint32_t>(__cvta_generic_to_shared(p));
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(s));
-}
-// The same for one k16 step (lanes 0-15 address keys 0..7 at dims 0..7, 8..15).
-__device__ __forceinline__ void ldmatrix_x2(uint32_t (&r)[2], const bf16* p) {
-  const uint32_t s = static_cast<uint32_t>(__cvta_generic_to_shared(p));
-  asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0, %1}, [%2];"
-               : "=r"(r[0]), "=r"(r[1])
-               : "r"(s));
-}
-// B fragments of two n8 tiles (dims n0.., n0 + 8..) over keys k0..k0 + 15 of a [key][dim] tile.
-__device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&r)[4], const bf16* p) {
-  const uint32_t s = static_cast<uint32_t>(__cvta_generic_to_shared(p));
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(s));
-}
-
-__device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) {
-  const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
-  return *reinterpret_cast<const uint32_t*>(&v);
-}
 __device__ __forceinline__ float bf16_lo(uint32_t w) {
   return __uint_as_float(w << 16);
 }
@@ -308,7 +283,7 @@ __global__ void __launch_bounds__(WARPS * 32, MIN_BLOCKS)
 #pragma unroll
           for (int nt = 0; nt < kSub / 8; ++nt) {
             uint32_t kb[4];
-            ldmatrix_x4(kb, skc + nt * 8 * G::kLd + ks * 16 + k_lane);
+            mma::ldsm_x4(kb, skc + nt * 8 * G::kLd + ks * 16 + k_lane);
             mma_bf16(s[0][nt], qa[ks], kb[0], kb[1]);
             mma_bf16(s[0][nt], qa[ks + 1], kb[2], kb[3]);
           }
@@ -320,11 +295,11 @@ __global__ void __launch_bounds__(WARPS * 32, MIN_BLOCKS)
           uint32_t qf[MT][4];
 #pragma unroll
           for (int mt = 0; mt < MT; ++mt)
-            ldmatrix_x4(qf[mt], sq + (warp * MT + mt) * 16 * G::kLd + ks * 16 + v_lane);
+            mma::ldsm_x4(qf[mt], sq + (warp * MT + mt) * 16 * G::kLd + ks * 16 + v_lane);
 #pragma unroll
           for (int nt = 0; nt < kSub / 8; ++nt) {
             uint32_t kb[2];
-            ldmatrix_x2(kb, skc + nt * 8 * G::kLd + ks * 16 + k_lane);
+            mma::ldsm_x2(kb, skc + nt * 8 * G::kLd + ks * 16 + k_lane);
 #pragma unroll
             for (int mt = 0; mt < MT; ++mt)
               mma_bf16(s[mt][nt], qf[mt], kb[0], kb[1]);
@@ -405,18 +380,18 @@ __global__ void __launch_bounds__(WARPS * 32, MIN_BLOCKS)
 #pragma unroll
           for (int r = 0; r < 4; ++r) {
             const float x0 = pv[2 * r], x1 = pv[2 * r + 1];
-            hi[mt][r] = pack_bf16(x0, x1);
+            hi[mt][r] = mma::pack_bf16(x0, x1);
             if constexpr (EXACT_P) {
               const float y0 = x0 - bf16_lo(hi[mt][r]), y1 = x1 - bf16_hi(hi[mt][r]);
-              mid[mt][r] = pack_bf16(y0, y1);
-              lo[mt][r] = pack_bf16(y0 - bf16_lo(mid[mt][r]), y1 - bf16_hi(mid[mt][r]));
+              mid[mt][r] = mma::pack_bf16(y0, y1);
+              lo[mt][r] = mma::pack_bf16(y0 - bf16_lo(mid[mt][r]), y1 - bf16_hi(mid[mt][r]));
             }
           }
         }
 #pragma unroll
         for (int nt = 0; nt < G::kDimTiles; nt += 2) {
           uint32_t vb[4];
-          ldmatrix_x4_trans(vb, svc + kk * 16 * G::kLd + nt * 8 + v_lane);
+          mma::ldsm_x4_trans(vb, svc + kk * 16 * G::kLd + nt * 8 + v_lane);
 #pragma unroll
           for (int mt = 0; mt < MT; ++mt) {
             mma_bf16(o[mt][nt], hi[mt], vb[0], vb[1]);

@@ -63,20 +63,6 @@ bool route_supports(const MoeRouteArgs& a, std::string* why) {
   c.require(E <= 4096, fmt::format("{} experts (at most 4096)", E));
   return c;
 }
-void route_run(const MoeRouteArgs& a, OpContext& ctx) {
-  MoeRouteLaunch p;
-  p.logits = mat_of(a.logits);
-  p.bias = a.correction_bias.data<float>();
-  p.top_k = a.top_k;
-  p.n_group = a.n_group;
-  p.topk_group = a.topk_group;
-  p.norm_topk_prob = a.norm_topk_prob;
-  p.routed_scaling_factor = a.routed_scaling_factor;
-  p.ids = mat_of(a.ids);
-  p.weights = mat_of(a.weights);
-  launch_moe_route(p, stream_of(ctx));
-}
-// One warp per token (moe_route.cu): up to 256 experts, no group masking.
 MoeRouteLaunch route_launch_of(const MoeRouteArgs& a) {
   MoeRouteLaunch p;
   p.logits = mat_of(a.logits);
@@ -90,6 +76,10 @@ MoeRouteLaunch route_launch_of(const MoeRouteArgs& a) {
   p.weights = mat_of(a.weights);
   return p;
 }
+void route_run(const MoeRouteArgs& a, OpContext& ctx) {
+  launch_moe_route(route_launch_of(a), stream_of(ctx));
+}
+// One warp per token (moe_route.cu): up to 256 experts, no group masking.
 bool route_warp_supports(const MoeRouteArgs& a, std::string* why) {
   if (!route_supports(a, why)) return false;
   ArgCheck c(why);

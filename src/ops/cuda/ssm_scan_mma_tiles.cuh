@@ -29,25 +29,8 @@ __device__ __forceinline__ void store_y_pair(bf16* at, bool pairs, float v0, flo
   }
 }
 
-// Four 8 x 8 bf16 matrices from shared memory, transposed on the way (ldmatrix .trans): lane i
-// gives the address of row i % 8 of matrix i / 8; register j holds matrix j, thread t its
-// elements (t / 4, 2 (t % 4) and + 1) of the transposed matrix.
-__device__ __forceinline__ void ldsm_x4_trans(uint32_t (&r)[4], const bf16* row) {
-  const uint32_t a = static_cast<uint32_t>(__cvta_generic_to_shared(row));
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(a));
-}
-
-// Four 8 x 8 bf16 matrices from shared memory as stored (ldmatrix): lane i gives the address of
-// row i % 8 of matrix i / 8; register j holds matrix j, thread t its elements (t / 4, 2 (t % 4)
-// and + 1). One instruction where mma_bf16.cuh's loaders issue four 32-bit shared loads.
-__device__ __forceinline__ void ldsm_x4(uint32_t (&r)[4], const bf16* row) {
-  const uint32_t a = static_cast<uint32_t>(__cvta_generic_to_shared(row));
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(a));
-}
+using mma::ldsm_x4;
+using mma::ldsm_x4_trans;
 
 // A fragment of rows [m0, m0 + 16), k [k0, k0 + 16) of a tile stored [m][k] (rows 16-byte
 // aligned): the values of mma::load_a, by one ldmatrix. Matrices (m0.., k0..),
