@@ -136,30 +136,29 @@ __global__ void rms_norm_registers_kernel(const T* x, int64_t ldx, const T* x2, 
   }
 }
 
-// One block per (row, group), as gated_rms_norm_kernel, in the register form.
-template <class T>
-__global__ void gated_rms_norm_registers_kernel(const T* y, int64_t ldy, const T* z, int64_t ldz,
-                                                const T* w, int64_t group_size, float eps, T* out,
-                                                int64_t ldo) {
+// One (row, group) of the gated norm in registers: y, z, w and out point at the group's first
+// value; this thread holds chunks first + k * step (k < CPT, below group_size / V), and `reduce`
+// sums the squares over the threads that share the group (the block, or one warp).
+template <class T, int CPT, class Reduce>
+__device__ __forceinline__ void gated_norm_group(const T* y, const T* z, const T* w, T* out,
+                                                 int64_t group_size, int64_t first, int64_t step,
+                                                 float eps, Reduce reduce) {
   constexpr int V = Chunk<T>::kValues;
-  __shared__ float scratch[32];
-  const int64_t r = blockIdx.x, g0 = static_cast<int64_t>(blockIdx.y) * group_size;
   const int64_t chunks = group_size / V;
-  Chunk<T> yc[kMaxChunksPerThread], zc[kMaxChunksPerThread], wc[kMaxChunksPerThread];
+  Chunk<T> yc[CPT], zc[CPT], wc[CPT];
 #pragma unroll
-  for (int k = 0; k < kMaxChunksPerThread; ++k) {
-    const int64_t c = threadIdx.x + static_cast<int64_t>(k) * blockDim.x;
+  for (int k = 0; k < CPT; ++k) {
+    const int64_t c = first + k * step;
     if (c >= chunks) break;
-    yc[k] = load_chunk(y + r * ldy + g0 + c * V);
-    zc[k] = load_chunk(z + r * ldz + g0 + c * V);
-    wc[k] = load_chunk(w + g0 + c * V);
+    yc[k] = load_chunk(y + c * V);
+    zc[k] = load_chunk(z + c * V);
+    wc[k] = load_chunk(w + c * V);
   }
-  float gated[kMaxChunksPerThread][V];
+  float gated[CPT][V];
   float ss = 0.f;
 #pragma unroll
-  for (int k = 0; k < kMaxChunksPerThread; ++k) {
-    const int64_t c = threadIdx.x + static_cast<int64_t>(k) * blockDim.x;
-    if (c >= chunks) break;
+  for (int k = 0; k < CPT; ++k) {
+    if (first + k * step >= chunks) break;
 #pragma unroll
     for (int i = 0; i < V; ++i) {
       const float v = to_f32(yc[k].v[i]) * siluf_(to_f32(zc[k].v[i]));
@@ -167,18 +166,31 @@ __global__ void gated_rms_norm_registers_kernel(const T* y, int64_t ldy, const T
       ss += v * v;
     }
   }
-  ss = block_sum(ss, scratch);  // out may alias y from here
+  ss = reduce(ss);  // every thread has loaded its part of the group: out may alias y from here
   const float inv = 1.f / sqrtf(ss / static_cast<float>(group_size) + eps);
 #pragma unroll
-  for (int k = 0; k < kMaxChunksPerThread; ++k) {
-    const int64_t c = threadIdx.x + static_cast<int64_t>(k) * blockDim.x;
+  for (int k = 0; k < CPT; ++k) {
+    const int64_t c = first + k * step;
     if (c >= chunks) break;
     Chunk<T> o;
 #pragma unroll
     for (int i = 0; i < V; ++i)
       o.v[i] = from_f32<T>(round_to<T>(gated[k][i] * inv) * to_f32(wc[k].v[i]));
-    store_chunk(out + r * ldo + g0 + c * V, o);
+    store_chunk(out + c * V, o);
   }
+}
+
+// One block per (row, group), as gated_rms_norm_kernel, in the register form.
+template <class T>
+__global__ void gated_rms_norm_registers_kernel(const T* y, int64_t ldy, const T* z, int64_t ldz,
+                                                const T* w, int64_t group_size, float eps, T* out,
+                                                int64_t ldo) {
+  __shared__ float scratch[32];
+  const int64_t r = blockIdx.x, g0 = static_cast<int64_t>(blockIdx.y) * group_size;
+  gated_norm_group<T, kMaxChunksPerThread>(y + r * ldy + g0, z + r * ldz + g0, w + g0,
+                                           out + r * ldo + g0, group_size, threadIdx.x,
+                                           blockDim.x, eps,
+                                           [&](float v) { return block_sum(v, scratch); });
 }
 
 // One warp per (row, group), kWarpBlock / 32 pairs per block: the group's chunks (at most 32 x
@@ -192,44 +204,12 @@ __global__ void __launch_bounds__(kWarpBlock)
     gated_rms_norm_warp_kernel(const T* y, int64_t ldy, const T* z, int64_t ldz, const T* w,
                                int64_t group_size, int64_t groups, int64_t pairs, float eps, T* out,
                                int64_t ldo) {
-  constexpr int V = Chunk<T>::kValues;
   const int64_t pair = static_cast<int64_t>(blockIdx.x) * (kWarpBlock / 32) + (threadIdx.x >> 5);
   if (pair >= pairs) return;  // the whole warp
-  const int lane = threadIdx.x & 31;
-  const int64_t r = pair / groups, g0 = (pair % groups) * group_size, chunks = group_size / V;
-  Chunk<T> yc[CPL], zc[CPL], wc[CPL];
-#pragma unroll
-  for (int k = 0; k < CPL; ++k) {
-    const int64_t c = lane + 32 * k;
-    if (c >= chunks) break;
-    yc[k] = load_chunk(y + r * ldy + g0 + c * V);
-    zc[k] = load_chunk(z + r * ldz + g0 + c * V);
-    wc[k] = load_chunk(w + g0 + c * V);
-  }
-  float gated[CPL][V];
-  float ss = 0.f;
-#pragma unroll
-  for (int k = 0; k < CPL; ++k) {
-    if (lane + 32 * k >= chunks) break;
-#pragma unroll
-    for (int i = 0; i < V; ++i) {
-      const float v = to_f32(yc[k].v[i]) * siluf_(to_f32(zc[k].v[i]));
-      gated[k][i] = v;
-      ss += v * v;
-    }
-  }
-  ss = warp_sum(ss);  // every lane has loaded its part of the group: out may alias y from here
-  const float inv = 1.f / sqrtf(ss / static_cast<float>(group_size) + eps);
-#pragma unroll
-  for (int k = 0; k < CPL; ++k) {
-    const int64_t c = lane + 32 * k;
-    if (c >= chunks) break;
-    Chunk<T> o;
-#pragma unroll
-    for (int i = 0; i < V; ++i)
-      o.v[i] = from_f32<T>(round_to<T>(gated[k][i] * inv) * to_f32(wc[k].v[i]));
-    store_chunk(out + r * ldo + g0 + c * V, o);
-  }
+  const int64_t r = pair / groups, g0 = (pair % groups) * group_size;
+  gated_norm_group<T, CPL>(y + r * ldy + g0, z + r * ldz + g0, w + g0, out + r * ldo + g0,
+                           group_size, threadIdx.x & 31, 32, eps,
+                           [](float v) { return warp_sum(v); });
 }
 
 bool aligned16(const void* p) {
