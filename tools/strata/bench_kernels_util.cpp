@@ -84,6 +84,11 @@ double time_launches(int sets, const std::function<void(int)>& launch) {
 }
 
 void print_row(const BandwidthRow& r) {
+  if (r.us == 0) {  // not timed: the shape says why
+    std::printf("%-34s %s\n", r.kernel.c_str(), r.shape.c_str());
+    std::fflush(stdout);
+    return;
+  }
   std::printf("%-34s %-40s %9.3f MB %8.2f us %7.0f GB/s %5.1f%%\n", r.kernel.c_str(),
               r.shape.c_str(), r.bytes / 1e6, r.us, r.bytes / r.us / 1e3,
               100.0 * r.bytes / r.us / 1e3 / kCeilingGBs);

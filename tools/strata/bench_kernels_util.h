@@ -28,7 +28,7 @@ Tensor device_i32(const std::vector<int32_t>& v);
 // One row of the bandwidth tables: a kernel on a shape, the bytes it must move, its time.
 struct BandwidthRow {
   std::string kernel, shape;
-  double bytes = 0, us = 0;
+  double bytes = 0, us = 0;  // us = 0: not timed (a refusal; the shape says why)
 };
 void print_row(const BandwidthRow& r);          // one line on stdout, flushed
 std::string table_row(const BandwidthRow& r);  // its markdown table row (with the newline)

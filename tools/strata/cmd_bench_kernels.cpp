@@ -512,12 +512,8 @@ void run_bench(const std::string& out_path, const std::string& only) {
   for (const auto& [label, measure] : items) {
     if (!only.empty() && label.find(only) == std::string::npos) continue;
     const Row r = measure();
-    if (r.us == 0) {
-      std::printf("%-34s %s\n", r.kernel.c_str(), r.shape.c_str());
-      continue;
-    }
     print_row(r);
-    rows.push_back(r);
+    if (r.us > 0) rows.push_back(r);
   }
   const std::vector<ScanRow> scan_rows = run_scan_rows(only);
   const std::vector<SmallRow> small_rows = run_small_rows(only);
