@@ -440,8 +440,7 @@ void run_bench(const std::string& out_path, const std::string& only) {
   sweep("nano3 router", 128, 2688, bf, f32);
   sweep("nano3 kv_proj", 256, 2688, bf, bf);
   sweep("9b kv_proj", 1024, 4480, bf, bf);
-  // The small bf16 matrices at a batched-decode step and prefills (--only small-op; with
-  // STRATA_CUBLASLT_SMALL_N_SPLITK=s to split K s ways).
+  // The small bf16 matrices at a batched-decode step and prefills (--only small-op).
   for (int64_t M : {8, 512, 2048}) {
     linear("cuda.cublaslt", "nano3 router (small-op)", 128, 2688, bf, false, f32, M);
     linear("cuda.cublaslt", "nano3 kv_proj (small-op)", 256, 2688, bf, false, bf, M);

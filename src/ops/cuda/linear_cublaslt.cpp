@@ -5,9 +5,6 @@
 #ifdef STRATA_HAVE_CUDA
 #include <cublasLt.h>
 
-#include <algorithm>
-#include <cstdio>
-#include <cstdlib>
 #include <map>
 #include <mutex>
 #include <tuple>
@@ -52,47 +49,11 @@ uint32_t alignment_of(const void* p) {
   return al;
 }
 
-// An experiment, off by default: STRATA_CUBLASLT_SMALL_N_SPLITK=s splits K of the small GEMMs
-// s ways (partial sums reduced in f32 in the workspace), where cuBLASLt accepts it.
-int small_n_split_k() {
-  static const int splits = [] {
-    const char* v = std::getenv("STRATA_CUBLASLT_SMALL_N_SPLITK");
-    return v ? std::clamp(std::atoi(v), 1, 64) : 1;
-  }();
-  return splits;
-}
-
 struct Plan {
   cublasLtMatmulDesc_t op = nullptr;
   cublasLtMatrixLayout_t a = nullptr, b = nullptr, d = nullptr;
   cublasLtMatmulAlgo_t algo{};
 };
-
-// Sets `splits` K splits on the plan's algorithm when cuBLASLt's check accepts them within the
-// workspace; otherwise leaves it (and says so once).
-void try_split_k(cublasLtHandle_t h, Plan& pl, int splits) {
-  cublasLtMatmulAlgo_t algo = pl.algo;
-  const int32_t s = splits;
-  const uint32_t scheme = CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE;
-  cublasLtMatmulHeuristicResult_t check{};
-  const bool ok =
-      cublasLtMatmulAlgoConfigSetAttribute(&algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &s, sizeof(s)) ==
-          CUBLAS_STATUS_SUCCESS &&
-      cublasLtMatmulAlgoConfigSetAttribute(&algo, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME, &scheme,
-                                           sizeof(scheme)) == CUBLAS_STATUS_SUCCESS &&
-      cublasLtMatmulAlgoCheck(h, pl.op, pl.a, pl.b, pl.d, pl.d, &algo, &check) ==
-          CUBLAS_STATUS_SUCCESS &&
-      check.workspaceSize <= kWorkspaceBytes;
-  if (ok) {
-    pl.algo = algo;
-    return;
-  }
-  static std::once_flag said;
-  std::call_once(said, [&] {
-    std::fprintf(stderr, "STRATA_CUBLASLT_SMALL_N_SPLITK=%d: cuBLASLt refused it for a shape\n",
-                 splits);
-  });
-}
 
 // cuBLASLt's state in one device context: the handle, the workspace (used by one stream at a
 // time: the context's) and the plans.
@@ -154,7 +115,6 @@ Plan make_plan(cublasLtHandle_t h, const LinearLaunch& p, uint32_t align_x, uint
     fail("cuBLASLt has no algorithm for linear x {}[{}, {}] (ld {}) W {}[{}, {}] -> {}",
          dtype_name(p.x.dt), T, K, p.x.ld, dtype_name(p.wt), N, K, dtype_name(p.out.dt));
   pl.algo = result.algo;
-  if (N <= 1024 && small_n_split_k() > 1) try_split_k(h, pl, small_n_split_k());
   return pl;
 }
 
