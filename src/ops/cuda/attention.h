@@ -52,20 +52,6 @@ constexpr int64_t kFlashMaxGroup = 64;
 constexpr int64_t kFlashMinSplitKeys = 256;  // keys of a full-width context per split, at least
 constexpr int64_t kFlashMinPrefillSplitKeys = 2048;  // the same when a sequence has several queries
 bool attention_flash_shape_supported(int64_t head_dim, int64_t group);
-// The kernel's variant, read once from STRATA_FLASH_VARIANT (A/B knob for `strata bench` and
-// `bench-kernels`; measured in docs/BENCHMARKS.md, "Flash attention for prefill"). The default:
-// 8 warps of one m16 tile (128 (query, head) rows per block), one bf16 P, two K/V stages of 128
-// keys (two 64-key steps per barrier). "8k64": stages of 64 keys; "8s3": three stages of 64;
-// "8m2", "4m2": 8 or 4 warps of two m16 tiles (256 or 128 rows, Q in shared memory, 32-key
-// steps); "4", "4s3": 4 warps, 64 rows (registers for 2 blocks per multiprocessor); "exact4":
-// 4 warps, 64-key stages, P V on P in three bf16 parts (f32's precision: the arithmetic and
-// rows before branch attn4).
-struct FlashVariant {
-  int warps = 8, m_tiles = 1, stages = 2;
-  bool exact_p = false;
-  int tile_keys = 128;
-};
-FlashVariant attention_flash_variant();
 // Splits for this launch: 1 when the unsplit grid already fills `sms` multiprocessors.
 int64_t attention_flash_splits(const AttentionLaunch& p, int sms);
 int64_t attention_flash_partials_floats(const AttentionLaunch& p);

@@ -2,16 +2,16 @@
 // attention over the paged cache): bf16 q/out, bf16 or e4m3 caches, head_dim 64 or 128, any
 // q_len per sequence (decode rows are sequences with q_len 1).
 //
-// grid (query tiles x splits, kv heads, sequences), 8 warps (variants: 4; STRATA_FLASH_VARIANT,
-// attention.h). A block's 128 rows (variants: 64 or 256) are (query, head) pairs that share one
-// kv head (row r: query q0 + r / group, head kvh * group + r % group), so each K/V tile read is
-// used by the whole GQA group; a warp owns 16 rows (one mma m16 tile; variants "8m2", "4m2": 32,
-// two m16 tiles with Q in shared memory). Query tiles run last tile first (the causal tiles with
-// the most keys start first). Keys stream in tiles of 128 (variants: 64), computed in steps of
-// 64 keys (MT 2: 32) with one online-softmax update each, up to the block's last query position:
-// bf16 tiles through a cp.async pipeline of two stages (variant "8s3": three), one barrier per
-// tile; e4m3 tiles converted to bf16 on the way in (exactly: e4m3 values are bf16 values;
-// k_scale folds into the score scale, v_scale into the output).
+// grid (query tiles x splits, kv heads, sequences), 8 warps. A block's 128 rows are (query,
+// head) pairs that share one kv head (row r: query q0 + r / group, head kvh * group + r % group),
+// so each K/V tile read is used by the whole GQA group; a warp owns 16 rows (one mma m16 tile).
+// Query tiles run last tile first (the causal tiles with the most keys start first). Keys stream
+// in tiles of 128, computed in steps of 64 keys with one online-softmax update each, up to the
+// block's last query position: bf16 tiles through a cp.async pipeline of two stages, one barrier
+// per tile; e4m3 tiles converted to bf16 on the way in (exactly: e4m3 values are bf16 values;
+// k_scale folds into the score scale, v_scale into the output). The variants measured against
+// this shape (4 warps, 64-key tiles, three stages, two m16 tiles per warp, P in three bf16 parts)
+// and removed after: docs/BENCHMARKS.md, "Flash attention for prefill".
 //   S = Q K^T       mma m16n8k16 bf16 -> f32, Q fragments kept in registers, K fragments by
 //                   ldmatrix.x4 (two k16 steps of one n8 key tile)
 //   online softmax  per row in f32 (exp2 with the scale folded in); the causal mask only on
@@ -21,7 +21,6 @@
 //                   from the [key][dim] tile. transformers' eager attention (the reference
 //                   model) casts the softmax probabilities to bf16 before P V too; the harness
 //                   bounds the difference per element (cases_attention.cpp, bf16_p_bound).
-//                   Variant "exact4" splits P into bf16 hi + mid + lo (three mmas, ~24 bits).
 // Split-K (flash-decoding): when the grid would have few blocks (decode rows, short chunks at
 // long contexts), each query tile's keys are split into ranges of split_len (a multiple of the
 // key tile); every split writes its rows' partial (max, sum, unnormalized output) in f32 and a
@@ -30,8 +29,6 @@
 // (a 16-byte pad): the 8 rows a fragment load or an ldmatrix touches land in distinct banks.
 #include <algorithm>
 #include <cfloat>
-#include <cstdlib>
-#include <string>
 
 #include "ops/cuda/attention.h"
 #include "ops/cuda/common.cuh"
@@ -41,22 +38,24 @@ namespace strata::cuda {
 
 namespace {
 
-constexpr int kKeys = 64;  // keys per score step, and per tile of the 64-key variants
+constexpr int kWarps = 8;
+constexpr int kStages = 2;      // K/V tiles in shared memory: one in flight while one is used
+constexpr int kTileKeys = 128;  // keys per K/V tile (one barrier each)
+constexpr int kSub = 64;        // keys per score step (one online-softmax update each)
 constexpr float kLog2e = 1.4426950408889634f;
 
-template <int HD, int WARPS, int STAGES, int MT, int KEYS = kKeys>
+template <int HD>
 struct Geo {
-  static constexpr int kThreads = WARPS * 32;
-  static constexpr int kRows = WARPS * 16 * MT;            // (query, head) rows per block
-  static constexpr int kLd = HD + 8;                       // shared row stride (bf16 elements)
-  static constexpr int kTileElems = KEYS * kLd;            // one K or V tile
-  static constexpr int kStageElems = 2 * kTileElems;       // K then V
-  static constexpr int kQElems = MT > 1 ? kRows* kLd : 0;  // Q rows in shared memory
-  static constexpr int kSmemBytes = (STAGES * kStageElems + kQElems) * 2;  // bf16
-  static constexpr int kKSteps = HD / 16;                                  // k16 steps of a score
-  static constexpr int kDimTiles = HD / 8;                                 // n8 tiles of the output
-  static constexpr int kUnits = HD / 8;                   // 16-byte units of a key row
-  static constexpr int kRowsPerPass = kThreads / kUnits;  // key rows one loader pass fills
+  static constexpr int kThreads = kWarps * 32;
+  static constexpr int kRows = kWarps * 16;                     // (query, head) rows per block
+  static constexpr int kLd = HD + 8;                            // shared row stride (bf16 elements)
+  static constexpr int kTileElems = kTileKeys * kLd;            // one K or V tile
+  static constexpr int kStageElems = 2 * kTileElems;            // K then V
+  static constexpr int kSmemBytes = kStages * kStageElems * 2;  // bf16
+  static constexpr int kKSteps = HD / 16;                       // k16 steps of a score
+  static constexpr int kDimTiles = HD / 8;                      // n8 tiles of the output
+  static constexpr int kUnits = HD / 8;                         // 16-byte units of a key row
+  static constexpr int kRowsPerPass = kThreads / kUnits;        // key rows one loader pass fills
 };
 
 __device__ __forceinline__ void cp_async16(void* smem, const void* gmem, int src_bytes) {
@@ -79,13 +78,6 @@ __device__ __forceinline__ void mma_bf16(float (&c)[4], const uint32_t (&a)[4], 
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
-__device__ __forceinline__ float bf16_lo(uint32_t w) {
-  return __uint_as_float(w << 16);
-}
-__device__ __forceinline__ float bf16_hi(uint32_t w) {
-  return __uint_as_float(w & 0xffff0000u);
-}
-
 // Eight e4m3 codes (8 bytes) -> eight bf16 values (16 bytes), exactly (see linear_fp8_mma.cuh).
 __device__ __forceinline__ uint4 e4m3x8_to_bf16(uint2 v) {
   auto two = [](uint32_t w, uint32_t& a, uint32_t& b) {
@@ -102,18 +94,11 @@ __device__ __forceinline__ uint4 e4m3x8_to_bf16(uint2 v) {
   return o;
 }
 
-// FP8: e4m3 caches, else bf16. EXACT_P: P V with P in three bf16 parts (~24 bits, f32's
-// precision), else one bf16 P (what the model computes: see the header). WARPS: 4 or 8; MT: m16
-// tiles per warp (1: Q fragments in registers; 2: the block's Q rows in shared memory, read by
-// ldmatrix, so that each K and V fragment serves 32 rows); a block has WARPS * 16 * MT rows.
-// MIN_BLOCKS: blocks per multiprocessor the registers must allow; STAGES: K/V tiles in shared
-// memory (2 or 3).
-template <int HD, bool FP8, bool EXACT_P, int WARPS, int MT, int MIN_BLOCKS, int STAGES, int KEYS>
-__global__ void __launch_bounds__(WARPS * 32, MIN_BLOCKS)
+// FP8: e4m3 caches, else bf16.
+template <int HD, bool FP8>
+__global__ void __launch_bounds__(kWarps * 32, 1)
     flash_kernel(AttentionLaunch p, int bq, int split_len, int n_qtiles, int* errors) {
-  using G = Geo<HD, WARPS, STAGES, MT, KEYS>;
-  constexpr bool kQSmem = MT > 1;
-  constexpr int kSub = MT > 1 ? 32 : 64;  // keys of one S = Q K^T step
+  using G = Geo<HD>;
   extern __shared__ __align__(16) bf16 fsm[];
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int grp = lane >> 2, tig = lane & 3;
@@ -146,40 +131,28 @@ __global__ void __launch_bounds__(WARPS * 32, MIN_BLOCKS)
            static_cast<int64_t>(q_start + q0 + r / group) * p.q.ld + (kvh * group + r % group) * HD;
   };
 
-  // This thread's rows (grp, grp + 8 of each of the warp's m16 tiles): valid, and the last key
-  // each sees (its query's position; -1 for rows past the block's queries).
+  // This thread's rows (grp, grp + 8 of the warp's m16 tile): valid, and the last key each
+  // sees (its query's position; -1 for rows past the block's queries).
   auto row_valid = [&](int r) { return r < bq * group && r / group < q_rows; };
-  int row_last[MT][2];
+  int row_last[2];
 #pragma unroll
-  for (int mt = 0; mt < MT; ++mt)
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const int r = (warp * MT + mt) * 16 + grp + 8 * h;
-      row_last[mt][h] = row_valid(r) ? first_pos + r / group : -1;
-    }
-  const bool warp_live = warp * MT * 16 < q_rows * group;  // any valid row in this warp's tiles
+  for (int h = 0; h < 2; ++h) {
+    const int r = warp * 16 + grp + 8 * h;
+    row_last[h] = row_valid(r) ? first_pos + r / group : -1;
+  }
+  const bool warp_live = warp * 16 < q_rows * group;  // any valid row in this warp's tile
 
-  // MT 1: Q fragments a[ks] over dims ks * 16 .. + 15 in registers. MT 2: the block's Q rows
-  // [kRows][kLd] in shared memory after the K/V stages, zero past the block's queries (visible
-  // after the pipeline's first barrier).
-  uint32_t qa[kQSmem ? 1 : G::kKSteps][4];
-  bf16* sq = fsm + STAGES * G::kStageElems;
-  if constexpr (!kQSmem) {
+  // Q fragments qa[ks] over dims ks * 16 .. + 15, in registers for the whole kernel.
+  uint32_t qa[G::kKSteps][4];
+  {
     const bf16* qrow[2] = {q_of_row(warp * 16 + grp), q_of_row(warp * 16 + grp + 8)};
 #pragma unroll
     for (int ks = 0; ks < G::kKSteps; ++ks) {
       const int d = ks * 16 + 2 * tig;
-      qa[ks][0] = row_last[0][0] >= 0 ? *reinterpret_cast<const uint32_t*>(qrow[0] + d) : 0u;
-      qa[ks][1] = row_last[0][1] >= 0 ? *reinterpret_cast<const uint32_t*>(qrow[1] + d) : 0u;
-      qa[ks][2] = row_last[0][0] >= 0 ? *reinterpret_cast<const uint32_t*>(qrow[0] + d + 8) : 0u;
-      qa[ks][3] = row_last[0][1] >= 0 ? *reinterpret_cast<const uint32_t*>(qrow[1] + d + 8) : 0u;
-    }
-  } else {
-    constexpr int kWords = HD / 2;  // 4-byte words of a Q row
-    for (int u = threadIdx.x; u < G::kRows * kWords; u += G::kThreads) {
-      const int r = u / kWords, w = u % kWords;
-      *reinterpret_cast<uint32_t*>(sq + r * G::kLd + 2 * w) =
-          row_valid(r) ? *reinterpret_cast<const uint32_t*>(q_of_row(r) + 2 * w) : 0u;
+      qa[ks][0] = row_last[0] >= 0 ? *reinterpret_cast<const uint32_t*>(qrow[0] + d) : 0u;
+      qa[ks][1] = row_last[1] >= 0 ? *reinterpret_cast<const uint32_t*>(qrow[1] + d) : 0u;
+      qa[ks][2] = row_last[0] >= 0 ? *reinterpret_cast<const uint32_t*>(qrow[0] + d + 8) : 0u;
+      qa[ks][3] = row_last[1] >= 0 ? *reinterpret_cast<const uint32_t*>(qrow[1] + d + 8) : 0u;
     }
   }
 
@@ -190,7 +163,7 @@ __global__ void __launch_bounds__(WARPS * 32, MIN_BLOCKS)
     bf16* sk = fsm + stage * G::kStageElems;
     bf16* sv = sk + G::kTileElems;
 #pragma unroll
-    for (int j = uj; j < KEYS; j += G::kRowsPerPass) {
+    for (int j = uj; j < kTileKeys; j += G::kRowsPerPass) {
       const int key = k0 + j;
       int64_t off = -1;
       if (key < k_end) {
@@ -220,189 +193,138 @@ __global__ void __launch_bounds__(WARPS * 32, MIN_BLOCKS)
   };
 
   const float sscale = p.scale * p.k_scale * kLog2e;  // scores in the log2 domain
-  float m[MT][2], l[MT][2];
-  float o[MT][G::kDimTiles][4];
+  float m[2] = {-FLT_MAX, -FLT_MAX}, l[2] = {0.f, 0.f};
+  float o[G::kDimTiles][4];
 #pragma unroll
-  for (int mt = 0; mt < MT; ++mt) {
-    m[mt][0] = m[mt][1] = -FLT_MAX;
-    l[mt][0] = l[mt][1] = 0.f;
+  for (int nt = 0; nt < G::kDimTiles; ++nt)
 #pragma unroll
-    for (int nt = 0; nt < G::kDimTiles; ++nt)
-#pragma unroll
-      for (int i = 0; i < 4; ++i)
-        o[mt][nt][i] = 0.f;
-  }
+    for (int i = 0; i < 4; ++i)
+      o[nt][i] = 0.f;
 
   // ldmatrix.x4 row addresses: K fragments (lanes 8i..8i+7: keys 0..7 at dims 8i..8i+7 of a
   // k32 pair of steps); V fragments (lanes 0-15: keys 0..15 at dims n0, lanes 16-31 the same
-  // keys at dims n0 + 8) and Q fragments (the same pattern over rows and dims: a0..a3).
+  // keys at dims n0 + 8).
   const int k_lane = (lane & 7) * G::kLd + (lane >> 3) * 8;
   const int v_lane = (lane & 15) * G::kLd + (lane >> 4) * 8;
 
-  // The pipeline: STAGES - 1 tiles in flight while one is computed; one barrier per tile.
-  const int ntiles = k_end > k_begin ? (k_end - k_begin + KEYS - 1) / KEYS : 0;
+  // The pipeline: kStages - 1 tiles in flight while one is computed; one barrier per tile.
+  const int ntiles = k_end > k_begin ? (k_end - k_begin + kTileKeys - 1) / kTileKeys : 0;
 #pragma unroll
-  for (int i = 0; i < STAGES - 1; ++i) {
-    if (i < ntiles) load_tile(i, k_begin + i * KEYS);
+  for (int i = 0; i < kStages - 1; ++i) {
+    if (i < ntiles) load_tile(i, k_begin + i * kTileKeys);
     cp_async_commit();
   }
   for (int t = 0; t < ntiles; ++t) {
-    cp_async_wait<STAGES - 2>();  // this thread's copies of tile t landed
+    cp_async_wait<kStages - 2>();  // this thread's copies of tile t landed
     // Tile t visible to every thread, and every warp is done with tile t - 1, whose stage the
     // next load refills.
     __syncthreads();
-    const int next = t + STAGES - 1;
-    if (next < ntiles) load_tile(next % STAGES, k_begin + next * KEYS);
+    const int next = t + kStages - 1;
+    if (next < ntiles) load_tile(next % kStages, k_begin + next * kTileKeys);
     cp_async_commit();
     if (!warp_live) continue;
-    const bf16* sk = fsm + (t % STAGES) * G::kStageElems;
+    const bf16* sk = fsm + (t % kStages) * G::kStageElems;
     const bf16* sv = sk + G::kTileElems;
-    const int k0 = k_begin + t * KEYS;
-    // The tile in sub-tiles of kSub keys (MT 2: 32, to keep two m16 tiles' scores in registers),
-    // each with its own online-softmax step.
+    const int k0 = k_begin + t * kTileKeys;
+    // The tile in steps of kSub keys, each with its own online-softmax update.
 #pragma unroll
-    for (int sub = 0; sub < KEYS / kSub; ++sub) {
+    for (int sub = 0; sub < kTileKeys / kSub; ++sub) {
       const int kc = k0 + sub * kSub;
       if (sub > 0 && kc >= k_end) break;  // past the block's keys (the tile's rows are zero)
       const bf16* skc = sk + sub * kSub * G::kLd;
       const bf16* svc = sv + sub * kSub * G::kLd;
-      // S = Q K^T: kSub / 8 n8 tiles of keys per m16 tile (MT 1: K fragments of two k16 steps
-      // per ldmatrix.x4).
-      float s[MT][kSub / 8][4];
+      // S = Q K^T: kSub / 8 n8 tiles of keys (K fragments of two k16 steps per ldmatrix.x4),
+      // k steps outer, key tiles inner: eight independent accumulator chains in flight.
+      float s[kSub / 8][4];
 #pragma unroll
-      for (int mt = 0; mt < MT; ++mt)
+      for (int nt = 0; nt < kSub / 8; ++nt)
 #pragma unroll
-        for (int nt = 0; nt < kSub / 8; ++nt)
+        for (int i = 0; i < 4; ++i)
+          s[nt][i] = 0.f;
 #pragma unroll
-          for (int i = 0; i < 4; ++i)
-            s[mt][nt][i] = 0.f;
-      if constexpr (!kQSmem) {
-        // k steps outer, key tiles inner: eight independent accumulator chains in flight.
+      for (int ks = 0; ks < G::kKSteps; ks += 2)
 #pragma unroll
-        for (int ks = 0; ks < G::kKSteps; ks += 2)
-#pragma unroll
-          for (int nt = 0; nt < kSub / 8; ++nt) {
-            uint32_t kb[4];
-            mma::ldsm_x4(kb, skc + nt * 8 * G::kLd + ks * 16 + k_lane);
-            mma_bf16(s[0][nt], qa[ks], kb[0], kb[1]);
-            mma_bf16(s[0][nt], qa[ks + 1], kb[2], kb[3]);
-          }
-      } else {
-        // One k16 step at a time (registers): Q fragments of both m16 tiles, then per key tile
-        // one ldmatrix.x2 of K for two mmas.
-#pragma unroll
-        for (int ks = 0; ks < G::kKSteps; ++ks) {
-          uint32_t qf[MT][4];
-#pragma unroll
-          for (int mt = 0; mt < MT; ++mt)
-            mma::ldsm_x4(qf[mt], sq + (warp * MT + mt) * 16 * G::kLd + ks * 16 + v_lane);
-#pragma unroll
-          for (int nt = 0; nt < kSub / 8; ++nt) {
-            uint32_t kb[2];
-            mma::ldsm_x2(kb, skc + nt * 8 * G::kLd + ks * 16 + k_lane);
-#pragma unroll
-            for (int mt = 0; mt < MT; ++mt)
-              mma_bf16(s[mt][nt], qf[mt], kb[0], kb[1]);
-          }
+        for (int nt = 0; nt < kSub / 8; ++nt) {
+          uint32_t kb[4];
+          mma::ldsm_x4(kb, skc + nt * 8 * G::kLd + ks * 16 + k_lane);
+          mma_bf16(s[nt], qa[ks], kb[0], kb[1]);
+          mma_bf16(s[nt], qa[ks + 1], kb[2], kb[3]);
         }
-      }
       // Scale, mask, tile maxima (row h = 0: c[0], c[1]; h = 1: c[2], c[3]). A tile whose keys
       // all lie at or before the block's first query and inside the split sees no mask (rows
       // past the block's queries are never written).
       const bool full = kc + kSub - 1 <= first_pos && kc + kSub <= k_end;
+      float tmax[2] = {-FLT_MAX, -FLT_MAX};
+      if (full) {
 #pragma unroll
-      for (int mt = 0; mt < MT; ++mt) {
-        float tmax[2] = {-FLT_MAX, -FLT_MAX};
-        if (full) {
+        for (int nt = 0; nt < kSub / 8; ++nt)
 #pragma unroll
-          for (int nt = 0; nt < kSub / 8; ++nt)
-#pragma unroll
-            for (int i = 0; i < 4; ++i) {
-              s[mt][nt][i] *= sscale;
-              tmax[i >> 1] = fmaxf(tmax[i >> 1], s[mt][nt][i]);
-            }
-        } else {
-#pragma unroll
-          for (int nt = 0; nt < kSub / 8; ++nt)
-#pragma unroll
-            for (int i = 0; i < 4; ++i) {
-              const int h = i >> 1;
-              const int key = kc + nt * 8 + 2 * tig + (i & 1);
-              const bool ok = key <= row_last[mt][h] && key < k_end;
-              s[mt][nt][i] = ok ? s[mt][nt][i] * sscale : -FLT_MAX;
-              tmax[h] = fmaxf(tmax[h], s[mt][nt][i]);
-            }
-        }
-        float corr[2], mref[2];
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          tmax[h] = fmaxf(tmax[h], __shfl_xor_sync(0xffffffffu, tmax[h], 1));
-          tmax[h] = fmaxf(tmax[h], __shfl_xor_sync(0xffffffffu, tmax[h], 2));
-          const float m_new = fmaxf(m[mt][h], tmax[h]);
-          // A row with no visible key yet keeps max -FLT_MAX: its p are 0 (masked) and corr 1.
-          mref[h] = m_new == -FLT_MAX ? 0.f : m_new;
-          corr[h] = m[mt][h] == -FLT_MAX ? 1.f : exp2f(m[mt][h] - m_new);
-          m[mt][h] = m_new;
-        }
-        float rsum[2] = {0.f, 0.f};
+          for (int i = 0; i < 4; ++i) {
+            s[nt][i] *= sscale;
+            tmax[i >> 1] = fmaxf(tmax[i >> 1], s[nt][i]);
+          }
+      } else {
 #pragma unroll
         for (int nt = 0; nt < kSub / 8; ++nt)
 #pragma unroll
           for (int i = 0; i < 4; ++i) {
             const int h = i >> 1;
-            s[mt][nt][i] = s[mt][nt][i] == -FLT_MAX ? 0.f : exp2f(s[mt][nt][i] - mref[h]);
-            rsum[h] += s[mt][nt][i];
+            const int key = kc + nt * 8 + 2 * tig + (i & 1);
+            const bool ok = key <= row_last[h] && key < k_end;
+            s[nt][i] = ok ? s[nt][i] * sscale : -FLT_MAX;
+            tmax[h] = fmaxf(tmax[h], s[nt][i]);
           }
+      }
+      float corr[2], mref[2];
 #pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          rsum[h] += __shfl_xor_sync(0xffffffffu, rsum[h], 1);
-          rsum[h] += __shfl_xor_sync(0xffffffffu, rsum[h], 2);
-          l[mt][h] = l[mt][h] * corr[h] + rsum[h];
+      for (int h = 0; h < 2; ++h) {
+        tmax[h] = fmaxf(tmax[h], __shfl_xor_sync(0xffffffffu, tmax[h], 1));
+        tmax[h] = fmaxf(tmax[h], __shfl_xor_sync(0xffffffffu, tmax[h], 2));
+        const float m_new = fmaxf(m[h], tmax[h]);
+        // A row with no visible key yet keeps max -FLT_MAX: its p are 0 (masked) and corr 1.
+        mref[h] = m_new == -FLT_MAX ? 0.f : m_new;
+        corr[h] = m[h] == -FLT_MAX ? 1.f : exp2f(m[h] - m_new);
+        m[h] = m_new;
+      }
+      float rsum[2] = {0.f, 0.f};
+#pragma unroll
+      for (int nt = 0; nt < kSub / 8; ++nt)
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+          const int h = i >> 1;
+          s[nt][i] = s[nt][i] == -FLT_MAX ? 0.f : exp2f(s[nt][i] - mref[h]);
+          rsum[h] += s[nt][i];
         }
 #pragma unroll
-        for (int nt = 0; nt < G::kDimTiles; ++nt) {
-          o[mt][nt][0] *= corr[0];
-          o[mt][nt][1] *= corr[0];
-          o[mt][nt][2] *= corr[1];
-          o[mt][nt][3] *= corr[1];
-        }
+      for (int h = 0; h < 2; ++h) {
+        rsum[h] += __shfl_xor_sync(0xffffffffu, rsum[h], 1);
+        rsum[h] += __shfl_xor_sync(0xffffffffu, rsum[h], 2);
+        l[h] = l[h] * corr[h] + rsum[h];
+      }
+#pragma unroll
+      for (int nt = 0; nt < G::kDimTiles; ++nt) {
+        o[nt][0] *= corr[0];
+        o[nt][1] *= corr[0];
+        o[nt][2] *= corr[1];
+        o[nt][3] *= corr[1];
       }
       // O += P V over 4 k16 steps of keys. The row sums l above add the f32 p; P V takes p
-      // rounded to bf16 (EXACT_P: plus the mid and lo remainders, three mmas).
+      // rounded to bf16.
 #pragma unroll
       for (int kk = 0; kk < kSub / 16; ++kk) {
-        uint32_t hi[MT][4], mid[MT][4], lo[MT][4];
+        uint32_t pa[4];
+        const float pv[8] = {s[2 * kk][0],     s[2 * kk][1],     s[2 * kk][2],
+                             s[2 * kk][3],     s[2 * kk + 1][0], s[2 * kk + 1][1],
+                             s[2 * kk + 1][2], s[2 * kk + 1][3]};
 #pragma unroll
-        for (int mt = 0; mt < MT; ++mt) {
-          const float pv[8] = {s[mt][2 * kk][0],     s[mt][2 * kk][1],     s[mt][2 * kk][2],
-                               s[mt][2 * kk][3],     s[mt][2 * kk + 1][0], s[mt][2 * kk + 1][1],
-                               s[mt][2 * kk + 1][2], s[mt][2 * kk + 1][3]};
-#pragma unroll
-          for (int r = 0; r < 4; ++r) {
-            const float x0 = pv[2 * r], x1 = pv[2 * r + 1];
-            hi[mt][r] = mma::pack_bf16(x0, x1);
-            if constexpr (EXACT_P) {
-              const float y0 = x0 - bf16_lo(hi[mt][r]), y1 = x1 - bf16_hi(hi[mt][r]);
-              mid[mt][r] = mma::pack_bf16(y0, y1);
-              lo[mt][r] = mma::pack_bf16(y0 - bf16_lo(mid[mt][r]), y1 - bf16_hi(mid[mt][r]));
-            }
-          }
-        }
+        for (int r = 0; r < 4; ++r)
+          pa[r] = mma::pack_bf16(pv[2 * r], pv[2 * r + 1]);
 #pragma unroll
         for (int nt = 0; nt < G::kDimTiles; nt += 2) {
           uint32_t vb[4];
           mma::ldsm_x4_trans(vb, svc + kk * 16 * G::kLd + nt * 8 + v_lane);
-#pragma unroll
-          for (int mt = 0; mt < MT; ++mt) {
-            mma_bf16(o[mt][nt], hi[mt], vb[0], vb[1]);
-            mma_bf16(o[mt][nt + 1], hi[mt], vb[2], vb[3]);
-            if constexpr (EXACT_P) {
-              mma_bf16(o[mt][nt], mid[mt], vb[0], vb[1]);
-              mma_bf16(o[mt][nt], lo[mt], vb[0], vb[1]);
-              mma_bf16(o[mt][nt + 1], mid[mt], vb[2], vb[3]);
-              mma_bf16(o[mt][nt + 1], lo[mt], vb[2], vb[3]);
-            }
-          }
+          mma_bf16(o[nt], pa, vb[0], vb[1]);
+          mma_bf16(o[nt + 1], pa, vb[2], vb[3]);
         }
       }
     }
@@ -411,33 +333,30 @@ __global__ void __launch_bounds__(WARPS * 32, MIN_BLOCKS)
 
   // Output rows: o / l * v_scale, bf16; or this split's partials.
 #pragma unroll
-  for (int mt = 0; mt < MT; ++mt)
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const int r = (warp * MT + mt) * 16 + grp + 8 * h, qi = r / group,
-                head = kvh * group + r % group;
-      if (!row_valid(r)) continue;
-      if (n_splits > 1) {
-        const int64_t idx = (split * p.q.rows + q_start + q0 + qi) * p.n_heads + head;
-        float* po = p.partials + 2 * p.n_splits * p.q.rows * p.n_heads + idx * HD;
-        if (tig == 0) {
-          p.partials[2 * idx] = m[mt][h];
-          p.partials[2 * idx + 1] = l[mt][h];
-        }
-#pragma unroll
-        for (int nt = 0; nt < G::kDimTiles; ++nt)
-          *reinterpret_cast<float2*>(po + nt * 8 + 2 * tig) =
-              make_float2(o[mt][nt][2 * h], o[mt][nt][2 * h + 1]);
-        continue;
+  for (int h = 0; h < 2; ++h) {
+    const int r = warp * 16 + grp + 8 * h, qi = r / group, head = kvh * group + r % group;
+    if (!row_valid(r)) continue;
+    if (n_splits > 1) {
+      const int64_t idx = (split * p.q.rows + q_start + q0 + qi) * p.n_heads + head;
+      float* po = p.partials + 2 * p.n_splits * p.q.rows * p.n_heads + idx * HD;
+      if (tig == 0) {
+        p.partials[2 * idx] = m[h];
+        p.partials[2 * idx + 1] = l[h];
       }
-      const float inv = l[mt][h] > 0.f ? p.v_scale / l[mt][h] : 0.f;
-      bf16* out = static_cast<bf16*>(p.out.p) + static_cast<int64_t>(q_start + q0 + qi) * p.out.ld +
-                  head * HD;
 #pragma unroll
       for (int nt = 0; nt < G::kDimTiles; ++nt)
-        *reinterpret_cast<__nv_bfloat162*>(out + nt * 8 + 2 * tig) =
-            __floats2bfloat162_rn(o[mt][nt][2 * h] * inv, o[mt][nt][2 * h + 1] * inv);
+        *reinterpret_cast<float2*>(po + nt * 8 + 2 * tig) =
+            make_float2(o[nt][2 * h], o[nt][2 * h + 1]);
+      continue;
     }
+    const float inv = l[h] > 0.f ? p.v_scale / l[h] : 0.f;
+    bf16* out = static_cast<bf16*>(p.out.p) + static_cast<int64_t>(q_start + q0 + qi) * p.out.ld +
+                head * HD;
+#pragma unroll
+    for (int nt = 0; nt < G::kDimTiles; ++nt)
+      *reinterpret_cast<__nv_bfloat162*>(out + nt * 8 + 2 * tig) =
+          __floats2bfloat162_rn(o[nt][2 * h] * inv, o[nt][2 * h + 1] * inv);
+  }
 }
 
 // grid (max_q_len, sequences, n_heads), head_dim threads: merges the splits' partials of one
@@ -450,8 +369,8 @@ __global__ void __launch_bounds__(128) flash_combine_kernel(AttentionLaunch p) {
   const int32_t* cu = static_cast<const int32_t*>(p.cu_seqlens_q.p);
   const int64_t q_start = cu[b], q_len = cu[b + 1] - cu[b];
   const int64_t max_ctx = p.block_tables.cols * p.block_size;
-  const int64_t ctx = min(static_cast<int64_t>(static_cast<const int32_t*>(p.context_lens.p)[b]),
-                          max_ctx);
+  const int64_t ctx =
+      min(static_cast<int64_t>(static_cast<const int32_t*>(p.context_lens.p)[b]), max_ctx);
   if (qi >= min(q_len, ctx)) return;
   const int64_t t = q_start + qi;
   const float* ml = p.partials;
@@ -472,11 +391,10 @@ __global__ void __launch_bounds__(128) flash_combine_kernel(AttentionLaunch p) {
       __float2bfloat16_rn(sum > 0.f ? acc * p.v_scale / sum : 0.f);
 }
 
-template <int HD, bool FP8, bool EXACT_P, int WARPS, int MT, int MIN_BLOCKS, int STAGES,
-          int KEYS = kKeys>
+template <int HD, bool FP8>
 void launch_flash_for(const AttentionLaunch& p, int* errors, cudaStream_t s) {
-  using G = Geo<HD, WARPS, STAGES, MT, KEYS>;
-  auto* kernel = flash_kernel<HD, FP8, EXACT_P, WARPS, MT, MIN_BLOCKS, STAGES, KEYS>;
+  using G = Geo<HD>;
+  auto* kernel = flash_kernel<HD, FP8>;
   static std::atomic<uint64_t> configured{0};
   once_per_device(configured, [kernel] {
     STRATA_CUDA_CHECK(
@@ -489,7 +407,7 @@ void launch_flash_for(const AttentionLaunch& p, int* errors, cudaStream_t s) {
   const int64_t max_ctx = p.block_tables.cols * p.block_size;
   const int64_t S = p.n_splits > 1 ? p.n_splits : 1;
   const int64_t split_len =
-      S > 1 ? ((max_ctx + S - 1) / S + KEYS - 1) / KEYS * KEYS : max_ctx + KEYS;
+      S > 1 ? ((max_ctx + S - 1) / S + kTileKeys - 1) / kTileKeys * kTileKeys : max_ctx + kTileKeys;
   const int64_t n_qtiles = (p.max_q_len + bq - 1) / bq;
   const dim3 grid(static_cast<unsigned>(n_qtiles * S), static_cast<unsigned>(p.n_kv_heads),
                   static_cast<unsigned>(B));
@@ -504,58 +422,14 @@ void launch_flash_for(const AttentionLaunch& p, int* errors, cudaStream_t s) {
   }
 }
 
-template <int HD, bool FP8>
-void launch_flash_hd(const AttentionLaunch& p, int* errors, cudaStream_t s) {
-  const FlashVariant v = attention_flash_variant();
-  if (v.exact_p)
-    launch_flash_for<HD, FP8, true, 4, 1, 2, 2>(p, errors, s);
-  else if (v.m_tiles == 2)
-    v.warps == 8 ? launch_flash_for<HD, FP8, false, 8, 2, 1, 2>(p, errors, s)
-                 : launch_flash_for<HD, FP8, false, 4, 2, 1, 2>(p, errors, s);
-  else if (v.tile_keys == 128)
-    launch_flash_for<HD, FP8, false, 8, 1, 1, 2, 128>(p, errors, s);
-  else if (v.warps == 8)
-    v.stages == 3 ? launch_flash_for<HD, FP8, false, 8, 1, 1, 3>(p, errors, s)
-                  : launch_flash_for<HD, FP8, false, 8, 1, 1, 2>(p, errors, s);
-  else
-    v.stages == 3 ? launch_flash_for<HD, FP8, false, 4, 1, 2, 3>(p, errors, s)
-                  : launch_flash_for<HD, FP8, false, 4, 1, 2, 2>(p, errors, s);
-}
-
 }  // namespace
-
-FlashVariant attention_flash_variant() {
-  static const FlashVariant v = [] {
-    FlashVariant f;
-    const char* e = std::getenv("STRATA_FLASH_VARIANT");
-    const std::string name = e ? e : "";
-    // {warps, m16 tiles per warp, stages, exact P, keys per stage}; unset or unknown: the default.
-    if (name == "8k64")
-      f = {8, 1, 2, false, 64};
-    else if (name == "8s3")
-      f = {8, 1, 3, false, 64};
-    else if (name == "8m2")
-      f = {8, 2, 2, false, 64};
-    else if (name == "4m2")
-      f = {4, 2, 2, false, 64};
-    else if (name == "4")
-      f = {4, 1, 2, false, 64};
-    else if (name == "4s3")
-      f = {4, 1, 3, false, 64};
-    else if (name == "exact4")
-      f = {4, 1, 2, true, 64};
-    return f;
-  }();
-  return v;
-}
 
 bool attention_flash_shape_supported(int64_t head_dim, int64_t group) {
   return (head_dim == 64 || head_dim == 128) && group >= 1 && group <= kFlashMaxGroup;
 }
 
 int64_t attention_flash_splits(const AttentionLaunch& p, int sms) {
-  const FlashVariant v = attention_flash_variant();
-  const int64_t group = p.n_heads / p.n_kv_heads, bq = v.warps * 16 * v.m_tiles / group;
+  const int64_t group = p.n_heads / p.n_kv_heads, bq = Geo<64>::kRows / group;
   const int64_t B = p.cu_seqlens_q.n - 1;
   const int64_t max_ctx = p.block_tables.cols * p.block_size;
   // Key tiles of the widest context: a split gets at least kFlashMinSplitKeys keys, or
@@ -565,7 +439,7 @@ int64_t attention_flash_splits(const AttentionLaunch& p, int sms) {
   const int64_t min_keys = p.max_q_len > 1 ? kFlashMinPrefillSplitKeys : kFlashMinSplitKeys;
   const int64_t most = std::max<int64_t>(1, std::min<int64_t>(kFlashMaxSplits, max_ctx / min_keys));
   const int64_t forced = attention_splits_override();
-  if (forced > 0) return std::min(forced, std::max<int64_t>(1, (max_ctx + kKeys - 1) / kKeys));
+  if (forced > 0) return std::min(forced, std::max<int64_t>(1, (max_ctx + kSub - 1) / kSub));
   // Blocks with queries, at most: every sequence's tiles (the packed rows, plus one partial tile
   // per sequence). Split only while they leave multiprocessors idle.
   const int64_t blocks = ((p.q.rows + bq - 1) / bq + B) * p.n_kv_heads;
@@ -582,11 +456,11 @@ void launch_attention_flash(const AttentionLaunch& p, int* index_errors, void* s
   if (p.q.rows == 0 || B <= 0) return;
   auto s = static_cast<cudaStream_t>(stream);
   if (p.head_dim == 64)
-    p.fp8_cache ? launch_flash_hd<64, true>(p, index_errors, s)
-                : launch_flash_hd<64, false>(p, index_errors, s);
+    p.fp8_cache ? launch_flash_for<64, true>(p, index_errors, s)
+                : launch_flash_for<64, false>(p, index_errors, s);
   else
-    p.fp8_cache ? launch_flash_hd<128, true>(p, index_errors, s)
-                : launch_flash_hd<128, false>(p, index_errors, s);
+    p.fp8_cache ? launch_flash_for<128, true>(p, index_errors, s)
+                : launch_flash_for<128, false>(p, index_errors, s);
 }
 
 }  // namespace strata::cuda
