@@ -7,6 +7,7 @@
 
 #include "ops/cuda/common.cuh"
 #include "ops/cuda/conv1d.h"
+#include "ops/cuda/pdl.cuh"
 
 namespace strata::cuda {
 
@@ -187,6 +188,7 @@ template <class T, int KC>
 __global__ void conv1d_update_kernel(const T* x, int64_t ldx, const T* w, const T* bias, T* states,
                                      int64_t num_slots, int K_rt, const int32_t* slots, T* out,
                                      int64_t ldo, int64_t C, int* errors) {
+  pdl_enter();
   const int K = KC > 0 ? KC : K_rt;
   const int64_t c = static_cast<int64_t>(blockIdx.y) * blockDim.x + threadIdx.x;
   const int64_t b = blockIdx.x;
@@ -267,11 +269,11 @@ void launch_conv1d_update(const Conv1dLaunch& p, int* index_errors, void* stream
     using Tt = decltype(tag);
     dim3 grid(static_cast<unsigned>(B), grid_1d(C, kThreads));
     auto kernel = p.width == 4 ? conv1d_update_kernel<Tt, 4> : conv1d_update_kernel<Tt, 0>;
-    kernel<<<grid, kThreads, 0, static_cast<cudaStream_t>(stream)>>>(
-        static_cast<const Tt*>(p.x.p), p.x.ld, static_cast<const Tt*>(p.weight),
-        static_cast<const Tt*>(p.bias), static_cast<Tt*>(p.states), p.num_slots,
-        static_cast<int>(p.width), static_cast<const int32_t*>(p.slots.p),
-        static_cast<Tt*>(p.out.p), p.out.ld, C, index_errors);
+    launch_pdl(kernel, grid, dim3(kThreads), 0, static_cast<cudaStream_t>(stream),
+               static_cast<const Tt*>(p.x.p), p.x.ld, static_cast<const Tt*>(p.weight),
+               static_cast<const Tt*>(p.bias), static_cast<Tt*>(p.states), p.num_slots,
+               static_cast<int>(p.width), static_cast<const int32_t*>(p.slots.p),
+               static_cast<Tt*>(p.out.p), p.out.ld, C, index_errors);
     STRATA_CUDA_LAUNCH_CHECK();
   });
 }

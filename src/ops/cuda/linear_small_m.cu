@@ -5,6 +5,7 @@
 // R = 4 for wide layers (fewer, fuller blocks), 1 when there are few output features.
 #include "ops/cuda/gemv.cuh"
 #include "ops/cuda/linear.h"
+#include "ops/cuda/pdl.cuh"
 
 namespace strata::cuda {
 
@@ -16,6 +17,7 @@ template <class TX, class TW, class TO, int MM, int R, bool VEC>
 __global__ void __launch_bounds__(kGemvWarps * 32)
     small_m_kernel(const TX* __restrict__ x, int64_t ldx, int M, const TW* __restrict__ w,
                    int64_t N, int64_t K, float scale, TO* __restrict__ out, int64_t ldo) {
+  pdl_enter();
   __shared__ float red[kGemvWarps * MM * R];
   __shared__ float res[MM * R];
   const int64_t n0 = static_cast<int64_t>(blockIdx.x) * R;
@@ -30,9 +32,9 @@ __global__ void __launch_bounds__(kGemvWarps * 32)
 template <class TX, class TW, class TO, int MM, int R, bool VEC>
 void launch_shape(const LinearLaunch& p, cudaStream_t s) {
   const unsigned blocks = static_cast<unsigned>((p.n + R - 1) / R);
-  small_m_kernel<TX, TW, TO, MM, R, VEC><<<blocks, kGemvWarps * 32, 0, s>>>(
-      static_cast<const TX*>(p.x.p), p.x.ld, static_cast<int>(p.x.rows),
-      static_cast<const TW*>(p.w), p.n, p.k, p.scale, static_cast<TO*>(p.out.p), p.out.ld);
+  launch_pdl(small_m_kernel<TX, TW, TO, MM, R, VEC>, dim3(blocks), dim3(kGemvWarps * 32), 0, s,
+             static_cast<const TX*>(p.x.p), p.x.ld, static_cast<int>(p.x.rows),
+             static_cast<const TW*>(p.w), p.n, p.k, p.scale, static_cast<TO*>(p.out.p), p.out.ld);
   STRATA_CUDA_LAUNCH_CHECK();
 }
 
@@ -91,6 +93,7 @@ namespace {
 template <class T>
 __global__ void quantize_fp8_kernel(const T* x, int64_t ldx, int64_t rows, int64_t cols,
                                     float input_scale, uint8_t* out) {
+  pdl_enter();
   const int64_t c = static_cast<int64_t>(blockIdx.y) * blockDim.x + threadIdx.x;
   const int64_t r = blockIdx.x;
   if (c >= cols) return;
@@ -101,6 +104,7 @@ __global__ void quantize_fp8_kernel(const T* x, int64_t ldx, int64_t rows, int64
 // 8-byte store), the same division and rounding. grid (rows, ceil(cols / 8 / 128)), 128 threads.
 __global__ void quantize_fp8_bf16x8_kernel(const bf16* x, int64_t ldx, int64_t cols,
                                            float input_scale, uint8_t* out) {
+  pdl_enter();
   const int64_t c = (static_cast<int64_t>(blockIdx.y) * blockDim.x + threadIdx.x) * 8;
   const int64_t r = blockIdx.x;
   if (c >= cols) return;
@@ -138,16 +142,18 @@ void launch_quantize_fp8(const Mat& x, float input_scale, void* out, void* strea
   if (x.dt == DType::BF16 && x.cols % 8 == 0 && reinterpret_cast<uintptr_t>(x.p) % 16 == 0 &&
       (x.rows == 1 || x.ld % 8 == 0)) {
     dim3 grid(static_cast<unsigned>(x.rows), grid_1d(x.cols / 8, 128));
-    quantize_fp8_bf16x8_kernel<<<grid, 128, 0, static_cast<cudaStream_t>(stream)>>>(
-        static_cast<const bf16*>(x.p), x.ld, x.cols, input_scale, static_cast<uint8_t*>(out));
+    launch_pdl(quantize_fp8_bf16x8_kernel, grid, dim3(128), 0, static_cast<cudaStream_t>(stream),
+               static_cast<const bf16*>(x.p), x.ld, x.cols, input_scale,
+               static_cast<uint8_t*>(out));
     STRATA_CUDA_LAUNCH_CHECK();
     return;
   }
   with_act(x.dt, [&](auto tag) {
     using T = decltype(tag);
     dim3 grid(static_cast<unsigned>(x.rows), grid_1d(x.cols, 256));
-    quantize_fp8_kernel<T><<<grid, 256, 0, static_cast<cudaStream_t>(stream)>>>(
-        static_cast<const T*>(x.p), x.ld, x.rows, x.cols, input_scale, static_cast<uint8_t*>(out));
+    launch_pdl(quantize_fp8_kernel<T>, grid, dim3(256), 0, static_cast<cudaStream_t>(stream),
+               static_cast<const T*>(x.p), x.ld, x.rows, x.cols, input_scale,
+               static_cast<uint8_t*>(out));
     STRATA_CUDA_LAUNCH_CHECK();
   });
 }

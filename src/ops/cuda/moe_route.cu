@@ -3,6 +3,7 @@
 // top-k by repeated block argmax (ties: lower index), so ids come out best first.
 #include "ops/cuda/common.cuh"
 #include "ops/cuda/moe.h"
+#include "ops/cuda/pdl.cuh"
 
 namespace strata::cuda {
 
@@ -49,6 +50,7 @@ __device__ int block_argmax(const float* vals, int n, float* sv, int* si) {
 }
 
 __global__ void moe_route_kernel(MoeRouteLaunch p) {
+  pdl_enter();
   extern __shared__ float sh[];
   const int E = static_cast<int>(p.logits.cols), k = static_cast<int>(p.top_k);
   const int G = static_cast<int>(p.n_group);
@@ -131,6 +133,7 @@ constexpr int kRouteWarpBlock = 128;
 
 template <int PER_LANE>
 __global__ void __launch_bounds__(kRouteWarpBlock) moe_route_warp_kernel(MoeRouteLaunch p) {
+  pdl_enter();
   const int64_t t = static_cast<int64_t>(blockIdx.x) * (kRouteWarpBlock / 32) + (threadIdx.x >> 5);
   if (t >= p.logits.rows) return;  // the whole warp
   const int lane = threadIdx.x & 31;
@@ -209,9 +212,9 @@ void launch_moe_route_warp(const MoeRouteLaunch& p, void* stream) {
   auto s = static_cast<cudaStream_t>(stream);
   static_assert(kRouteWarpMaxPerLane == 8, "the dispatch below covers 4 and 8 per lane");
   if (p.logits.cols <= 128)
-    moe_route_warp_kernel<4><<<blocks, kRouteWarpBlock, 0, s>>>(p);
+    launch_pdl(moe_route_warp_kernel<4>, dim3(blocks), dim3(kRouteWarpBlock), 0, s, p);
   else
-    moe_route_warp_kernel<8><<<blocks, kRouteWarpBlock, 0, s>>>(p);
+    launch_pdl(moe_route_warp_kernel<8>, dim3(blocks), dim3(kRouteWarpBlock), 0, s, p);
   STRATA_CUDA_LAUNCH_CHECK();
 }
 
@@ -219,8 +222,8 @@ void launch_moe_route(const MoeRouteLaunch& p, void* stream) {
   if (p.logits.rows == 0) return;
   const size_t smem = (2 * p.logits.cols + p.n_group + 32) * sizeof(float) +
                       (32 + p.top_k + p.n_group) * sizeof(int);
-  moe_route_kernel<<<static_cast<unsigned>(p.logits.rows), kThreads, smem,
-                     static_cast<cudaStream_t>(stream)>>>(p);
+  launch_pdl(moe_route_kernel, dim3(static_cast<unsigned>(p.logits.rows)), dim3(kThreads), smem,
+             static_cast<cudaStream_t>(stream), p);
   STRATA_CUDA_LAUNCH_CHECK();
 }
 

@@ -4,6 +4,7 @@
 //   S[p, :] = exp(dt * A) * S[p, :] + (dt * x[p]) * B[g, :]
 //   y[p]    = act(S[p, :] . C[g, :] + D * x[p])
 #include "ops/cuda/common.cuh"
+#include "ops/cuda/pdl.cuh"
 #include "ops/cuda/ssm.h"
 
 namespace strata::cuda {
@@ -18,6 +19,7 @@ constexpr int kRowsPerBlock = kWarps * kRowsPerWarp;
 // == 0; NPL = 0 handles any N with a strided scalar loop.
 template <class T, int NPL>
 __global__ void __launch_bounds__(kWarps * 32) ssm_update_kernel(SsmLaunch p, int* errors) {
+  pdl_enter();
   const int64_t Hm = p.heads, P = p.head_dim, N = p.state_size;
   const int64_t b = blockIdx.x / Hm, h = blockIdx.x % Hm;
   const int64_t g = h / (Hm / p.groups);
@@ -122,13 +124,13 @@ void launch_ssm_update(const SsmLaunch& p, int* index_errors, void* stream) {
     using T = decltype(tag);
     // float4 state rows need N % 4 == 0 (rows then stay 16-byte aligned).
     if (p.state_size == 128)
-      ssm_update_kernel<T, 4><<<grid, kWarps * 32, 0, s>>>(p, index_errors);
+      launch_pdl(ssm_update_kernel<T, 4>, grid, dim3(kWarps * 32), 0, s, p, index_errors);
     else if (p.state_size == 256)
-      ssm_update_kernel<T, 8><<<grid, kWarps * 32, 0, s>>>(p, index_errors);
+      launch_pdl(ssm_update_kernel<T, 8>, grid, dim3(kWarps * 32), 0, s, p, index_errors);
     else if (p.state_size == 64)
-      ssm_update_kernel<T, 2><<<grid, kWarps * 32, 0, s>>>(p, index_errors);
+      launch_pdl(ssm_update_kernel<T, 2>, grid, dim3(kWarps * 32), 0, s, p, index_errors);
     else
-      ssm_update_kernel<T, 0><<<grid, kWarps * 32, 0, s>>>(p, index_errors);
+      launch_pdl(ssm_update_kernel<T, 0>, grid, dim3(kWarps * 32), 0, s, p, index_errors);
     STRATA_CUDA_LAUNCH_CHECK();
   });
 }

@@ -1,0 +1,57 @@
+// Programmatic dependent launch (PDL, sm_90). A kernel launched by launch_pdl may be scheduled
+// while the kernel before it in the stream is still running, instead of after it has finished
+// and its launch has been processed: at batch 1-8 decode a step is ~400 small dependent kernels,
+// and the gap between two of them is a visible part of each one's time.
+//
+// The contract, for every kernel launched this way: its first statement is pdl_enter(), which
+//   - lets the kernel after it be scheduled early too (griddepcontrol.launch_dependents), and
+//   - waits until the kernel before it has completed and its writes are visible
+//     (griddepcontrol.wait), before this kernel reads or writes any global memory.
+// So no access moves before its dependency: what is overlapped is the launch and scheduling of
+// the blocks, never their memory traffic. A kernel launched without the attribute (cuBLASLt's,
+// a plain <<<>>> launch, a graph's first node) waits as usual; pdl_enter() is then a no-op.
+// STRATA_PDL=0 launches every one of them plainly (for A/B runs).
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdlib>
+#include <utility>
+
+#include "ops/cuda/cuda_check.h"
+
+namespace strata::cuda {
+
+__device__ __forceinline__ void pdl_enter() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+
+inline bool pdl_enabled() {
+  static const bool on = [] {
+    const char* e = std::getenv("STRATA_PDL");
+    return !(e && e[0] == '0');
+  }();
+  return on;
+}
+
+// kernel<<<grid, block, smem, stream>>>(args...), with programmatic stream serialization allowed.
+template <class... KernelArgs, class... Args>
+void launch_pdl(void (*kernel)(KernelArgs...), dim3 grid, dim3 block, size_t smem,
+                cudaStream_t stream, Args&&... args) {
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr[0].val.programmaticStreamSerializationAllowed = pdl_enabled() ? 1 : 0;
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = grid;
+  cfg.blockDim = block;
+  cfg.dynamicSmemBytes = smem;
+  cfg.stream = stream;
+  cfg.attrs = attr;
+  cfg.numAttrs = 1;
+  STRATA_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, static_cast<KernelArgs>(args)...));
+}
+
+}  // namespace strata::cuda
