@@ -23,6 +23,7 @@
 
 #include "ops/cuda/attention.h"
 #include "ops/cuda/common.cuh"
+#include "ops/cuda/pdl.cuh"
 
 namespace strata::cuda {
 
@@ -132,6 +133,7 @@ struct DecodeArgs {
 
 template <int HD>
 __global__ void __launch_bounds__(kThreads, 1) attention_decode_kernel(DecodeArgs a) {
+  pdl_enter();
   using G = Geo<HD>;
   using L = Smem<HD>;
   extern __shared__ __align__(16) char sm[];
@@ -576,7 +578,7 @@ void launch_attention_decode(const AttentionLaunch& p, const DecodeAttentionPlan
   auto launch = [&](auto kernel, size_t smem) {
     STRATA_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                            static_cast<int>(smem)));
-    kernel<<<grid, kThreads, smem, s>>>(a);
+    launch_pdl(kernel, grid, dim3(kThreads), smem, s, a);
     STRATA_CUDA_LAUNCH_CHECK();
   };
   if (p.head_dim == 128)

@@ -1,6 +1,7 @@
 // Embedding gather and KV-cache scatter: pure copies, 16-byte moves when rows allow.
 #include "ops/cuda/common.cuh"
 #include "ops/cuda/gather_scatter.h"
+#include "ops/cuda/pdl.cuh"
 
 namespace strata::cuda {
 
@@ -33,6 +34,7 @@ template <class U>
 __global__ void kv_write_kernel(const U* k, int64_t ldk, const U* v, int64_t ldv, U* kc, U* vc,
                                 int64_t num_blocks, int64_t block_size, int64_t units,
                                 const int32_t* slots, int* errors) {
+  pdl_enter();
   const int64_t t = blockIdx.x;
   const int64_t i = static_cast<int64_t>(blockIdx.y) * blockDim.x + threadIdx.x;
   const int32_t slot = slots[t];
@@ -49,6 +51,7 @@ __global__ void kv_write_kernel(const U* k, int64_t ldk, const U* v, int64_t ldv
 // grid (T, ceil(W / 128)): one element per thread, quantized into an e4m3 cache.
 template <class TA>
 __global__ void kv_write_fp8_kernel(KvWriteLaunch p, int* errors) {
+  pdl_enter();
   const int64_t t = blockIdx.x, W = p.k.cols;
   const int64_t i = static_cast<int64_t>(blockIdx.y) * blockDim.x + threadIdx.x;
   const int32_t slot = static_cast<const int32_t*>(p.slot_mapping.p)[t];
@@ -102,8 +105,8 @@ void launch_kv_cache_write(const KvWriteLaunch& p, int* index_errors, void* stre
   if (p.fp8) {
     with_act(p.k.dt, [&](auto tag) {
       using TA = decltype(tag);
-      kv_write_fp8_kernel<TA>
-          <<<dim3(static_cast<unsigned>(T), grid_1d(W, 128)), 128, 0, s>>>(p, index_errors);
+      launch_pdl(kv_write_fp8_kernel<TA>, dim3(static_cast<unsigned>(T), grid_1d(W, 128)),
+                 dim3(128), 0, s, p, index_errors);
       STRATA_CUDA_LAUNCH_CHECK();
     });
     return;
@@ -116,10 +119,9 @@ void launch_kv_cache_write(const KvWriteLaunch& p, int* index_errors, void* stre
     using U = decltype(unit);
     const int64_t units = W / per;
     dim3 grid(static_cast<unsigned>(T), grid_1d(units, 128));
-    kv_write_kernel<U><<<grid, 128, 0, s>>>(static_cast<const U*>(p.k.p), p.k.ld / per,
-                                            static_cast<const U*>(p.v.p), p.v.ld / per,
-                                            static_cast<U*>(p.k_cache), static_cast<U*>(p.v_cache),
-                                            p.num_blocks, p.block_size, units, slots, index_errors);
+    launch_pdl(kv_write_kernel<U>, grid, dim3(128), 0, s, static_cast<const U*>(p.k.p),
+               p.k.ld / per, static_cast<const U*>(p.v.p), p.v.ld / per, static_cast<U*>(p.k_cache),
+               static_cast<U*>(p.v_cache), p.num_blocks, p.block_size, units, slots, index_errors);
     STRATA_CUDA_LAUNCH_CHECK();
   };
   if (vec)

@@ -16,6 +16,7 @@
 #include "ops/cuda/gemv.cuh"
 #include "ops/cuda/moe.h"
 #include "ops/cuda/moe_common.cuh"
+#include "ops/cuda/pdl.cuh"
 
 namespace strata::cuda {
 
@@ -223,6 +224,7 @@ constexpr int kBucketThreads = 256;
 template <bool QUANT>
 __global__ void __launch_bounds__(kBucketThreads)
     bucket_kernel(MoeExpertsLaunch p, Scratch s, int64_t pairs, int64_t max_tiles, int* errors) {
+  pdl_enter();
   if (blockIdx.x > 0) {
     if constexpr (QUANT) {
       const int64_t per_pair = p.hidden / 8;  // 8-value groups of a row (H % 8 == 0)
@@ -351,6 +353,7 @@ __global__ void __launch_bounds__(256) grouped_gemm_kernel(MoeExpertsLaunch p, S
 // grid (T, ceil(H / 256)): out[t] = act(sum_j weights[t, j] * d[t*k + j]) over valid experts.
 template <class TA>
 __global__ void combine_kernel(MoeExpertsLaunch p, Scratch s) {
+  pdl_enter();
   const int64_t t = blockIdx.x, n = static_cast<int64_t>(blockIdx.y) * blockDim.x + threadIdx.x;
   if (n >= p.hidden) return;
   const int32_t* ids = static_cast<const int32_t*>(p.ids.p) + t * p.ids.ld;
@@ -366,6 +369,7 @@ __global__ void combine_kernel(MoeExpertsLaunch p, Scratch s) {
 // bf16 with H % 8 == 0 and 16-byte aligned rows of out: the same sums, 8 features per thread
 // (16-byte loads of d and one 16-byte store). grid (T, ceil(H / 8 / 128)), 128 threads.
 __global__ void combine_vec_kernel(MoeExpertsLaunch p, Scratch s) {
+  pdl_enter();
   const int64_t t = blockIdx.x;
   const int64_t n = (static_cast<int64_t>(blockIdx.y) * blockDim.x + threadIdx.x) * 8;
   if (n >= p.hidden) return;
@@ -473,11 +477,11 @@ void launch_moe_grouped(const MoeExpertsLaunch& p, int* index_errors, void* stre
   if (fused) {
     const size_t smem = static_cast<size_t>(p.experts) * 3 * sizeof(int32_t);
     if (fused_quant)
-      bucket_kernel<true>
-          <<<1 + grid_1d(pairs * (p.hidden / 8), kBucketThreads), kBucketThreads, smem, st>>>(
-              p, s, pairs, max_tiles, index_errors);
+      launch_pdl(bucket_kernel<true>, dim3(1 + grid_1d(pairs * (p.hidden / 8), kBucketThreads)),
+                 dim3(kBucketThreads), smem, st, p, s, pairs, max_tiles, index_errors);
     else
-      bucket_kernel<false><<<1, kBucketThreads, smem, st>>>(p, s, pairs, max_tiles, index_errors);
+      launch_pdl(bucket_kernel<false>, dim3(1), dim3(kBucketThreads), smem, st, p, s, pairs,
+                 max_tiles, index_errors);
     STRATA_CUDA_LAUNCH_CHECK();
   } else {
     STRATA_CUDA_CHECK(cudaMemsetAsync(s.counts, 0, static_cast<size_t>(p.experts) * 4, st));
@@ -516,11 +520,11 @@ void launch_moe_grouped(const MoeExpertsLaunch& p, int* index_errors, void* stre
       STRATA_CUDA_LAUNCH_CHECK();
     }
     if (combine_vectorizable(p))
-      combine_vec_kernel<<<dim3(static_cast<unsigned>(T), grid_1d(p.hidden / 8, 128)), 128, 0,
-                           st>>>(p, s);
+      launch_pdl(combine_vec_kernel, dim3(static_cast<unsigned>(T), grid_1d(p.hidden / 8, 128)),
+                 dim3(128), 0, st, p, s);
     else
-      combine_kernel<TA>
-          <<<dim3(static_cast<unsigned>(T), grid_1d(p.hidden, 256)), 256, 0, st>>>(p, s);
+      launch_pdl(combine_kernel<TA>, dim3(static_cast<unsigned>(T), grid_1d(p.hidden, 256)),
+                 dim3(256), 0, st, p, s);
     STRATA_CUDA_LAUNCH_CHECK();
   });
 }

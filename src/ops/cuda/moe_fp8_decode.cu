@@ -9,6 +9,7 @@
 // Two launches per layer; the up kernel also zeroes the down kernel's counters.
 #include "ops/cuda/linear_fp8_mma.cuh"
 #include "ops/cuda/moe.h"
+#include "ops/cuda/pdl.cuh"
 
 namespace strata::cuda {
 
@@ -60,6 +61,7 @@ __device__ __forceinline__ bool valid_expert(const MoeExpertsLaunch& p, int e) {
 template <BKind B, int U>
 __global__ void __launch_bounds__(fp8::kThreads, fp8::min_blocks(1))
     fp8_up_kernel(const MoeExpertsLaunch p, const Fp8Scratch s, int64_t stride, int* errors) {
+  pdl_enter();
   extern __shared__ __align__(16) uint8_t xs[];
   __shared__ fp8::TileRed<1> red;
   constexpr bool kW8A8 = B == BKind::E4M3;
@@ -101,6 +103,7 @@ __global__ void __launch_bounds__(fp8::kThreads, fp8::min_blocks(1))
 template <BKind B, int U>
 __global__ void __launch_bounds__(fp8::kThreads, fp8::min_blocks(1))
     fp8_down_kernel(const MoeExpertsLaunch p, const Fp8Scratch s, int64_t stride) {
+  pdl_enter();
   extern __shared__ __align__(16) uint8_t hs[];
   __shared__ fp8::TileRed<1> red;
   __shared__ int last;
@@ -157,14 +160,14 @@ template <auto Kernel>
 void up(const MoeExpertsLaunch& p, const Fp8Scratch& s, dim3 grid, size_t smem, int64_t stride,
         int* errors, cudaStream_t st) {
   fp8::fit_smem<Kernel>(smem, kStaticSmem);
-  Kernel<<<grid, fp8::kThreads, smem, st>>>(p, s, stride, errors);
+  launch_pdl(Kernel, grid, dim3(fp8::kThreads), smem, st, p, s, stride, errors);
   STRATA_CUDA_LAUNCH_CHECK();
 }
 template <auto Kernel>
 void down(const MoeExpertsLaunch& p, const Fp8Scratch& s, dim3 grid, size_t smem, int64_t stride,
           cudaStream_t st) {
   fp8::fit_smem<Kernel>(smem, kStaticSmem);
-  Kernel<<<grid, fp8::kThreads, smem, st>>>(p, s, stride);
+  launch_pdl(Kernel, grid, dim3(fp8::kThreads), smem, st, p, s, stride);
   STRATA_CUDA_LAUNCH_CHECK();
 }
 
