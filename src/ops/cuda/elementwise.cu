@@ -4,6 +4,7 @@
 // e4m3 copy of its output for a W8A8 linear (QuantOut), with or without the act output.
 #include "ops/cuda/common.cuh"
 #include "ops/cuda/elementwise.h"
+#include "ops/cuda/quantize_e4m3.cuh"
 
 namespace strata::cuda {
 
@@ -18,14 +19,14 @@ dim3 grid_2d(const Mat& m) {
 // out null: only the e4m3 copy q is written; q.p null: only out.
 template <class T>
 __global__ void relu2_kernel(const T* x, int64_t ldx, T* out, int64_t ldo, int64_t rows,
-                             int64_t cols, QuantOut q) {
+                             int64_t cols, QDev q) {
   const int64_t c = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (c >= cols) return;
   for (int64_t r = blockIdx.y; r < rows; r += gridDim.y) {
     const float v = fmaxf(to_f32(x[r * ldx + c]), 0.f);
     const T o = from_f32<T>(v * v);
     if (out) out[r * ldo + c] = o;
-    if (q.p) static_cast<uint8_t*>(q.p)[r * q.ld + c] = quantize_e4m3(to_f32(o), q.scale);
+    if (q.p) q.p[r * q.ld + c] = quantize_e4m3(q, to_f32(o));
   }
 }
 
@@ -53,7 +54,7 @@ __device__ __forceinline__ uint4 map8(uint4 v, uint4 w, bool add) {
 // only): the e4m3 copy, 8 bytes per vector (q.ld in bytes); out may then be null.
 template <bool ADD>
 __global__ void bf16x8_kernel(const uint4* a, int64_t lda, const uint4* b, int64_t ldb, uint4* out,
-                              int64_t ldo, int64_t rows, int64_t vcols, QuantOut q) {
+                              int64_t ldo, int64_t rows, int64_t vcols, QDev q) {
   const int64_t c = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (c >= vcols) return;
   for (int64_t r = blockIdx.y; r < rows; r += gridDim.y) {
@@ -62,7 +63,7 @@ __global__ void bf16x8_kernel(const uint4* a, int64_t lda, const uint4* b, int64
     if (!ADD && q.p) {
       bf16 vals[8];
       memcpy(vals, &v, sizeof(v));
-      store_e4m3(static_cast<uint8_t*>(q.p) + r * q.ld + 8 * c, vals, q.scale);
+      store_e4m3(q, q.p + r * q.ld + 8 * c, vals);
     }
   }
 }
@@ -88,10 +89,10 @@ void launch_bf16x8(bool add, const Mat& a, const Mat* b, const Mat& out, const Q
   auto* po = static_cast<uint4*>(out.p);
   if (add)
     bf16x8_kernel<true><<<grid, kThreads, 0, s>>>(pa, a.ld / 8, static_cast<const uint4*>(b->p),
-                                                  b->ld / 8, po, out.ld / 8, a.rows, vc, q);
+                                                  b->ld / 8, po, out.ld / 8, a.rows, vc, qdev_of(q));
   else
     bf16x8_kernel<false><<<grid, kThreads, 0, s>>>(pa, a.ld / 8, nullptr, 0, po, out.ld / 8,
-                                                   a.rows, vc, q);
+                                                   a.rows, vc, qdev_of(q));
   STRATA_CUDA_LAUNCH_CHECK();
 }
 
@@ -120,7 +121,7 @@ void launch_relu2(const Mat& x, const Mat& out, const QuantOut& q, void* stream)
   with_act(x.dt, [&](auto tag) {
     using T = decltype(tag);
     relu2_kernel<T><<<grid_2d(x), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(
-        static_cast<const T*>(x.p), x.ld, static_cast<T*>(out.p), out.ld, x.rows, x.cols, q);
+        static_cast<const T*>(x.p), x.ld, static_cast<T*>(out.p), out.ld, x.rows, x.cols, qdev_of(q));
     STRATA_CUDA_LAUNCH_CHECK();
   });
 }

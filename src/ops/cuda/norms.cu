@@ -10,6 +10,7 @@
 // for any other layout.
 #include "ops/cuda/common.cuh"
 #include "ops/cuda/norms.h"
+#include "ops/cuda/quantize_e4m3.cuh"
 
 #include <algorithm>
 #include <cstdint>
@@ -23,7 +24,7 @@ namespace {
 template <class T, bool kX2>
 __global__ void rms_norm_kernel(const T* x, int64_t ldx, const T* x2, int64_t ldx2, T* res,
                                 int64_t ldr, const T* w, float eps, T* out, int64_t ldo,
-                                int64_t H, QuantOut q) {
+                                int64_t H, QDev q) {
   __shared__ float scratch[32];
   const int64_t r = blockIdx.x;
   const T* xr = x + r * ldx;
@@ -46,20 +47,20 @@ __global__ void rms_norm_kernel(const T* x, int64_t ldx, const T* x2, int64_t ld
   ss = block_sum(ss, scratch);
   const float inv = 1.f / sqrtf(ss / static_cast<float>(H) + eps);
   T* orow = out ? out + r * ldo : nullptr;
-  uint8_t* qrow = q.p ? static_cast<uint8_t*>(q.p) + r * q.ld : nullptr;
+  uint8_t* qrow = q.p ? q.p + r * q.ld : nullptr;
   for (int64_t i = threadIdx.x; i < H; i += blockDim.x) {
     // Same thread, same index as the first loop: the residual it wrote is visible to it.
     const float v = rr ? to_f32(rr[i]) : x_at(i);
     const T o = from_f32<T>(round_to<T>(v * inv) * to_f32(w[i]));
     if (orow) orow[i] = o;
-    if (qrow) qrow[i] = quantize_e4m3(to_f32(o), q.scale);
+    if (qrow) qrow[i] = quantize_e4m3(q, to_f32(o));
   }
 }
 
 template <class T>
 __global__ void gated_rms_norm_kernel(const T* y, int64_t ldy, const T* z, int64_t ldz, const T* w,
                                       int64_t group_size, float eps, T* out, int64_t ldo,
-                                      QuantOut q) {
+                                      QDev q) {
   __shared__ float scratch[32];
   const int64_t r = blockIdx.x, g0 = static_cast<int64_t>(blockIdx.y) * group_size;
   const T* yr = y + r * ldy + g0;
@@ -72,12 +73,12 @@ __global__ void gated_rms_norm_kernel(const T* y, int64_t ldy, const T* z, int64
   ss = block_sum(ss, scratch);
   const float inv = 1.f / sqrtf(ss / static_cast<float>(group_size) + eps);
   T* orow = out ? out + r * ldo + g0 : nullptr;
-  uint8_t* qrow = q.p ? static_cast<uint8_t*>(q.p) + r * q.ld + g0 : nullptr;
+  uint8_t* qrow = q.p ? q.p + r * q.ld + g0 : nullptr;
   for (int64_t i = threadIdx.x; i < group_size; i += blockDim.x) {
     const float v = to_f32(yr[i]) * siluf_(to_f32(zr[i]));
     const T o = from_f32<T>(round_to<T>(v * inv) * to_f32(w[g0 + i]));
     if (orow) orow[i] = o;
-    if (qrow) qrow[i] = quantize_e4m3(to_f32(o), q.scale);
+    if (qrow) qrow[i] = quantize_e4m3(q, to_f32(o));
   }
 }
 
@@ -103,7 +104,7 @@ __device__ __forceinline__ void store_chunk(T* p, const Chunk<T>& c) {
 template <class T, bool kX2>
 __global__ void rms_norm_registers_kernel(const T* x, int64_t ldx, const T* x2, int64_t ldx2,
                                           T* res, int64_t ldr, const T* w, float eps, T* out,
-                                          int64_t ldo, int64_t H, QuantOut q) {
+                                          int64_t ldo, int64_t H, QDev q) {
   constexpr int V = Chunk<T>::kValues;
   __shared__ float scratch[32];
   const int64_t r = blockIdx.x, chunks = H / V;
@@ -143,17 +144,17 @@ __global__ void rms_norm_registers_kernel(const T* x, int64_t ldx, const T* x2, 
     for (int i = 0; i < V; ++i)
       o.v[i] = from_f32<T>(round_to<T>(to_f32(xc[k].v[i]) * inv) * to_f32(wc[k].v[i]));
     if (out) store_chunk(out + r * ldo + c * V, o);
-    if (q.p) store_e4m3(static_cast<uint8_t*>(q.p) + r * q.ld + c * V, o.v, q.scale);
+    if (q.p) store_e4m3(q, q.p + r * q.ld + c * V, o.v);
   }
 }
 
-// One (row, group) of the gated norm in registers: y, z, w, out and q (the e4m3 copy, bytes)
-// point at the group's first value (out or q null: not written); this thread holds chunks
+// One (row, group) of the gated norm in registers: y, z, w, out and qp (q's e4m3 copy, bytes)
+// point at the group's first value (out or qp null: not written); this thread holds chunks
 // first + k * step (k < CPT, below group_size / V), and `reduce` sums the squares over the
 // threads that share the group (the block, or one warp).
 template <class T, int CPT, class Reduce>
 __device__ __forceinline__ void gated_norm_group(const T* y, const T* z, const T* w, T* out,
-                                                 uint8_t* q, float q_scale, int64_t group_size,
+                                                 uint8_t* qp, const QDev& q, int64_t group_size,
                                                  int64_t first, int64_t step, float eps,
                                                  Reduce reduce) {
   constexpr int V = Chunk<T>::kValues;
@@ -190,7 +191,7 @@ __device__ __forceinline__ void gated_norm_group(const T* y, const T* z, const T
     for (int i = 0; i < V; ++i)
       o.v[i] = from_f32<T>(round_to<T>(gated[k][i] * inv) * to_f32(wc[k].v[i]));
     if (out) store_chunk(out + c * V, o);
-    if (q) store_e4m3(q + c * V, o.v, q_scale);
+    if (qp) store_e4m3(q, qp + c * V, o.v);
   }
 }
 
@@ -198,12 +199,12 @@ __device__ __forceinline__ void gated_norm_group(const T* y, const T* z, const T
 template <class T>
 __global__ void gated_rms_norm_registers_kernel(const T* y, int64_t ldy, const T* z, int64_t ldz,
                                                 const T* w, int64_t group_size, float eps, T* out,
-                                                int64_t ldo, QuantOut q) {
+                                                int64_t ldo, QDev q) {
   __shared__ float scratch[32];
   const int64_t r = blockIdx.x, g0 = static_cast<int64_t>(blockIdx.y) * group_size;
   gated_norm_group<T, kMaxChunksPerThread>(
       y + r * ldy + g0, z + r * ldz + g0, w + g0, out ? out + r * ldo + g0 : nullptr,
-      q.p ? static_cast<uint8_t*>(q.p) + r * q.ld + g0 : nullptr, q.scale, group_size,
+      q.p ? q.p + r * q.ld + g0 : nullptr, q, group_size,
       threadIdx.x, blockDim.x, eps, [&](float v) { return block_sum(v, scratch); });
 }
 
@@ -217,13 +218,13 @@ template <class T, int CPL>
 __global__ void __launch_bounds__(kWarpBlock)
     gated_rms_norm_warp_kernel(const T* y, int64_t ldy, const T* z, int64_t ldz, const T* w,
                                int64_t group_size, int64_t groups, int64_t pairs, float eps, T* out,
-                               int64_t ldo, QuantOut q) {
+                               int64_t ldo, QDev q) {
   const int64_t pair = static_cast<int64_t>(blockIdx.x) * (kWarpBlock / 32) + (threadIdx.x >> 5);
   if (pair >= pairs) return;  // the whole warp
   const int64_t r = pair / groups, g0 = (pair % groups) * group_size;
   gated_norm_group<T, CPL>(y + r * ldy + g0, z + r * ldz + g0, w + g0,
                            out ? out + r * ldo + g0 : nullptr,
-                           q.p ? static_cast<uint8_t*>(q.p) + r * q.ld + g0 : nullptr, q.scale,
+                           q.p ? q.p + r * q.ld + g0 : nullptr, q,
                            group_size, threadIdx.x & 31, 32, eps,
                            [](float v) { return warp_sum(v); });
 }
@@ -267,7 +268,7 @@ void launch_rms_norm(const Mat& x, const Mat& x2, const Mat& residual, const Vec
       kernel<<<static_cast<unsigned>(x.rows), rt, 0, static_cast<cudaStream_t>(stream)>>>(
           static_cast<const T*>(x.p), x.ld, static_cast<const T*>(x2.p), x2.ld,
           static_cast<T*>(residual.p), residual.ld, static_cast<const T*>(weight.p), eps,
-          static_cast<T*>(out.p), out.ld, x.cols, q);
+          static_cast<T*>(out.p), out.ld, x.cols, qdev_of(q));
       STRATA_CUDA_LAUNCH_CHECK();
       return;
     }
@@ -276,7 +277,7 @@ void launch_rms_norm(const Mat& x, const Mat& x2, const Mat& residual, const Vec
              static_cast<cudaStream_t>(stream)>>>(
         static_cast<const T*>(x.p), x.ld, static_cast<const T*>(x2.p), x2.ld,
         static_cast<T*>(residual.p), residual.ld, static_cast<const T*>(weight.p), eps,
-        static_cast<T*>(out.p), out.ld, x.cols, q);
+        static_cast<T*>(out.p), out.ld, x.cols, qdev_of(q));
     STRATA_CUDA_LAUNCH_CHECK();
   });
 }
@@ -294,13 +295,13 @@ void launch_gated_rms_norm(const Mat& y, const Mat& z, const Vec& weight, int64_
         aligned16(z.p) && aligned16(out.p) && aligned16(weight.p) && q_fits(q, V)) {
       gated_rms_norm_registers_kernel<T><<<grid, rt, 0, static_cast<cudaStream_t>(stream)>>>(
           static_cast<const T*>(y.p), y.ld, static_cast<const T*>(z.p), z.ld,
-          static_cast<const T*>(weight.p), gs, eps, static_cast<T*>(out.p), out.ld, q);
+          static_cast<const T*>(weight.p), gs, eps, static_cast<T*>(out.p), out.ld, qdev_of(q));
       STRATA_CUDA_LAUNCH_CHECK();
       return;
     }
     gated_rms_norm_kernel<T><<<grid, threads_for(gs), 0, static_cast<cudaStream_t>(stream)>>>(
         static_cast<const T*>(y.p), y.ld, static_cast<const T*>(z.p), z.ld,
-        static_cast<const T*>(weight.p), gs, eps, static_cast<T*>(out.p), out.ld, q);
+        static_cast<const T*>(weight.p), gs, eps, static_cast<T*>(out.p), out.ld, qdev_of(q));
     STRATA_CUDA_LAUNCH_CHECK();
   });
 }
@@ -326,7 +327,7 @@ void launch_gated_rms_norm_warp(const Mat& y, const Mat& z, const Vec& weight, i
       kernel<<<blocks, kWarpBlock, 0, static_cast<cudaStream_t>(stream)>>>(
           static_cast<const T*>(y.p), y.ld, static_cast<const T*>(z.p), z.ld,
           static_cast<const T*>(weight.p), gs, groups, pairs, eps, static_cast<T*>(out.p), out.ld,
-          q);
+          qdev_of(q));
       STRATA_CUDA_LAUNCH_CHECK();
     };
     static_assert(kWarpMaxChunksPerLane == 8, "the dispatch below covers 2, 4 and 8 chunks");
