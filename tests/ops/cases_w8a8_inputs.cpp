@@ -59,7 +59,8 @@ OutputCheck exact_copy_check(int out_index, float scale) {
         // Neighbouring codes of one sign differ by 1 (the e4m3 codes are monotonic in |v|).
         if (std::abs(static_cast<int>(got) - static_cast<int>(ref)) > 1) ++far;
       }
-    if (bad > 0) return fmt::format("{} e4m3 values are not their act value's quantization:{}", bad, first);
+    if (bad > 0)
+      return fmt::format("{} e4m3 values are not their act value's quantization:{}", bad, first);
     if (far > 0) return fmt::format("{} e4m3 values more than one step from the host's", far);
     return "";
   };
@@ -85,32 +86,31 @@ std::vector<OpCase> rms_norm_q_cases() {
   for (const S& s : shapes)
     for (DType act : acts())
       for (QMode m : {QMode::Both, QMode::QOnly})
-        out.push_back(
-            {"rms_norm",
-             fmt::format("{} {} T={} H={} {}{}{}{}", mode_name(m), s.name, s.T, s.H, dt(act),
-                         s.residual ? " +residual" : "", s.x2 ? " +x2" : "",
-                         s.q_view ? " q-view" : ""),
-             true, [s, act, m](Rng& rng) {
-               RmsNormArgs a;
-               a.x = s.x_view ? wide_rows(rng, s.T, s.H, 7, 3, act, 1.f)
-                              : normal_tensor(rng, Shape{s.T, s.H}, act, 1.f);
-               if (s.residual) a.residual = normal_tensor(rng, Shape{s.T, s.H}, act, 1.f);
-               if (s.x2) a.x2 = normal_tensor(rng, Shape{s.T, s.H}, act, 1.f);
-               a.weight = uniform_tensor(rng, Shape{s.H}, act, 0.5f, 1.5f);
-               a.eps = 1e-5f;
-               if (m == QMode::Both) a.out = Tensor::empty(Shape{s.T, s.H}, act);
-               a.out_q = make_out_q(s.T, s.H, s.q_view);
-               a.out_q_scale = kInScale;
-               Tolerance tol;  // as rms_norm's cases; e4m3 outputs: within an e4m3 step
-               tol.reduction = s.H;
-               tol.roundings = (s.residual ? 2 : 1) + (s.x2 ? 1 : 0);
-               tol.math = 1;
-               // Visit order: x, [x2], [residual], weight, [out], out_q.
-               const int out_index = 2 + (s.x2 ? 1 : 0) + (s.residual ? 1 : 0);
-               return run_case(a, act, tol, {},
-                               m == QMode::Both ? exact_copy_check(out_index, kInScale)
-                                                : OutputCheck{});
-             }});
+        out.push_back({"rms_norm",
+                       fmt::format("{} {} T={} H={} {}{}{}{}", mode_name(m), s.name, s.T, s.H,
+                                   dt(act), s.residual ? " +residual" : "", s.x2 ? " +x2" : "",
+                                   s.q_view ? " q-view" : ""),
+                       true, [s, act, m](Rng& rng) {
+                         RmsNormArgs a;
+                         a.x = s.x_view ? wide_rows(rng, s.T, s.H, 7, 3, act, 1.f)
+                                        : normal_tensor(rng, Shape{s.T, s.H}, act, 1.f);
+                         if (s.residual) a.residual = normal_tensor(rng, Shape{s.T, s.H}, act, 1.f);
+                         if (s.x2) a.x2 = normal_tensor(rng, Shape{s.T, s.H}, act, 1.f);
+                         a.weight = uniform_tensor(rng, Shape{s.H}, act, 0.5f, 1.5f);
+                         a.eps = 1e-5f;
+                         if (m == QMode::Both) a.out = Tensor::empty(Shape{s.T, s.H}, act);
+                         a.out_q = make_out_q(s.T, s.H, s.q_view);
+                         a.out_q_scale = kInScale;
+                         Tolerance tol;  // as rms_norm's cases; e4m3 outputs: within an e4m3 step
+                         tol.reduction = s.H;
+                         tol.roundings = (s.residual ? 2 : 1) + (s.x2 ? 1 : 0);
+                         tol.math = 1;
+                         // Visit order: x, [x2], [residual], weight, [out], out_q.
+                         const int out_index = 2 + (s.x2 ? 1 : 0) + (s.residual ? 1 : 0);
+                         return run_case(a, act, tol, {},
+                                         m == QMode::Both ? exact_copy_check(out_index, kInScale)
+                                                          : OutputCheck{});
+                       }});
   return out;
 }
 
@@ -135,8 +135,8 @@ std::vector<OpCase> gated_norm_q_cases() {
     for (DType act : acts())
       for (QMode m : {QMode::Both, QMode::QOnly})
         out.push_back({"gated_rms_norm",
-                       fmt::format("{} {} T={} D={} groups={} {}{}", mode_name(m), s.name, s.T,
-                                   s.D, s.G, dt(act), s.q_view ? " q-view" : ""),
+                       fmt::format("{} {} T={} D={} groups={} {}{}", mode_name(m), s.name, s.T, s.D,
+                                   s.G, dt(act), s.q_view ? " q-view" : ""),
                        true, [s, act, m](Rng& rng) {
                          GatedRmsNormArgs a;
                          a.y = normal_tensor(rng, Shape{s.T, s.D}, act, 1.f);
@@ -152,9 +152,9 @@ std::vector<OpCase> gated_norm_q_cases() {
                          tol.roundings = 1;
                          tol.math = 2;
                          // Visit order: y, z, weight, [out], out_q.
-                         return run_case(a, act, tol, {},
-                                         m == QMode::Both ? exact_copy_check(3, kInScale)
-                                                          : OutputCheck{});
+                         return run_case(
+                             a, act, tol, {},
+                             m == QMode::Both ? exact_copy_check(3, kInScale) : OutputCheck{});
                        }});
   return out;
 }
@@ -190,9 +190,9 @@ std::vector<OpCase> relu2_q_cases() {
                          a.out_q = make_out_q(s.T, s.N, s.q_view);
                          a.out_q_scale = kInScale;
                          // Visit order: x, [out], out_q.
-                         return run_case(a, act, Tolerance{}, {},
-                                         m == QMode::Both ? exact_copy_check(1, kInScale)
-                                                          : OutputCheck{});
+                         return run_case(
+                             a, act, Tolerance{}, {},
+                             m == QMode::Both ? exact_copy_check(1, kInScale) : OutputCheck{});
                        }});
   return out;
 }
@@ -235,29 +235,28 @@ std::vector<OpCase> linear_e4m3_x_cases() {
   };
   std::vector<OpCase> out;
   for (const S& s : shapes)
-    out.push_back(
-        {"linear",
-         fmt::format("x e4m3 {} T={} N={} K={} -> {}{}", s.name, s.T, s.N, s.K, dt(s.out),
-                     s.x_view ? " x-view" : ""),
-         s.supported, [s](Rng& rng) {
-           LinearArgs a;
-           // x = e4m3_sat(N(0, 1) / scale): what a producer writes (saturating ~1%).
-           const int64_t pad = s.x_view ? 16 : 0;
-           Tensor wide = Tensor::empty(Shape{s.T, s.K + pad}, DType::F8E4M3);
-           auto* q = static_cast<uint8_t*>(wide.raw());
-           for (int64_t i = 0; i < wide.numel(); ++i)
-             q[i] = fp8e4m3_from_f32_sat(rng.normal() / kInScale);
-           a.x = wide.slice(1, pad, s.K);
-           a.w.weight =
-               fp8_weight(rng, Shape{s.N, s.K}, 1.f / std::sqrt(static_cast<float>(s.K)),
-                          &a.w.weight_scale);
-           a.w.input_scale = kInScale;
-           a.out = Tensor::empty(Shape{s.T, s.N}, s.out);
-           Tolerance tol;  // one f32 sum of K products of the same e4m3 values
-           tol.reduction = s.K;
-           tol.fp8_mma = true;  // the cuBLASLt FP8 GEMM accumulates below f32
-           return run_case(a, DType::BF16, tol);
-         }});
+    out.push_back({"linear",
+                   fmt::format("x e4m3 {} T={} N={} K={} -> {}{}", s.name, s.T, s.N, s.K, dt(s.out),
+                               s.x_view ? " x-view" : ""),
+                   s.supported, [s](Rng& rng) {
+                     LinearArgs a;
+                     // x = e4m3_sat(N(0, 1) / scale): what a producer writes (saturating ~1%).
+                     const int64_t pad = s.x_view ? 16 : 0;
+                     Tensor wide = Tensor::empty(Shape{s.T, s.K + pad}, DType::F8E4M3);
+                     auto* q = static_cast<uint8_t*>(wide.raw());
+                     for (int64_t i = 0; i < wide.numel(); ++i)
+                       q[i] = fp8e4m3_from_f32_sat(rng.normal() / kInScale);
+                     a.x = wide.slice(1, pad, s.K);
+                     a.w.weight =
+                         fp8_weight(rng, Shape{s.N, s.K}, 1.f / std::sqrt(static_cast<float>(s.K)),
+                                    &a.w.weight_scale);
+                     a.w.input_scale = kInScale;
+                     a.out = Tensor::empty(Shape{s.T, s.N}, s.out);
+                     Tolerance tol;  // one f32 sum of K products of the same e4m3 values
+                     tol.reduction = s.K;
+                     tol.fp8_mma = true;  // the cuBLASLt FP8 GEMM accumulates below f32
+                     return run_case(a, DType::BF16, tol);
+                   }});
   return out;
 }
 

@@ -15,7 +15,8 @@ constexpr float kScale = 2.5f / 448.f;  // ~1% of N(0, 1) values saturate
 template <class Args, class Make>
 void check_three_ways(int64_t T, int64_t N, DType act, Make make) {
   Tensor out_plain = Tensor::empty({T, N}, act), out_both = Tensor::empty({T, N}, act);
-  Tensor q_both = Tensor::empty({T, N}, DType::F8E4M3), q_only = Tensor::empty({T, N}, DType::F8E4M3);
+  Tensor q_both = Tensor::empty({T, N}, DType::F8E4M3),
+         q_only = Tensor::empty({T, N}, DType::F8E4M3);
   OpContext ctx;
   Args a = make();
   a.out = out_plain;
@@ -121,8 +122,7 @@ TEST(HostQuantizedOut, LinearTakesE4m3XForW8A8Weights) {
       for (int64_t k = 0; k < K; ++k)
         mag += std::fabs(get(xd, {t, k}) * fp8e4m3_to_f32(a.w.weight.data<uint8_t>()[n * K + k]) *
                          a.w.weight_scale);
-      EXPECT_NEAR(get(got, {t, n}), get(a.out, {t, n}), f32_band(mag, K + 4))
-          << t << ", " << n;
+      EXPECT_NEAR(get(got, {t, n}), get(a.out, {t, n}), f32_band(mag, K + 4)) << t << ", " << n;
     }
   // e4m3 x needs the input_scale it was quantized with.
   a.x = xq;

@@ -69,7 +69,8 @@ void set_outs(Args& a, Outs o, const Shape& s) {
 SmallRow rms_norm_bench(const char* kernel, int64_t T, bool x2, Outs o = Outs::Act) {
   const double bytes = ((x2 ? 4.0 : 3.0) * 2.0 + out_bytes(o)) * static_cast<double>(T * kHidden);
   return time_op<RmsNormArgs>(
-      kernel, fmt::format("nano3 T={} H={} +residual{}{}", T, kHidden, x2 ? " +x2" : "", outs_name(o)),
+      kernel,
+      fmt::format("nano3 T={} H={} +residual{}{}", T, kHidden, x2 ? " +x2" : "", outs_name(o)),
       bytes, [=](int) {
         RmsNormArgs a;
         a.x = act(Shape{T, kHidden});

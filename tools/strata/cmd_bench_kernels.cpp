@@ -75,13 +75,14 @@ Row bench_linear(const char* kernel, const char* what, int64_t N, int64_t K, DTy
   std::string why;
   if (!k.supports(args[0], &why)) fail("bench linear {}: {}", kernel, why);
   Row r;
-  r.kernel = fmt::format(
-      "linear {} {}", kernel,
-      wt == DType::F8E4M3 ? (x_e4m3 ? "fp8 W8A8 e4m3 x" : w8a8 ? "fp8 W8A8" : "fp8 W8A16")
-                          : dtype_name(wt));
+  r.kernel = fmt::format("linear {} {}", kernel,
+                         wt == DType::F8E4M3 ? (x_e4m3 ? "fp8 W8A8 e4m3 x"
+                                                : w8a8 ? "fp8 W8A8"
+                                                       : "fp8 W8A16")
+                                             : dtype_name(wt));
   r.shape = fmt::format("{} M={} N={} K={}", what, M, N, K);
-  r.bytes = wbytes + static_cast<double>(M * (K * (x_e4m3 ? 1 : 2) +
-                                              N * static_cast<int64_t>(dtype_size(out_dt))));
+  r.bytes = wbytes + static_cast<double>(
+                         M * (K * (x_e4m3 ? 1 : 2) + N * static_cast<int64_t>(dtype_size(out_dt))));
   r.us = time_launches(sets, [&](int i) { k.run(args[static_cast<size_t>(i)], ctx); });
   return r;
 }

@@ -10,8 +10,8 @@
 namespace strata::model {
 
 void mamba_block(OpContext& ctx, const ModelConfig& c, const MambaWeights& w, const BlockInput& in,
-                 const engine::StepInput& step, cache::MambaStatePool& states,
-                 int64_t mamba_layer, Tensor& out) {
+                 const engine::StepInput& step, cache::MambaStatePool& states, int64_t mamba_layer,
+                 Tensor& out) {
   const int64_t T = in.rows();
   const DType act = in.act;
   const int64_t gn = c.n_groups * c.ssm_state_size;

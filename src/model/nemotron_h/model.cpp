@@ -54,7 +54,7 @@ Tensor NemotronHModel::forward(OpContext& ctx, const engine::StepInput& step, ca
   Tensor a = workspace(ctx, Shape{T, H}, act);      // [T, H] normalized mixer input
   Tensor mixed = workspace(ctx, Shape{T, H}, act);  // [T, H] mixer output
   Tensor mixed2;  // [T, H] a MoE block's shared expert, added by the next norm (fuse_moe_add)
-  Tensor a_q;     // [T, H] e4m3 copy of a for the block's W8A8 linears (blocks.h), made on first use
+  Tensor a_q;  // [T, H] e4m3 copy of a for the block's W8A8 linears (blocks.h), made on first use
   const bool fuse_q = fuse_w8a8_quant(ctx);
   for (int64_t l = 0; l < c.num_layers(); ++l) {
     const LayerWeights& L = W.layers[static_cast<size_t>(l)];

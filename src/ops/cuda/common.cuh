@@ -77,25 +77,6 @@ __device__ __forceinline__ uint8_t f32_to_fp8_sat(float v) {
   return static_cast<uint8_t>(__nv_cvt_float_to_fp8(v, __NV_SATFINITE, __NV_E4M3));
 }
 
-// The W8A8 quantizer's value: e4m3_sat(v / scale), a division (not a reciprocal multiply), as
-// launch_quantize_fp8 and the host compute it.
-__device__ __forceinline__ uint8_t quantize_e4m3(float v, float scale) {
-  return f32_to_fp8_sat(v / scale);
-}
-// V (4 or 8) act values -> V e4m3 bytes at dst (V-byte aligned), one store.
-template <class T, int V>
-__device__ __forceinline__ void store_e4m3(uint8_t* dst, const T (&v)[V], float scale) {
-  static_assert(V == 4 || V == 8, "one 4- or 8-byte store");
-  uint32_t w[V / 4] = {};
-#pragma unroll
-  for (int i = 0; i < V; ++i)
-    w[i / 4] |= static_cast<uint32_t>(quantize_e4m3(to_f32(v[i]), scale)) << (8 * (i % 4));
-  if constexpr (V == 8)
-    *reinterpret_cast<uint2*>(dst) = make_uint2(w[0], w[1]);
-  else
-    *reinterpret_cast<uint32_t*>(dst) = w[0];
-}
-
 __device__ __forceinline__ float warp_sum(float v) {
 #pragma unroll
   for (int o = 16; o > 0; o >>= 1)

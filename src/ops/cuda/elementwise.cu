@@ -89,10 +89,11 @@ void launch_bf16x8(bool add, const Mat& a, const Mat* b, const Mat& out, const Q
   auto* po = static_cast<uint4*>(out.p);
   if (add)
     bf16x8_kernel<true><<<grid, kThreads, 0, s>>>(pa, a.ld / 8, static_cast<const uint4*>(b->p),
-                                                  b->ld / 8, po, out.ld / 8, a.rows, vc, qdev_of(q));
+                                                  b->ld / 8, po, out.ld / 8, a.rows, vc,
+                                                  qdev_of(q));
   else
-    bf16x8_kernel<false><<<grid, kThreads, 0, s>>>(pa, a.ld / 8, nullptr, 0, po, out.ld / 8,
-                                                   a.rows, vc, qdev_of(q));
+    bf16x8_kernel<false><<<grid, kThreads, 0, s>>>(pa, a.ld / 8, nullptr, 0, po, out.ld / 8, a.rows,
+                                                   vc, qdev_of(q));
   STRATA_CUDA_LAUNCH_CHECK();
 }
 
@@ -121,7 +122,8 @@ void launch_relu2(const Mat& x, const Mat& out, const QuantOut& q, void* stream)
   with_act(x.dt, [&](auto tag) {
     using T = decltype(tag);
     relu2_kernel<T><<<grid_2d(x), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(
-        static_cast<const T*>(x.p), x.ld, static_cast<T*>(out.p), out.ld, x.rows, x.cols, qdev_of(q));
+        static_cast<const T*>(x.p), x.ld, static_cast<T*>(out.p), out.ld, x.rows, x.cols,
+        qdev_of(q));
     STRATA_CUDA_LAUNCH_CHECK();
   });
 }

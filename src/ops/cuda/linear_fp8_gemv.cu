@@ -130,9 +130,8 @@ void launch_stream_nt(const Fp8LinearParams& q, cudaStream_t s) {
 Fp8LinearParams params_of(const LinearLaunch& p, const char* fail) {
   const bool w8a8 = p.input_scale > 0.f;
   const bool x_ok = p.x.dt == DType::BF16 || (w8a8 && p.x.dt == DType::F8E4M3);
-  if (p.x.rows > (w8a8 ? kFp8GemvMaxRowsW8A8 : kFp8GemvMaxRows) || p.wt != DType::F8E4M3 ||
-      !x_ok || p.k % 16 != 0 ||
-      fp8_gemv_stage_bytes(p.x.rows, p.k, w8a8) > fp8::kMaxStageBytes ||
+  if (p.x.rows > (w8a8 ? kFp8GemvMaxRowsW8A8 : kFp8GemvMaxRows) || p.wt != DType::F8E4M3 || !x_ok ||
+      p.k % 16 != 0 || fp8_gemv_stage_bytes(p.x.rows, p.k, w8a8) > fp8::kMaxStageBytes ||
       (p.out.dt != DType::F32 && p.out.dt != DType::BF16))
     STRATA_CUDA_FAIL(fail);
   Fp8LinearParams q;

@@ -208,10 +208,10 @@ bool cublaslt_supports(const LinearArgs& a, std::string* why) {
     c.require(a.x.dim(1) % 16 == 0, fmt::format("FP8 GEMM needs K % 16 == 0 (K = {})", a.x.dim(1)));
     // An e4m3 x is the GEMM's operand as it is (a quantized copy is contiguous).
     if (a.x.dtype() == DType::F8E4M3)
-      c.require(reinterpret_cast<uintptr_t>(a.x.raw()) % 16 == 0 &&
-                    (a.x.dim(0) == 1 || a.x.stride(0) % 16 == 0),
-                fmt::format("FP8 GEMM needs e4m3 x rows 16-byte aligned (row stride {})",
-                            a.x.stride(0)));
+      c.require(
+          reinterpret_cast<uintptr_t>(a.x.raw()) % 16 == 0 &&
+              (a.x.dim(0) == 1 || a.x.stride(0) % 16 == 0),
+          fmt::format("FP8 GEMM needs e4m3 x rows 16-byte aligned (row stride {})", a.x.stride(0)));
     // Also for a single output row: cuBLASLt's FP8 heuristic refuses an odd leading dimension
     // even then (seen on the H200 for N = 11002, T = 1: "not supported").
     c.require(a.out.stride(0) % 8 == 0,

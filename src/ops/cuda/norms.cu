@@ -23,8 +23,8 @@ namespace {
 // run-time test made the no-x2 register form 45% slower at 512 rows on the H200).
 template <class T, bool kX2>
 __global__ void rms_norm_kernel(const T* x, int64_t ldx, const T* x2, int64_t ldx2, T* res,
-                                int64_t ldr, const T* w, float eps, T* out, int64_t ldo,
-                                int64_t H, QDev q) {
+                                int64_t ldr, const T* w, float eps, T* out, int64_t ldo, int64_t H,
+                                QDev q) {
   __shared__ float scratch[32];
   const int64_t r = blockIdx.x;
   const T* xr = x + r * ldx;
@@ -59,8 +59,7 @@ __global__ void rms_norm_kernel(const T* x, int64_t ldx, const T* x2, int64_t ld
 
 template <class T>
 __global__ void gated_rms_norm_kernel(const T* y, int64_t ldy, const T* z, int64_t ldz, const T* w,
-                                      int64_t group_size, float eps, T* out, int64_t ldo,
-                                      QDev q) {
+                                      int64_t group_size, float eps, T* out, int64_t ldo, QDev q) {
   __shared__ float scratch[32];
   const int64_t r = blockIdx.x, g0 = static_cast<int64_t>(blockIdx.y) * group_size;
   const T* yr = y + r * ldy + g0;
@@ -204,8 +203,8 @@ __global__ void gated_rms_norm_registers_kernel(const T* y, int64_t ldy, const T
   const int64_t r = blockIdx.x, g0 = static_cast<int64_t>(blockIdx.y) * group_size;
   gated_norm_group<T, kMaxChunksPerThread>(
       y + r * ldy + g0, z + r * ldz + g0, w + g0, out ? out + r * ldo + g0 : nullptr,
-      q.p ? q.p + r * q.ld + g0 : nullptr, q, group_size,
-      threadIdx.x, blockDim.x, eps, [&](float v) { return block_sum(v, scratch); });
+      q.p ? q.p + r * q.ld + g0 : nullptr, q, group_size, threadIdx.x, blockDim.x, eps,
+      [&](float v) { return block_sum(v, scratch); });
 }
 
 // One warp per (row, group), kWarpBlock / 32 pairs per block: the group's chunks (at most 32 x
@@ -223,9 +222,8 @@ __global__ void __launch_bounds__(kWarpBlock)
   if (pair >= pairs) return;  // the whole warp
   const int64_t r = pair / groups, g0 = (pair % groups) * group_size;
   gated_norm_group<T, CPL>(y + r * ldy + g0, z + r * ldz + g0, w + g0,
-                           out ? out + r * ldo + g0 : nullptr,
-                           q.p ? q.p + r * q.ld + g0 : nullptr, q,
-                           group_size, threadIdx.x & 31, 32, eps,
+                           out ? out + r * ldo + g0 : nullptr, q.p ? q.p + r * q.ld + g0 : nullptr,
+                           q, group_size, threadIdx.x & 31, 32, eps,
                            [](float v) { return warp_sum(v); });
 }
 

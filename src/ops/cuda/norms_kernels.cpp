@@ -24,8 +24,7 @@ bool rms_norm_supports(const RmsNormArgs& a, std::string* why) {
   if (a.residual.defined()) {
     c.on_device(a.residual, "residual").same_dtype(a.x, a.residual, "x", "residual");
     c.rows(a.residual, a.x.dim(0), a.x.dim(1), "residual");
-    c.require(!a.out.defined() || a.residual.raw() != a.out.raw(),
-              "out must not alias residual");
+    c.require(!a.out.defined() || a.residual.raw() != a.out.raw(), "out must not alias residual");
   }
   if (a.x2.defined()) {
     c.on_device(a.x2, "x2").same_dtype(a.x, a.x2, "x", "x2");
@@ -67,11 +66,10 @@ bool gated_warp_supports(const GatedRmsNormArgs& a, std::string* why) {
             "disabled by STRATA_CUDA_DISABLE_KERNELS");
   c.require(a.y.dim(0) >= warp_form_min_rows(),
             fmt::format("{} rows (the warp form from {})", a.y.dim(0), warp_form_min_rows()));
-  c.require(
-      gated_rms_norm_warp_fits(mat_of(a.y), mat_of(a.z), vec_of(a.weight), a.groups,
-                               opt_mat_of(a.out), quant_out_of(a.out_q, a.out_q_scale)),
-      fmt::format("rows not 16-byte aligned or groups wider than {} chunks of 16 bytes",
-                  32 * kWarpMaxChunksPerLane));
+  c.require(gated_rms_norm_warp_fits(mat_of(a.y), mat_of(a.z), vec_of(a.weight), a.groups,
+                                     opt_mat_of(a.out), quant_out_of(a.out_q, a.out_q_scale)),
+            fmt::format("rows not 16-byte aligned or groups wider than {} chunks of 16 bytes",
+                        32 * kWarpMaxChunksPerLane));
   return c;
 }
 void gated_warp_run(const GatedRmsNormArgs& a, OpContext& ctx) {

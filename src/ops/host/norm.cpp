@@ -15,7 +15,8 @@ namespace {
 
 // `out` (optional when out_q is given) as [T, W] act rows on the host.
 bool out_rows_ok(ArgCheck& c, const Tensor& out, int64_t T, int64_t W) {
-  return !out.defined() || (c.host(out, "out") && c.float_act(out, "out") && c.rows(out, "out", T, W));
+  return !out.defined() ||
+         (c.host(out, "out") && c.float_act(out, "out") && c.rows(out, "out", T, W));
 }
 
 bool rms_norm_supports(const RmsNormArgs& a, std::string* why) {
