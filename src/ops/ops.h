@@ -57,29 +57,42 @@ struct EmbeddingArgs {
 // the cast, as vLLM does; for f32 models both casts are identities).
 // With x2 given, x above is act(f32(x) + f32(x2)) first: the add op fused in (the MoE block's
 // routed and shared experts), the same roundings.
-struct RmsNormArgs {
+// With out_q given, the norm also writes the input of the W8A8 linear that consumes it
+// (out_q_scale = that linear's input_scale), quantized here instead of in a separate pass:
+//   out_q = e4m3_sat(f32(act(out value)) / out_q_scale)     (division, saturating at +-448)
+// byte for byte what the linear's own quantization makes of `out` (QuantizedOut, below). `out`
+// may then be undefined when nobody else reads it (1 byte written per value instead of 2).
+struct QuantizedOut {
+  Tensor out_q;             // [T, N] f8e4m3, optional; undefined = none
+  float out_q_scale = 0.f;  // > 0 when out_q is given
+};
+struct RmsNormArgs : QuantizedOut {
   static constexpr const char* kName = "rms_norm";
   Tensor x;         // [T, H] act
   Tensor x2;        // [T, H] act, optional second addend of x; undefined = none
   Tensor residual;  // [T, H] act, in/out; undefined = no residual
   Tensor weight;    // [H] act
   float eps = 1e-5f;
-  Tensor out;  // [T, H] act (may alias x)
+  Tensor out;  // [T, H] act (may alias x); undefined = only out_q (then required)
   template <class F>
   void visit(F&& f) {
     f(x, Role::In);
     if (x2.defined()) f(x2, Role::In);
     if (residual.defined()) f(residual, Role::InOut);
     f(weight, Role::In);
-    f(out, Role::Out);
+    if (out.defined()) f(out, Role::Out);
+    if (out_q.defined()) f(out_q, Role::Out);
   }
 };
 
 // out[T, N] = x[T, K] * W^T (f32 accumulation, stored in out's dtype: act, or f32 for the
 // router and logits).
+// x may be f8e4m3 when the weight is W8A8 (e4m3 with input_scale > 0): x is then already
+// quantized with that input_scale by its producer (QuantizedOut), and the product is
+// input_scale * weight_scale * sum_k x[t, k] * W[n, k] on every backend (the host too).
 struct LinearArgs {
   static constexpr const char* kName = "linear";
-  Tensor x;  // [T, K] act
+  Tensor x;  // [T, K] act, or f8e4m3 (W8A8 weights only)
   LinearWeight w;
   Tensor out;  // [T, N] act | f32
   template <class F>
@@ -208,20 +221,22 @@ struct SsmUpdateArgs : SsmArgs {
 // Gated grouped RMSNorm (Mamba2 output norm, gate first):
 //   v = f32(y) * silu(f32(z)); per group of D/groups channels v *= rsqrt(mean(v^2) + eps);
 //   out = act(act(v) * weight)
-struct GatedRmsNormArgs {
+// out_q (optional, QuantizedOut): the e4m3 input of a W8A8 out_proj, as for RmsNormArgs.
+struct GatedRmsNormArgs : QuantizedOut {
   static constexpr const char* kName = "gated_rms_norm";
   Tensor y;       // [T, D] act
   Tensor z;       // [T, D] act (row view into in_proj output)
   Tensor weight;  // [D] act
   int64_t groups = 1;
   float eps = 1e-5f;
-  Tensor out;  // [T, D] act
+  Tensor out;  // [T, D] act; undefined = only out_q (then required)
   template <class F>
   void visit(F&& f) {
     f(y, Role::In);
     f(z, Role::In);
     f(weight, Role::In);
-    f(out, Role::Out);
+    if (out.defined()) f(out, Role::Out);
+    if (out_q.defined()) f(out_q, Role::Out);
   }
 };
 
@@ -279,14 +294,16 @@ struct AttentionArgs {
 };
 
 // out = act(relu(f32(x))^2)   (may run in place)
-struct Relu2Args {
+// out_q (optional, QuantizedOut): the e4m3 input of a W8A8 down projection, as for RmsNormArgs.
+struct Relu2Args : QuantizedOut {
   static constexpr const char* kName = "relu2";
   Tensor x;    // [T, N] act
-  Tensor out;  // [T, N] act
+  Tensor out;  // [T, N] act; undefined = only out_q (then required)
   template <class F>
   void visit(F&& f) {
     f(x, Role::In);
-    f(out, Role::Out);
+    if (out.defined()) f(out, Role::Out);
+    if (out_q.defined()) f(out_q, Role::Out);
   }
 };
 

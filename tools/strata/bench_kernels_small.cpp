@@ -48,19 +48,37 @@ Tensor empty(const Shape& s, DType dt = DType::BF16) {
   return Tensor::empty(s, dt, Device::Cuda);
 }
 
+// The outputs of a producer of a W8A8 input (ops.h QuantizedOut): act only, act and the e4m3
+// copy (Both), or the copy only.
+enum class Outs { Act, Both, QOnly };
+const char* outs_name(Outs o) {
+  return o == Outs::Act ? "" : o == Outs::Both ? " +out_q" : " out_q only";
+}
+double out_bytes(Outs o) {  // bytes written per value
+  return o == Outs::Act ? 2.0 : o == Outs::Both ? 3.0 : 1.0;
+}
+template <class Args>
+void set_outs(Args& a, Outs o, const Shape& s) {
+  if (o != Outs::QOnly) a.out = Tensor::empty(s, DType::BF16, Device::Cuda);
+  if (o == Outs::Act) return;
+  a.out_q = Tensor::empty(s, DType::F8E4M3, Device::Cuda);
+  a.out_q_scale = 2.5f / 448.f;
+}
+
 // x + residual (+ x2: the MoE block's add fused in), then the norm.
-SmallRow rms_norm_bench(const char* kernel, int64_t T, bool x2) {
-  const double bytes = (x2 ? 5.0 : 4.0) * static_cast<double>(T * kHidden) * 2.0;
+SmallRow rms_norm_bench(const char* kernel, int64_t T, bool x2, Outs o = Outs::Act) {
+  const double bytes = ((x2 ? 4.0 : 3.0) * 2.0 + out_bytes(o)) * static_cast<double>(T * kHidden);
   return time_op<RmsNormArgs>(
-      kernel, fmt::format("nano3 T={} H={} +residual{}", T, kHidden, x2 ? " +x2" : ""), bytes,
-      [=](int) {
+      kernel,
+      fmt::format("nano3 T={} H={} +residual{}{}", T, kHidden, x2 ? " +x2" : "", outs_name(o)),
+      bytes, [=](int) {
         RmsNormArgs a;
         a.x = act(Shape{T, kHidden});
         if (x2) a.x2 = act(Shape{T, kHidden});
         a.residual = act(Shape{T, kHidden});
         a.weight = act(Shape{kHidden}, 1.5f);
         a.eps = 1e-5f;
-        a.out = empty(Shape{T, kHidden});
+        set_outs(a, o, Shape{T, kHidden});
         return a;
       });
 }
@@ -70,20 +88,33 @@ SmallRow rms_norm_row(const char* kernel, int64_t T) {
 SmallRow rms_norm_x2_row(const char* kernel, int64_t T) {
   return rms_norm_bench(kernel, T, true);
 }
+SmallRow rms_norm_q_row(const char* kernel, int64_t T) {  // before a Mamba layer (W8A8 in_proj)
+  return rms_norm_bench(kernel, T, true, Outs::QOnly);
+}
+SmallRow rms_norm_both_row(const char* kernel, int64_t T) {  // before a MoE layer (shared up)
+  return rms_norm_bench(kernel, T, true, Outs::Both);
+}
 
-SmallRow gated_row(const char* kernel, int64_t T) {
-  const double bytes = 3.0 * static_cast<double>(T * kDInner) * 2.0;  // y, z, out
+SmallRow gated_bench(const char* kernel, int64_t T, Outs o) {
+  const double bytes = (2.0 * 2.0 + out_bytes(o)) * static_cast<double>(T * kDInner);  // y, z, out
   return time_op<GatedRmsNormArgs>(
-      kernel, fmt::format("nano3 T={} D={} groups={}", T, kDInner, kGroups), bytes, [=](int) {
+      kernel, fmt::format("nano3 T={} D={} groups={}{}", T, kDInner, kGroups, outs_name(o)), bytes,
+      [=](int) {
         GatedRmsNormArgs a;
         a.y = act(Shape{T, kDInner});
         a.z = act(Shape{T, kInProj}).slice(1, 0, kDInner);  // z: in_proj's first columns
         a.weight = act(Shape{kDInner}, 1.5f);
         a.groups = kGroups;
         a.eps = 1e-5f;
-        a.out = empty(Shape{T, kDInner});
+        set_outs(a, o, Shape{T, kDInner});
         return a;
       });
+}
+SmallRow gated_row(const char* kernel, int64_t T) {
+  return gated_bench(kernel, T, Outs::Act);
+}
+SmallRow gated_q_row(const char* kernel, int64_t T) {  // before a W8A8 out_proj
+  return gated_bench(kernel, T, Outs::QOnly);
 }
 
 SmallRow conv_row(const char* kernel, int64_t T) {
@@ -140,6 +171,16 @@ SmallRow relu2_row(const char* kernel, int64_t T) {
                               return a;
                             });
 }
+SmallRow relu2_q_row(const char* kernel, int64_t T) {  // before a W8A8 down projection
+  const double bytes = 3.0 * static_cast<double>(T * kShared);
+  return time_op<Relu2Args>(kernel, fmt::format("nano3 T={} N={} out_q only", T, kShared), bytes,
+                            [=](int) {
+                              Relu2Args a;
+                              a.x = act(Shape{T, kShared}, 2.f);
+                              set_outs(a, Outs::QOnly, Shape{T, kShared});
+                              return a;
+                            });
+}
 
 }  // namespace
 
@@ -161,6 +202,11 @@ std::vector<SmallRow> run_small_rows(const std::string& only) {
     add("moe_route", "cuda", route_row);
     add("add", "cuda", add_row);
     add("relu2", "cuda", relu2_row);
+    add("rms_norm+x2 out_q only", "cuda", rms_norm_q_row);
+    add("rms_norm+x2 +out_q", "cuda", rms_norm_both_row);
+    add("gated_rms_norm out_q only", "cuda.warp", gated_q_row);
+    add("gated_rms_norm out_q only", "cuda", gated_q_row);
+    add("relu2 out_q only", "cuda", relu2_q_row);
   }
   std::vector<SmallRow> rows;
   for (const auto& [label, measure] : items) {

@@ -50,14 +50,17 @@ struct SharedWeights {
   }
 };
 
+// x_e4m3: W8A8 with x already quantized by its producer (ops.h QuantizedOut).
 Row bench_linear(const char* kernel, const char* what, int64_t N, int64_t K, DType wt, bool w8a8,
-                 DType out_dt, int64_t M = 1, SharedWeights* shared = nullptr) {
+                 DType out_dt, int64_t M = 1, SharedWeights* shared = nullptr,
+                 bool x_e4m3 = false) {
   const double wbytes = static_cast<double>(N * K) * static_cast<double>(dtype_size(wt));
   const int sets = sets_for(wbytes);
   std::vector<LinearArgs> args(static_cast<size_t>(sets));
   for (size_t i = 0; i < args.size(); ++i) {
     LinearArgs& a = args[i];
-    a.x = random_device(Shape{M, K}, DType::BF16, 1.f);
+    a.x = x_e4m3 ? random_device(Shape{M, K}, DType::F8E4M3, 64.f)
+                 : random_device(Shape{M, K}, DType::BF16, 1.f);
     a.w.weight = shared ? shared->get(static_cast<int>(i))
                         : random_device(Shape{N, K}, wt, 1.f / std::sqrt(static_cast<float>(K)));
     if (wt == DType::F8E4M3) {
@@ -73,10 +76,13 @@ Row bench_linear(const char* kernel, const char* what, int64_t N, int64_t K, DTy
   if (!k.supports(args[0], &why)) fail("bench linear {}: {}", kernel, why);
   Row r;
   r.kernel = fmt::format("linear {} {}", kernel,
-                         wt == DType::F8E4M3 ? (w8a8 ? "fp8 W8A8" : "fp8 W8A16") : dtype_name(wt));
+                         wt == DType::F8E4M3 ? (x_e4m3 ? "fp8 W8A8 e4m3 x"
+                                                : w8a8 ? "fp8 W8A8"
+                                                       : "fp8 W8A16")
+                                             : dtype_name(wt));
   r.shape = fmt::format("{} M={} N={} K={}", what, M, N, K);
-  r.bytes =
-      wbytes + static_cast<double>(M * (K * 2 + N * static_cast<int64_t>(dtype_size(out_dt))));
+  r.bytes = wbytes + static_cast<double>(
+                         M * (K * (x_e4m3 ? 1 : 2) + N * static_cast<int64_t>(dtype_size(out_dt))));
   r.us = time_launches(sets, [&](int i) { k.run(args[static_cast<size_t>(i)], ctx); });
   return r;
 }
@@ -400,7 +406,8 @@ void run_bench(const std::string& out_path, const std::string& only) {
   // STRATA_SMALL_M_MAX_ROWS=8 STRATA_FP8_GEMV_MAX_ROWS=8 to time the GEMVs above their default
   // rows). Each shape's weights are made once for all its rows; a kernel that refuses a shape
   // gets a row that says why.
-  const auto sweep = [&](const char* what, int64_t N, int64_t K, DType wt, DType out) {
+  const auto sweep = [&](const char* what, int64_t N, int64_t K, DType wt, DType out,
+                         bool x_e4m3 = false) {
     auto w = std::make_shared<SharedWeights>();
     w->N = N;
     w->K = K;
@@ -412,11 +419,12 @@ void run_bench(const std::string& out_path, const std::string& only) {
                : std::vector<const char*>{"cuda.small_m", "cuda.cublaslt"}) {
         const int64_t gemv_rows = fp8 ? cuda::kFp8GemvMaxRowsW8A8 : cuda::kSmallMMaxRows;
         if (M > gemv_rows && std::string(kernel) != "cuda.cublaslt") continue;
-        items.emplace_back(fmt::format("linear {}, {} (M sweep), {}, {}, {}, M={}", kernel, what, N,
-                                       K, dtype_name(wt), M),
+        items.emplace_back(fmt::format("linear {}, {} (M sweep), {}, {}, {}{}, M={}", kernel, what,
+                                       N, K, dtype_name(wt), x_e4m3 ? " e4m3 x" : "", M),
                            [=] {
                              try {
-                               return bench_linear(kernel, what, N, K, wt, fp8, out, M, w.get());
+                               return bench_linear(kernel, what, N, K, wt, fp8, out, M, w.get(),
+                                                   x_e4m3);
                              } catch (const std::exception& e) {
                                Row r;
                                r.kernel = fmt::format("linear {} (refused)", kernel);
@@ -450,6 +458,11 @@ void run_bench(const std::string& out_path, const std::string& only) {
   sweep("nano3 shared up", 3712, 2688, e4, bf);
   sweep("nano3 shared down", 2688, 3712, e4, bf);
   sweep("9b mlp up", 15680, 4480, e4, bf);
+  // The same with x already e4m3 (quantized by its producer): the GEMVs stage a copy.
+  sweep("nano3 in_proj", 10304, 2688, e4, bf, true);
+  sweep("nano3 out_proj", 2688, 4096, e4, bf, true);
+  sweep("nano3 shared up", 3712, 2688, e4, bf, true);
+  sweep("nano3 shared down", 2688, 3712, e4, bf, true);
   items.emplace_back("ssm_update nano3, 64, 64, 8, 128",
                      [] { return bench_ssm_update("nano3", 64, 64, 8, 128); });
   items.emplace_back("ssm_update 9b, 128, 80, 8, 128",

@@ -8,14 +8,14 @@
 namespace strata::model {
 
 void attention_block(OpContext& ctx, const ModelConfig& c, const AttentionWeights& w,
-                     const Tensor& a, const engine::StepInput& step, cache::KvBlockPool& kv,
+                     const BlockInput& in, const engine::StepInput& step, cache::KvBlockPool& kv,
                      int64_t attn_layer, Tensor& out) {
-  const int64_t T = a.dim(0);
-  const DType act = a.dtype();
+  const int64_t T = in.rows();
+  const DType act = in.act;
   auto project = [&](const LinearWeight& weight, int64_t width) {
     Tensor y = workspace(ctx, Shape{T, width}, act);
     ops::LinearArgs lin;
-    lin.x = a;
+    lin.x = in.x_for(weight);
     lin.w = weight;
     lin.out = y;
     ops::run(ctx, lin);

@@ -162,19 +162,20 @@ struct Side {
 };
 
 void run_block(OpContext& ctx, const ModelConfig& c, const LayerWeights& L, int64_t k,
-               const Tensor& a, const engine::StepInput& step, cache::ModelCache& cache, Tensor& out) {
+               const BlockInput& in, const engine::StepInput& step, cache::ModelCache& cache,
+               Tensor& out) {
   switch (L.kind) {
     case LayerKind::Mamba:
-      mamba_block(ctx, c, L.mamba, a, step, cache.mamba, k, out);
+      mamba_block(ctx, c, L.mamba, in, step, cache.mamba, k, out);
       break;
     case LayerKind::Attention:
-      attention_block(ctx, c, L.attention, a, step, cache.kv, k, out);
+      attention_block(ctx, c, L.attention, in, step, cache.kv, k, out);
       break;
     case LayerKind::Mlp:
-      mlp_block(ctx, L.mlp, a, out);
+      mlp_block(ctx, L.mlp, in, out);
       break;
     case LayerKind::Moe:
-      moe_block(ctx, c, L.moe, a, out);
+      moe_block(ctx, c, L.moe, in, out);
       break;
   }
 }
@@ -262,13 +263,19 @@ std::vector<BlockGateRow> run_block_gate(NemotronHModel& m, OpContext& dctx,
       if (l > 0) norm.residual = residual;
       norm.weight = DL.norm;
       norm.eps = c.norm_eps;
-      norm.out = a;
+      norm.out = a;  // kept: the host reference starts from it
+      // As the forward: the block's first W8A8 linears take the norm's e4m3 copy.
+      const float q_scale = fuse_w8a8_quant(dctx) ? layer_input_q_scale(DL) : 0.f;
+      if (q_scale > 0.f) {
+        norm.out_q = Tensor::empty(Shape{n, H}, DType::F8E4M3, dctx.device);
+        norm.out_q_scale = q_scale;
+      }
       ops::run(dctx, norm);
       if (l == 0) residual = h;
 
       const int64_t k = c.kind_index[static_cast<size_t>(l)];
       Tensor dout = Tensor::empty(Shape{n, H}, act, dctx.device);
-      run_block(dctx, c, DL, k, a, dstep, dev.cache, dout);
+      run_block(dctx, c, DL, k, BlockInput(a, norm.out_q, q_scale, act), dstep, dev.cache, dout);
 
       // The reference: the same input on the host with this layer's host weights.
       const auto li = static_cast<size_t>(l);

@@ -9,17 +9,17 @@
 
 namespace strata::model {
 
-void mamba_block(OpContext& ctx, const ModelConfig& c, const MambaWeights& w, const Tensor& a,
-                 const engine::StepInput& step, cache::MambaStatePool& states,
-                 int64_t mamba_layer, Tensor& out) {
-  const int64_t T = a.dim(0);
-  const DType act = a.dtype();
+void mamba_block(OpContext& ctx, const ModelConfig& c, const MambaWeights& w, const BlockInput& in,
+                 const engine::StepInput& step, cache::MambaStatePool& states, int64_t mamba_layer,
+                 Tensor& out) {
+  const int64_t T = in.rows();
+  const DType act = in.act;
   const int64_t gn = c.n_groups * c.ssm_state_size;
   const engine::StepPart dec = step.decode_part(), pre = step.prefill_part();
 
   Tensor zxbcdt = workspace(ctx, Shape{T, c.in_proj_rows}, act);  // [T, z | xBC | dt]
   ops::LinearArgs in_proj;
-  in_proj.x = a;
+  in_proj.x = in.x_for(w.in_proj);  // the norm's e4m3 copy when in_proj is W8A8
   in_proj.w = w.in_proj;
   in_proj.out = zxbcdt;
   ops::run(ctx, in_proj);
@@ -92,19 +92,20 @@ void mamba_block(OpContext& ctx, const ModelConfig& c, const MambaWeights& w, co
     ops::run(ctx, scan);
   }
 
-  // Gate with silu(z) first, then RMS per group of d_inner / G channels (spec 3.2 step 7).
-  Tensor o = workspace(ctx, Shape{T, c.d_inner}, act);
+  // Gate with silu(z) first, then RMS per group of d_inner / G channels (spec 3.2 step 7). A
+  // W8A8 out_proj reads only the norm's e4m3 copy: the norm writes just that.
   ops::GatedRmsNormArgs norm;
   norm.y = y;
   norm.z = z;
   norm.weight = w.norm;
   norm.groups = c.n_groups;
   norm.eps = c.norm_eps;
-  norm.out = o;
+  if (!quantize_for(ctx, w.out_proj, T, c.d_inner, norm))
+    norm.out = workspace(ctx, Shape{T, c.d_inner}, act);
   ops::run(ctx, norm);
 
   ops::LinearArgs out_proj;
-  out_proj.x = o;
+  out_proj.x = norm.out_q.defined() ? norm.out_q : norm.out;
   out_proj.w = w.out_proj;
   out_proj.out = out;
   ops::run(ctx, out_proj);

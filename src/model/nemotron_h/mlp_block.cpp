@@ -6,27 +6,29 @@
 
 namespace strata::model {
 
-void mlp_block(OpContext& ctx, const MlpWeights& w, const Tensor& a, Tensor& out) {
-  const int64_t T = a.dim(0);
-  Tensor h = workspace(ctx, Shape{T, w.up.out_features()}, a.dtype());  // [T, I]
+void mlp_block(OpContext& ctx, const MlpWeights& w, const BlockInput& in, Tensor& out) {
+  const int64_t T = in.rows(), I = w.up.out_features();
+  Tensor h = workspace(ctx, Shape{T, I}, in.act);  // [T, I]
   ops::LinearArgs up;
-  up.x = a;
+  up.x = in.x_for(w.up);
   up.w = w.up;
   up.out = h;
   ops::run(ctx, up);
-  ops::Relu2Args relu2;  // in place
+  // In place; or, for a W8A8 down, only its e4m3 input ([T, I], 1 byte per value).
+  ops::Relu2Args relu2;
   relu2.x = h;
-  relu2.out = h;
+  if (!quantize_for(ctx, w.down, T, I, relu2)) relu2.out = h;
   ops::run(ctx, relu2);
   ops::LinearArgs down;
-  down.x = h;
+  down.x = relu2.out_q.defined() ? relu2.out_q : h;
   down.w = w.down;
   down.out = out;
   ops::run(ctx, down);
 }
 
-void moe_block(OpContext& ctx, const ModelConfig& c, const MoeWeights& w, const Tensor& a,
+void moe_block(OpContext& ctx, const ModelConfig& c, const MoeWeights& w, const BlockInput& in,
                Tensor& out, Tensor* shared_out) {
+  const Tensor& a = in.a;  // the router and the routed experts read act
   const int64_t T = a.dim(0), E = c.n_routed_experts, K = c.num_experts_per_tok;
   // The shared expert reads only `a`: on CUDA it runs on the context's side stream while the
   // router and the routed experts run on the step stream (it is enqueued first, so both are in
@@ -35,7 +37,7 @@ void moe_block(OpContext& ctx, const ModelConfig& c, const MoeWeights& w, const 
   ops::SideBranch side(ctx);
   if (w.has_shared) {
     shared = workspace(ctx, a.shape(), a.dtype());  // [T, H]
-    side.run([&] { mlp_block(ctx, w.shared, a, shared); });
+    side.run([&] { mlp_block(ctx, w.shared, in, shared); });
   }
 
   Tensor logits = workspace(ctx, Shape{T, E}, DType::F32);  // [T, E] router logits, f32 out

@@ -54,6 +54,8 @@ Tensor NemotronHModel::forward(OpContext& ctx, const engine::StepInput& step, ca
   Tensor a = workspace(ctx, Shape{T, H}, act);      // [T, H] normalized mixer input
   Tensor mixed = workspace(ctx, Shape{T, H}, act);  // [T, H] mixer output
   Tensor mixed2;  // [T, H] a MoE block's shared expert, added by the next norm (fuse_moe_add)
+  Tensor a_q;  // [T, H] e4m3 copy of a for the block's W8A8 linears (blocks.h), made on first use
+  const bool fuse_q = fuse_w8a8_quant(ctx);
   for (int64_t l = 0; l < c.num_layers(); ++l) {
     const LayerWeights& L = W.layers[static_cast<size_t>(l)];
     // Layer 0: residual = h, a = norm(h). Later: residual = act(h + residual), a = norm(residual),
@@ -65,23 +67,32 @@ Tensor NemotronHModel::forward(OpContext& ctx, const engine::StepInput& step, ca
     norm.weight = L.norm;
     norm.eps = c.norm_eps;
     norm.out = a;
+    // The block's first W8A8 linears take the norm's e4m3 copy; act a only where read as well.
+    const float q_scale = fuse_q ? layer_input_q_scale(L) : 0.f;
+    if (q_scale > 0.f) {
+      if (!a_q.defined()) a_q = workspace(ctx, Shape{T, H}, DType::F8E4M3);
+      norm.out_q = a_q;
+      norm.out_q_scale = q_scale;
+      if (!layer_reads_act_input(L)) norm.out = Tensor();
+    }
     ops::run(ctx, norm);
     if (l == 0) residual = h;
+    const BlockInput in(norm.out, q_scale > 0.f ? a_q : Tensor(), q_scale, act);
 
     const int64_t k = c.kind_index[static_cast<size_t>(l)];
     mixed2 = Tensor();
     switch (L.kind) {
       case LayerKind::Mamba:
-        mamba_block(ctx, c, L.mamba, a, step, cache.mamba, k, mixed);
+        mamba_block(ctx, c, L.mamba, in, step, cache.mamba, k, mixed);
         break;
       case LayerKind::Attention:
-        attention_block(ctx, c, L.attention, a, step, cache.kv, k, mixed);
+        attention_block(ctx, c, L.attention, in, step, cache.kv, k, mixed);
         break;
       case LayerKind::Mlp:
-        mlp_block(ctx, L.mlp, a, mixed);
+        mlp_block(ctx, L.mlp, in, mixed);
         break;
       case LayerKind::Moe:
-        moe_block(ctx, c, L.moe, a, mixed, fuse_moe_add() ? &mixed2 : nullptr);
+        moe_block(ctx, c, L.moe, in, mixed, fuse_moe_add() ? &mixed2 : nullptr);
         break;
     }
   }

@@ -16,6 +16,15 @@ struct Mat {
   DType dt = DType::F32;
 };
 
+// The e4m3 copy a producer op writes for the W8A8 linear that consumes its output
+// (ops::QuantizedOut): element (r, c) = e4m3_sat(value / scale) at p + r * ld + c (bytes);
+// p null = none.
+struct QuantOut {
+  void* p = nullptr;
+  int64_t ld = 0;
+  float scale = 1.f;
+};
+
 // A contiguous vector (parameters, index tensors); p may be null for an absent tensor.
 struct Vec {
   void* p = nullptr;

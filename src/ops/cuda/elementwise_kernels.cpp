@@ -13,13 +13,18 @@ using ops::Relu2Args;
 
 bool relu2_supports(const Relu2Args& a, std::string* why) {
   ArgCheck c(why);
-  c.on_device(a.x, "x").on_device(a.out, "out").act(a.x, "x").same_dtype(a.x, a.out, "x", "out");
-  c.rows(a.x, -1, -1, "x");
-  if (c) c.rows(a.out, a.x.dim(0), a.x.dim(1), "out");
+  c.on_device(a.x, "x").act(a.x, "x").rows(a.x, -1, -1, "x");
+  if (!c) return false;
+  if (a.out.defined())
+    c.on_device(a.out, "out")
+        .same_dtype(a.x, a.out, "x", "out")
+        .rows(a.out, a.x.dim(0), a.x.dim(1), "out");
+  check_quantized_out(c, a.out, a.out_q, a.out_q_scale, a.x.dim(0), a.x.dim(1));
   return c;
 }
 void relu2_run(const Relu2Args& a, OpContext& ctx) {
-  launch_relu2(mat_of(a.x), mat_of(a.out), stream_of(ctx));
+  launch_relu2(mat_of(a.x), opt_mat_of(a.out), quant_out_of(a.out_q, a.out_q_scale),
+               stream_of(ctx));
 }
 
 bool add_supports(const AddArgs& a, std::string* why) {

@@ -79,6 +79,29 @@ Mat mat_of(const Tensor& t) {
   return m;
 }
 
+Mat opt_mat_of(const Tensor& t) {
+  return t.defined() ? mat_of(t) : Mat{};
+}
+
+void check_quantized_out(ArgCheck& c, const Tensor& out, const Tensor& out_q, float scale,
+                         int64_t rows, int64_t cols) {
+  if (!out_q.defined()) {
+    c.require(out.defined(), "out must be given (or out_q)");
+    return;
+  }
+  c.on_device(out_q, "out_q").dtype(out_q, DType::F8E4M3, "out_q").rows(out_q, rows, cols, "out_q");
+  c.require(scale > 0.f, fmt::format("out_q_scale {} must be > 0", scale));
+}
+
+QuantOut quant_out_of(const Tensor& out_q, float scale) {
+  QuantOut q;
+  if (!out_q.defined()) return q;
+  q.p = out_q.raw();
+  q.ld = out_q.dim(0) > 1 ? out_q.stride(0) : out_q.dim(1);
+  q.scale = scale;
+  return q;
+}
+
 Vec vec_of(const Tensor& t) {
   Vec v;
   if (!t.defined()) return v;

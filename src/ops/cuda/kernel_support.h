@@ -39,6 +39,14 @@ class ArgCheck {
 };
 
 Mat mat_of(const Tensor& t);  // rank-2 view (checked with ArgCheck::rows)
+Mat opt_mat_of(const Tensor& t);  // mat_of, or an empty Mat (p null) for an undefined tensor
+
+// A producer's optional e4m3 copy of its output (ops::QuantizedOut): checks that `out` or
+// `out_q` is given and out_q (when given) is [rows, cols] e4m3 rows on the device with a
+// scale > 0. quant_out_of gives the launchers' view (p null when absent).
+void check_quantized_out(ArgCheck& c, const Tensor& out, const Tensor& out_q, float scale,
+                         int64_t rows, int64_t cols);
+QuantOut quant_out_of(const Tensor& out_q, float scale);
 Vec vec_of(const Tensor& t);  // contiguous; an undefined tensor gives an empty Vec
 
 // The stream kernels of this context run on.

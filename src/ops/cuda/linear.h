@@ -20,14 +20,15 @@ struct LinearLaunch {
   DType wt = DType::BF16;
   int64_t n = 0, k = 0;
   float scale = 1.f;
-  float input_scale = 0.f;  // FP8 GEMV only: > 0 quantizes bf16 x inside the kernel (W8A8)
+  float input_scale = 0.f;  // FP8 GEMV only: > 0 = W8A8 (bf16 x quantized inside, or e4m3 x)
   Mat out;
 };
 void launch_linear_small_m(const LinearLaunch& p, void* stream);
 
 // The FP8 GEMV (linear_fp8_gemv.cu): x bf16 [T, K] with 16-byte aligned rows, W e4m3 [N, K]
 // 16-byte aligned with K % 16 == 0, out f32 | bf16. W8A8 when input_scale > 0 (T <= 8; x is
-// quantized to e4m3 inside; scale = weight_scale * input_scale), W8A16 otherwise (T <= 16).
+// quantized to e4m3 inside, or is e4m3 already with 8-byte aligned rows; scale = weight_scale *
+// input_scale), W8A16 otherwise (T <= 16).
 // Each block stages the T rows of x in shared memory: fp8_gemv_stage_bytes(T, K, w8a8) must
 // not exceed fp8_gemv_max_stage_bytes().
 constexpr int64_t kFp8GemvMaxRows = 16;

@@ -2,10 +2,13 @@
 // the tensor cores (linear_fp8_mma.cuh). One block per 16 output features. W8A8 (T <= 8)
 // quantizes x (bf16) to e4m3 with the static input scale inside each block, so the layer is
 // one launch; that costs T x K divisions per block, which is why T stops at 8 (at T = 16 it
-// measured 3.5x slower than cuBLASLt's FP8 GEMM). W8A16 (T <= 16) stages x as bf16 and widens
+// measured 3.5x slower than cuBLASLt's FP8 GEMM). An x already e4m3 (quantized by its producer)
+// is staged as a copy. W8A16 (T <= 16) stages x as bf16 and widens
 // the weights to bf16 exactly. Two cores: the register core (linear_fp8_mma.cuh, cuda.fp8_gemv)
 // and the streamed core (linear_fp8_stream.cuh, cuda.fp8_stream: the weights pass through
 // shared memory with cp.async; one block per 16 or 8 output features).
+#include <type_traits>
+
 #include "ops/cuda/linear.h"
 #include "ops/cuda/linear_fp8_mma.cuh"
 #include "ops/cuda/linear_fp8_stream.cuh"
@@ -17,7 +20,7 @@ namespace {
 using fp8::BKind;
 
 struct Fp8LinearParams {
-  const bf16* x;
+  const void* x;  // bf16, or e4m3 (W8A8 with x quantized by its producer)
   int64_t ldx;
   int M;
   const uint8_t* w;  // [N, K]
@@ -42,8 +45,12 @@ __device__ __forceinline__ void store_tile(const Fp8LinearParams& p, const float
   });
 }
 
-// grid ceil(N / 16), 256 threads, dynamic shared memory M * stride.
-template <BKind B, int NT, int U>
+// The staged x's element type: bf16 (W8A16, and W8A8 quantizing in the kernel: Q) or e4m3.
+template <BKind B, bool Q>
+using StagedX = std::conditional_t<B == BKind::BF16 || Q, bf16, uint8_t>;
+
+// grid ceil(N / 16), 256 threads, dynamic shared memory M * stride. Q: W8A8 quantizing bf16 x.
+template <BKind B, bool Q, int NT, int U>
 __global__ void __launch_bounds__(fp8::kThreads, fp8::min_blocks(NT))
     fp8_linear_kernel(const Fp8LinearParams p) {
   extern __shared__ __align__(16) uint8_t xs[];  // [M][stride] the staged B operand
@@ -55,7 +62,8 @@ __global__ void __launch_bounds__(fp8::kThreads, fp8::min_blocks(NT))
   fp8::warp_chunks(p.K, c0, c1);
   uint4 alo[U], ahi[U];
   fp8::load_batch<U>(w, c0, c1, alo, ahi);  // in flight while x is staged
-  fp8::stage_b<B, B == BKind::E4M3>(p.x, p.ldx, p.M, p.K, p.input_scale, xs, p.stride);
+  fp8::stage_b<B, Q>(static_cast<const StagedX<B, Q>*>(p.x), p.ldx, p.M, p.K, p.input_scale, xs,
+                     p.stride);
   __syncthreads();
   float acc[NT][4];
   fp8::warp_dot<B, NT, U>(w, c0, c1, alo, ahi, xs, p.stride, p.M, acc);
@@ -64,7 +72,7 @@ __global__ void __launch_bounds__(fp8::kThreads, fp8::min_blocks(NT))
 
 // The streamed variant (linear_fp8_stream.cuh): grid ceil(N / R), dynamic shared memory
 // kRingBytes (the weight slices) + M * stride (the staged B operand).
-template <BKind B, int NT, int R>
+template <BKind B, bool Q, int NT, int R>
 __global__ void __launch_bounds__(fp8::kThreads, fp8::stream_min_blocks(NT))
     fp8_linear_stream_kernel(const Fp8LinearParams p) {
   extern __shared__ __align__(128) uint8_t smem[];  // [kRingBytes] ring, then [M][stride] x
@@ -75,7 +83,8 @@ __global__ void __launch_bounds__(fp8::kThreads, fp8::stream_min_blocks(NT))
   const int rows = static_cast<int>(min(static_cast<int64_t>(R), p.N - n0));
   const fp8::StreamTile w{p.w + n0 * p.K, rows, p.K};
   fp8::stream_start<R>(w, ring);  // in flight while x is staged
-  fp8::stage_b<B, B == BKind::E4M3>(p.x, p.ldx, p.M, p.K, p.input_scale, xs, p.stride);
+  fp8::stage_b<B, Q>(static_cast<const StagedX<B, Q>*>(p.x), p.ldx, p.M, p.K, p.input_scale, xs,
+                     p.stride);
   float acc[NT][4];
   fp8::stream_dot<B, NT, R>(w, ring, xs, p.stride, p.M, acc);
   store_tile<NT>(p, acc, red, n0, rows);
@@ -88,16 +97,16 @@ void go(const Fp8LinearParams& q, unsigned blocks, size_t smem, cudaStream_t s) 
   STRATA_CUDA_LAUNCH_CHECK();
 }
 
-template <BKind B, int NT>
+template <BKind B, bool Q, int NT>
 void launch_nt(const Fp8LinearParams& q, cudaStream_t s) {
   const unsigned blocks = static_cast<unsigned>((q.N + fp8::kTileRows - 1) / fp8::kTileRows);
   const size_t smem = static_cast<size_t>(q.M * q.stride);
-  go<fp8_linear_kernel<B, NT, fp8::kBatch>, NT>(q, blocks, smem, s);
+  go<fp8_linear_kernel<B, Q, NT, fp8::kBatch>, NT>(q, blocks, smem, s);
 }
 
-template <BKind B, int NT, int R>
+template <BKind B, bool Q, int NT, int R>
 void launch_stream_r(const Fp8LinearParams& q, cudaStream_t s) {
-  constexpr auto kKernel = fp8_linear_stream_kernel<B, NT, R>;
+  constexpr auto kKernel = fp8_linear_stream_kernel<B, Q, NT, R>;
   const unsigned blocks = static_cast<unsigned>((q.N + R - 1) / R);
   const size_t smem = fp8::stream_smem(q.M * q.stride);
   fp8::fit_stream_smem<kKernel>(smem, sizeof(fp8::TileRed<NT>));
@@ -105,28 +114,28 @@ void launch_stream_r(const Fp8LinearParams& q, cudaStream_t s) {
   STRATA_CUDA_LAUNCH_CHECK();
 }
 
-template <BKind B, int NT>
+template <BKind B, bool Q, int NT>
 void launch_stream_nt(const Fp8LinearParams& q, cudaStream_t s) {
-  // 8-row blocks double the blocks that stage x: only where staging is cheap (W8A16 copies x;
-  // W8A8 divides T x K values per block, which dominated at T = 8 on the register core).
+  // 8-row blocks double the blocks that stage x: only where staging is cheap (copies of bf16 or
+  // e4m3 x; W8A8 from bf16 divides T x K values per block, which dominated at T = 8 on the
+  // register core).
   const int64_t tiles = (q.N + fp8::kTileRows - 1) / fp8::kTileRows;
   if constexpr (NT == 1)
-    if ((B == BKind::BF16 || q.M <= 2) &&
-        fp8::rows_for_grid(tiles, q.N, 1, fp8::stream_block_slots()) == 8)
-      return launch_stream_r<B, NT, 8>(q, s);
-  launch_stream_r<B, NT, 16>(q, s);
+    if ((!Q || q.M <= 2) && fp8::rows_for_grid(tiles, q.N, 1, fp8::stream_block_slots()) == 8)
+      return launch_stream_r<B, Q, NT, 8>(q, s);
+  launch_stream_r<B, Q, NT, 16>(q, s);
 }
 
 // The launch parameters shared by both cores (validated like launch_linear_fp8_gemv).
 Fp8LinearParams params_of(const LinearLaunch& p, const char* fail) {
   const bool w8a8 = p.input_scale > 0.f;
-  if (p.x.rows > (w8a8 ? kFp8GemvMaxRowsW8A8 : kFp8GemvMaxRows) || p.wt != DType::F8E4M3 ||
-      p.x.dt != DType::BF16 || p.k % 16 != 0 ||
-      fp8_gemv_stage_bytes(p.x.rows, p.k, w8a8) > fp8::kMaxStageBytes ||
+  const bool x_ok = p.x.dt == DType::BF16 || (w8a8 && p.x.dt == DType::F8E4M3);
+  if (p.x.rows > (w8a8 ? kFp8GemvMaxRowsW8A8 : kFp8GemvMaxRows) || p.wt != DType::F8E4M3 || !x_ok ||
+      p.k % 16 != 0 || fp8_gemv_stage_bytes(p.x.rows, p.k, w8a8) > fp8::kMaxStageBytes ||
       (p.out.dt != DType::F32 && p.out.dt != DType::BF16))
     STRATA_CUDA_FAIL(fail);
   Fp8LinearParams q;
-  q.x = static_cast<const bf16*>(p.x.p);
+  q.x = p.x.p;
   q.ldx = p.x.ld;
   q.M = static_cast<int>(p.x.rows);
   q.w = static_cast<const uint8_t*>(p.w);
@@ -156,12 +165,14 @@ void launch_linear_fp8_gemv(const LinearLaunch& p, void* stream) {
   const Fp8LinearParams q =
       params_of(p, "fp8 GEMV: arguments outside the kernel's limits (checked in supports)");
   auto s = static_cast<cudaStream_t>(stream);
-  if (p.input_scale > 0.f)
-    launch_nt<BKind::E4M3, 1>(q, s);
+  if (p.input_scale > 0.f && p.x.dt == DType::F8E4M3)
+    launch_nt<BKind::E4M3, false, 1>(q, s);
+  else if (p.input_scale > 0.f)
+    launch_nt<BKind::E4M3, true, 1>(q, s);
   else if (q.M <= 8)
-    launch_nt<BKind::BF16, 1>(q, s);
+    launch_nt<BKind::BF16, false, 1>(q, s);
   else
-    launch_nt<BKind::BF16, 2>(q, s);
+    launch_nt<BKind::BF16, false, 2>(q, s);
 }
 
 void launch_linear_fp8_stream(const LinearLaunch& p, void* stream) {
@@ -169,12 +180,14 @@ void launch_linear_fp8_stream(const LinearLaunch& p, void* stream) {
   const Fp8LinearParams q = params_of(
       p, "fp8 streamed GEMV: arguments outside the kernel's limits (checked in supports)");
   auto s = static_cast<cudaStream_t>(stream);
-  if (p.input_scale > 0.f)
-    launch_stream_nt<BKind::E4M3, 1>(q, s);
+  if (p.input_scale > 0.f && p.x.dt == DType::F8E4M3)
+    launch_stream_nt<BKind::E4M3, false, 1>(q, s);
+  else if (p.input_scale > 0.f)
+    launch_stream_nt<BKind::E4M3, true, 1>(q, s);
   else if (q.M <= 8)
-    launch_stream_nt<BKind::BF16, 1>(q, s);
+    launch_stream_nt<BKind::BF16, false, 1>(q, s);
   else
-    launch_stream_nt<BKind::BF16, 2>(q, s);
+    launch_stream_nt<BKind::BF16, false, 2>(q, s);
 }
 
 }  // namespace strata::cuda

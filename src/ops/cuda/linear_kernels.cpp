@@ -8,6 +8,9 @@
 //   - cuBLASLt the choice above (the harness tests all).
 // Decode steps of 2..16 tokens run cuBLASLt's tensor-core GEMMs: at those M its time is that of
 // M = 1 (the weights are read once), while the GEMV-style kernels' work grows with M.
+// An e4m3 x (W8A8, quantized by its producer: ops.h QuantizedOut) takes the same kernels with
+// the same limits, minus their quantization (no separate pass before cuBLASLt and the small-M
+// kernel; the FP8 GEMVs stage a copy).
 #ifdef STRATA_HAVE_CUDA
 #include <cstdlib>
 
@@ -33,9 +36,13 @@ void check_common(ArgCheck& c, const LinearArgs& a) {
   const DType xt = a.x.dtype(), wt = w.dtype();
   const bool combo = (xt == DType::BF16 && (wt == DType::BF16 || wt == DType::F8E4M3)) ||
                      (xt == DType::BF16 && wt == DType::F32 && a.out.dtype() == DType::F32) ||
-                     (xt == DType::F32 && wt == DType::F32 && a.out.dtype() == DType::F32);
+                     (xt == DType::F32 && wt == DType::F32 && a.out.dtype() == DType::F32) ||
+                     (xt == DType::F8E4M3 && wt == DType::F8E4M3);
   c.require(combo, fmt::format("x {} with weight {} -> out {} is not a supported combination",
                                dtype_name(xt), dtype_name(wt), dtype_name(a.out.dtype())));
+  if (xt == DType::F8E4M3)
+    c.require(a.w.input_scale > 0.f,
+              "x f8e4m3 (quantized by its producer) needs the weight's input_scale > 0 (W8A8)");
   if (wt == DType::F8E4M3)
     c.require(a.w.input_scale >= 0.f && a.w.weight_scale > 0.f,
               fmt::format("fp8 scales: weight_scale {} must be > 0, input_scale {} >= 0",
@@ -58,13 +65,16 @@ LinearLaunch launch_of(const LinearArgs& a) {
   return p;
 }
 
-// W8A8: quantizes x into `scratch` (kept alive by the caller until the GEMM is enqueued).
+// W8A8: the GEMM's e4m3 x. An x already e4m3 was quantized by its producer (rms_norm,
+// gated_rms_norm or relu2 with out_q: no pass here); a bf16 x is quantized into `scratch`
+// (kept alive by the caller until the GEMM is enqueued).
 void quantize_input(const LinearArgs& a, LinearLaunch& p, Tensor& scratch, void* stream) {
+  p.scale = a.w.input_scale * a.w.weight_scale;
+  if (a.x.dtype() == DType::F8E4M3) return;
   const int64_t T = a.x.dim(0), K = a.x.dim(1);
   scratch = Tensor::empty(Shape{T, K}, DType::F8E4M3, Device::Cuda);
   launch_quantize_fp8(p.x, a.w.input_scale, scratch.raw(), stream);
   p.x = Mat{scratch.raw(), T, K, K, DType::F8E4M3};
-  p.scale = a.w.input_scale * a.w.weight_scale;
 }
 
 // A row limit from the environment (1..max, read by the caller once), else `fallback`.
@@ -196,6 +206,12 @@ bool cublaslt_supports(const LinearArgs& a, std::string* why) {
             "fp8 weight without input_scale (W8A16) runs only in the small-M kernel (T <= {})",
             kSmallMMaxRows));
     c.require(a.x.dim(1) % 16 == 0, fmt::format("FP8 GEMM needs K % 16 == 0 (K = {})", a.x.dim(1)));
+    // An e4m3 x is the GEMM's operand as it is (a quantized copy is contiguous).
+    if (a.x.dtype() == DType::F8E4M3)
+      c.require(
+          reinterpret_cast<uintptr_t>(a.x.raw()) % 16 == 0 &&
+              (a.x.dim(0) == 1 || a.x.stride(0) % 16 == 0),
+          fmt::format("FP8 GEMM needs e4m3 x rows 16-byte aligned (row stride {})", a.x.stride(0)));
     // Also for a single output row: cuBLASLt's FP8 heuristic refuses an odd leading dimension
     // even then (seen on the H200 for N = 11002, T = 1: "not supported").
     c.require(a.out.stride(0) % 8 == 0,

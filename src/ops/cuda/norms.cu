@@ -1,6 +1,8 @@
 // RMSNorm kernels: one block per row (or per row and group); the sum of squares in f32 over
 // the values as stored (the residual after its rounding), 1/sqrt like the host, the weight
 // applied after the activation rounding, as vLLM does.
+// With an e4m3 copy requested (QuantOut, the input of a W8A8 linear) each value stored to act is
+// also written as e4m3_sat(value / scale); `out` may then be absent (null).
 // Two forms of each: a register form for rows that are 16-byte aligned (every real model's:
 // each thread loads its 16-byte chunks of x, the residual, z and the weight at once, keeps them
 // in registers across the reduction and writes from there — one memory round trip instead of
@@ -8,6 +10,7 @@
 // for any other layout.
 #include "ops/cuda/common.cuh"
 #include "ops/cuda/norms.h"
+#include "ops/cuda/quantize_e4m3.cuh"
 
 #include <algorithm>
 #include <cstdint>
@@ -20,8 +23,8 @@ namespace {
 // run-time test made the no-x2 register form 45% slower at 512 rows on the H200).
 template <class T, bool kX2>
 __global__ void rms_norm_kernel(const T* x, int64_t ldx, const T* x2, int64_t ldx2, T* res,
-                                int64_t ldr, const T* w, float eps, T* out, int64_t ldo,
-                                int64_t H) {
+                                int64_t ldr, const T* w, float eps, T* out, int64_t ldo, int64_t H,
+                                QDev q) {
   __shared__ float scratch[32];
   const int64_t r = blockIdx.x;
   const T* xr = x + r * ldx;
@@ -43,17 +46,20 @@ __global__ void rms_norm_kernel(const T* x, int64_t ldx, const T* x2, int64_t ld
   }
   ss = block_sum(ss, scratch);
   const float inv = 1.f / sqrtf(ss / static_cast<float>(H) + eps);
-  T* orow = out + r * ldo;
+  T* orow = out ? out + r * ldo : nullptr;
+  uint8_t* qrow = q.p ? q.p + r * q.ld : nullptr;
   for (int64_t i = threadIdx.x; i < H; i += blockDim.x) {
     // Same thread, same index as the first loop: the residual it wrote is visible to it.
     const float v = rr ? to_f32(rr[i]) : x_at(i);
-    orow[i] = from_f32<T>(round_to<T>(v * inv) * to_f32(w[i]));
+    const T o = from_f32<T>(round_to<T>(v * inv) * to_f32(w[i]));
+    if (orow) orow[i] = o;
+    if (qrow) qrow[i] = quantize_e4m3(q, to_f32(o));
   }
 }
 
 template <class T>
 __global__ void gated_rms_norm_kernel(const T* y, int64_t ldy, const T* z, int64_t ldz, const T* w,
-                                      int64_t group_size, float eps, T* out, int64_t ldo) {
+                                      int64_t group_size, float eps, T* out, int64_t ldo, QDev q) {
   __shared__ float scratch[32];
   const int64_t r = blockIdx.x, g0 = static_cast<int64_t>(blockIdx.y) * group_size;
   const T* yr = y + r * ldy + g0;
@@ -65,10 +71,13 @@ __global__ void gated_rms_norm_kernel(const T* y, int64_t ldy, const T* z, int64
   }
   ss = block_sum(ss, scratch);
   const float inv = 1.f / sqrtf(ss / static_cast<float>(group_size) + eps);
-  T* orow = out + r * ldo + g0;
+  T* orow = out ? out + r * ldo + g0 : nullptr;
+  uint8_t* qrow = q.p ? q.p + r * q.ld + g0 : nullptr;
   for (int64_t i = threadIdx.x; i < group_size; i += blockDim.x) {
     const float v = to_f32(yr[i]) * siluf_(to_f32(zr[i]));
-    orow[i] = from_f32<T>(round_to<T>(v * inv) * to_f32(w[g0 + i]));
+    const T o = from_f32<T>(round_to<T>(v * inv) * to_f32(w[g0 + i]));
+    if (orow) orow[i] = o;
+    if (qrow) qrow[i] = quantize_e4m3(q, to_f32(o));
   }
 }
 
@@ -90,10 +99,11 @@ __device__ __forceinline__ void store_chunk(T* p, const Chunk<T>& c) {
 }
 
 // One block per row; thread t owns chunks t, t + blockDim, ... (at most kMaxChunksPerThread).
+// out null: only q (the e4m3 copy) is written; q.p null: only out.
 template <class T, bool kX2>
 __global__ void rms_norm_registers_kernel(const T* x, int64_t ldx, const T* x2, int64_t ldx2,
                                           T* res, int64_t ldr, const T* w, float eps, T* out,
-                                          int64_t ldo, int64_t H) {
+                                          int64_t ldo, int64_t H, QDev q) {
   constexpr int V = Chunk<T>::kValues;
   __shared__ float scratch[32];
   const int64_t r = blockIdx.x, chunks = H / V;
@@ -132,17 +142,20 @@ __global__ void rms_norm_registers_kernel(const T* x, int64_t ldx, const T* x2, 
 #pragma unroll
     for (int i = 0; i < V; ++i)
       o.v[i] = from_f32<T>(round_to<T>(to_f32(xc[k].v[i]) * inv) * to_f32(wc[k].v[i]));
-    store_chunk(out + r * ldo + c * V, o);
+    if (out) store_chunk(out + r * ldo + c * V, o);
+    if (q.p) store_e4m3(q, q.p + r * q.ld + c * V, o.v);
   }
 }
 
-// One (row, group) of the gated norm in registers: y, z, w and out point at the group's first
-// value; this thread holds chunks first + k * step (k < CPT, below group_size / V), and `reduce`
-// sums the squares over the threads that share the group (the block, or one warp).
+// One (row, group) of the gated norm in registers: y, z, w, out and qp (q's e4m3 copy, bytes)
+// point at the group's first value (out or qp null: not written); this thread holds chunks
+// first + k * step (k < CPT, below group_size / V), and `reduce` sums the squares over the
+// threads that share the group (the block, or one warp).
 template <class T, int CPT, class Reduce>
 __device__ __forceinline__ void gated_norm_group(const T* y, const T* z, const T* w, T* out,
-                                                 int64_t group_size, int64_t first, int64_t step,
-                                                 float eps, Reduce reduce) {
+                                                 uint8_t* qp, const QDev& q, int64_t group_size,
+                                                 int64_t first, int64_t step, float eps,
+                                                 Reduce reduce) {
   constexpr int V = Chunk<T>::kValues;
   const int64_t chunks = group_size / V;
   Chunk<T> yc[CPT], zc[CPT], wc[CPT];
@@ -176,7 +189,8 @@ __device__ __forceinline__ void gated_norm_group(const T* y, const T* z, const T
 #pragma unroll
     for (int i = 0; i < V; ++i)
       o.v[i] = from_f32<T>(round_to<T>(gated[k][i] * inv) * to_f32(wc[k].v[i]));
-    store_chunk(out + c * V, o);
+    if (out) store_chunk(out + c * V, o);
+    if (qp) store_e4m3(q, qp + c * V, o.v);
   }
 }
 
@@ -184,13 +198,13 @@ __device__ __forceinline__ void gated_norm_group(const T* y, const T* z, const T
 template <class T>
 __global__ void gated_rms_norm_registers_kernel(const T* y, int64_t ldy, const T* z, int64_t ldz,
                                                 const T* w, int64_t group_size, float eps, T* out,
-                                                int64_t ldo) {
+                                                int64_t ldo, QDev q) {
   __shared__ float scratch[32];
   const int64_t r = blockIdx.x, g0 = static_cast<int64_t>(blockIdx.y) * group_size;
-  gated_norm_group<T, kMaxChunksPerThread>(y + r * ldy + g0, z + r * ldz + g0, w + g0,
-                                           out + r * ldo + g0, group_size, threadIdx.x,
-                                           blockDim.x, eps,
-                                           [&](float v) { return block_sum(v, scratch); });
+  gated_norm_group<T, kMaxChunksPerThread>(
+      y + r * ldy + g0, z + r * ldz + g0, w + g0, out ? out + r * ldo + g0 : nullptr,
+      q.p ? q.p + r * q.ld + g0 : nullptr, q, group_size, threadIdx.x, blockDim.x, eps,
+      [&](float v) { return block_sum(v, scratch); });
 }
 
 // One warp per (row, group), kWarpBlock / 32 pairs per block: the group's chunks (at most 32 x
@@ -203,17 +217,23 @@ template <class T, int CPL>
 __global__ void __launch_bounds__(kWarpBlock)
     gated_rms_norm_warp_kernel(const T* y, int64_t ldy, const T* z, int64_t ldz, const T* w,
                                int64_t group_size, int64_t groups, int64_t pairs, float eps, T* out,
-                               int64_t ldo) {
+                               int64_t ldo, QDev q) {
   const int64_t pair = static_cast<int64_t>(blockIdx.x) * (kWarpBlock / 32) + (threadIdx.x >> 5);
   if (pair >= pairs) return;  // the whole warp
   const int64_t r = pair / groups, g0 = (pair % groups) * group_size;
-  gated_norm_group<T, CPL>(y + r * ldy + g0, z + r * ldz + g0, w + g0, out + r * ldo + g0,
-                           group_size, threadIdx.x & 31, 32, eps,
+  gated_norm_group<T, CPL>(y + r * ldy + g0, z + r * ldz + g0, w + g0,
+                           out ? out + r * ldo + g0 : nullptr, q.p ? q.p + r * q.ld + g0 : nullptr,
+                           q, group_size, threadIdx.x & 31, 32, eps,
                            [](float v) { return warp_sum(v); });
 }
 
 bool aligned16(const void* p) {
   return p == nullptr || reinterpret_cast<uintptr_t>(p) % 16 == 0;
+}
+
+// The e4m3 copy fits the register forms: V-value chunks land on V-byte aligned stores.
+bool q_fits(const QuantOut& q, int64_t V) {
+  return q.p == nullptr || (aligned16(q.p) && q.ld % V == 0);
 }
 
 // Threads for the register form over `chunks` 16-byte chunks (0 = the register form cannot
@@ -231,7 +251,7 @@ int threads_for(int64_t width) {
 }  // namespace
 
 void launch_rms_norm(const Mat& x, const Mat& x2, const Mat& residual, const Vec& weight, float eps,
-                     const Mat& out, void* stream) {
+                     const Mat& out, const QuantOut& q, void* stream) {
   if (x.rows == 0) return;
   with_act(x.dt, [&](auto tag) {
     using T = decltype(tag);
@@ -240,13 +260,13 @@ void launch_rms_norm(const Mat& x, const Mat& x2, const Mat& residual, const Vec
     const int rt = x.cols % V == 0 ? register_threads(x.cols / V) : 0;
     if (rt > 0 && x.ld % V == 0 && out.ld % V == 0 && (!has_res || residual.ld % V == 0) &&
         (!has_x2 || x2.ld % V == 0) && aligned16(x.p) && aligned16(x2.p) && aligned16(out.p) &&
-        aligned16(residual.p) && aligned16(weight.p)) {
+        aligned16(residual.p) && aligned16(weight.p) && q_fits(q, V)) {
       auto kernel =
           has_x2 ? rms_norm_registers_kernel<T, true> : rms_norm_registers_kernel<T, false>;
       kernel<<<static_cast<unsigned>(x.rows), rt, 0, static_cast<cudaStream_t>(stream)>>>(
           static_cast<const T*>(x.p), x.ld, static_cast<const T*>(x2.p), x2.ld,
           static_cast<T*>(residual.p), residual.ld, static_cast<const T*>(weight.p), eps,
-          static_cast<T*>(out.p), out.ld, x.cols);
+          static_cast<T*>(out.p), out.ld, x.cols, qdev_of(q));
       STRATA_CUDA_LAUNCH_CHECK();
       return;
     }
@@ -255,13 +275,13 @@ void launch_rms_norm(const Mat& x, const Mat& x2, const Mat& residual, const Vec
              static_cast<cudaStream_t>(stream)>>>(
         static_cast<const T*>(x.p), x.ld, static_cast<const T*>(x2.p), x2.ld,
         static_cast<T*>(residual.p), residual.ld, static_cast<const T*>(weight.p), eps,
-        static_cast<T*>(out.p), out.ld, x.cols);
+        static_cast<T*>(out.p), out.ld, x.cols, qdev_of(q));
     STRATA_CUDA_LAUNCH_CHECK();
   });
 }
 
 void launch_gated_rms_norm(const Mat& y, const Mat& z, const Vec& weight, int64_t groups, float eps,
-                           const Mat& out, void* stream) {
+                           const Mat& out, const QuantOut& q, void* stream) {
   if (y.rows == 0) return;
   const int64_t gs = y.cols / groups;
   with_act(y.dt, [&](auto tag) {
@@ -270,31 +290,31 @@ void launch_gated_rms_norm(const Mat& y, const Mat& z, const Vec& weight, int64_
     constexpr int V = Chunk<T>::kValues;
     const int rt = gs % V == 0 ? register_threads(gs / V) : 0;
     if (rt > 0 && y.ld % V == 0 && z.ld % V == 0 && out.ld % V == 0 && aligned16(y.p) &&
-        aligned16(z.p) && aligned16(out.p) && aligned16(weight.p)) {
+        aligned16(z.p) && aligned16(out.p) && aligned16(weight.p) && q_fits(q, V)) {
       gated_rms_norm_registers_kernel<T><<<grid, rt, 0, static_cast<cudaStream_t>(stream)>>>(
           static_cast<const T*>(y.p), y.ld, static_cast<const T*>(z.p), z.ld,
-          static_cast<const T*>(weight.p), gs, eps, static_cast<T*>(out.p), out.ld);
+          static_cast<const T*>(weight.p), gs, eps, static_cast<T*>(out.p), out.ld, qdev_of(q));
       STRATA_CUDA_LAUNCH_CHECK();
       return;
     }
     gated_rms_norm_kernel<T><<<grid, threads_for(gs), 0, static_cast<cudaStream_t>(stream)>>>(
         static_cast<const T*>(y.p), y.ld, static_cast<const T*>(z.p), z.ld,
-        static_cast<const T*>(weight.p), gs, eps, static_cast<T*>(out.p), out.ld);
+        static_cast<const T*>(weight.p), gs, eps, static_cast<T*>(out.p), out.ld, qdev_of(q));
     STRATA_CUDA_LAUNCH_CHECK();
   });
 }
 
 bool gated_rms_norm_warp_fits(const Mat& y, const Mat& z, const Vec& weight, int64_t groups,
-                              const Mat& out) {
+                              const Mat& out, const QuantOut& q) {
   if (groups < 1 || y.cols % groups != 0) return false;
   const int64_t gs = y.cols / groups, V = 16 / static_cast<int64_t>(dtype_size(y.dt));
   return gs % V == 0 && gs / V <= 32 * kWarpMaxChunksPerLane && y.ld % V == 0 && z.ld % V == 0 &&
          out.ld % V == 0 && aligned16(y.p) && aligned16(z.p) && aligned16(out.p) &&
-         aligned16(weight.p);
+         aligned16(weight.p) && q_fits(q, V);
 }
 
 void launch_gated_rms_norm_warp(const Mat& y, const Mat& z, const Vec& weight, int64_t groups,
-                                float eps, const Mat& out, void* stream) {
+                                float eps, const Mat& out, const QuantOut& q, void* stream) {
   if (y.rows == 0) return;
   const int64_t gs = y.cols / groups, pairs = y.rows * groups;
   const unsigned blocks = grid_1d(pairs, kWarpBlock / 32);
@@ -304,7 +324,8 @@ void launch_gated_rms_norm_warp(const Mat& y, const Mat& z, const Vec& weight, i
     auto launch = [&](auto kernel) {
       kernel<<<blocks, kWarpBlock, 0, static_cast<cudaStream_t>(stream)>>>(
           static_cast<const T*>(y.p), y.ld, static_cast<const T*>(z.p), z.ld,
-          static_cast<const T*>(weight.p), gs, groups, pairs, eps, static_cast<T*>(out.p), out.ld);
+          static_cast<const T*>(weight.p), gs, groups, pairs, eps, static_cast<T*>(out.p), out.ld,
+          qdev_of(q));
       STRATA_CUDA_LAUNCH_CHECK();
     };
     static_assert(kWarpMaxChunksPerLane == 8, "the dispatch below covers 2, 4 and 8 chunks");

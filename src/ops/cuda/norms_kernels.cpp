@@ -12,16 +12,19 @@ using ops::RmsNormArgs;
 
 bool rms_norm_supports(const RmsNormArgs& a, std::string* why) {
   ArgCheck c(why);
-  c.on_device(a.x, "x").on_device(a.weight, "weight").on_device(a.out, "out").act(a.x, "x");
-  c.same_dtype(a.x, a.weight, "x", "weight")
-      .same_dtype(a.x, a.out, "x", "out")
-      .rows(a.x, -1, -1, "x");
+  c.on_device(a.x, "x").on_device(a.weight, "weight").act(a.x, "x");
+  c.same_dtype(a.x, a.weight, "x", "weight").rows(a.x, -1, -1, "x");
   if (!c) return false;
-  c.contiguous(a.weight, Shape{a.x.dim(1)}, "weight").rows(a.out, a.x.dim(0), a.x.dim(1), "out");
+  c.contiguous(a.weight, Shape{a.x.dim(1)}, "weight");
+  if (a.out.defined())
+    c.on_device(a.out, "out")
+        .same_dtype(a.x, a.out, "x", "out")
+        .rows(a.out, a.x.dim(0), a.x.dim(1), "out");
+  check_quantized_out(c, a.out, a.out_q, a.out_q_scale, a.x.dim(0), a.x.dim(1));
   if (a.residual.defined()) {
     c.on_device(a.residual, "residual").same_dtype(a.x, a.residual, "x", "residual");
     c.rows(a.residual, a.x.dim(0), a.x.dim(1), "residual");
-    c.require(a.residual.raw() != a.out.raw(), "out must not alias residual");
+    c.require(!a.out.defined() || a.residual.raw() != a.out.raw(), "out must not alias residual");
   }
   if (a.x2.defined()) {
     c.on_device(a.x2, "x2").same_dtype(a.x, a.x2, "x", "x2");
@@ -29,33 +32,30 @@ bool rms_norm_supports(const RmsNormArgs& a, std::string* why) {
   }
   return c;
 }
-// The optional tensors as views (p null when absent).
-Mat opt_mat(const Tensor& t) {
-  return t.defined() ? mat_of(t) : Mat{};
-}
 void rms_norm_run(const RmsNormArgs& a, OpContext& ctx) {
-  launch_rms_norm(mat_of(a.x), opt_mat(a.x2), opt_mat(a.residual), vec_of(a.weight), a.eps,
-                  mat_of(a.out), stream_of(ctx));
+  launch_rms_norm(mat_of(a.x), opt_mat_of(a.x2), opt_mat_of(a.residual), vec_of(a.weight), a.eps,
+                  opt_mat_of(a.out), quant_out_of(a.out_q, a.out_q_scale), stream_of(ctx));
 }
 
 bool gated_supports(const GatedRmsNormArgs& a, std::string* why) {
   ArgCheck c(why);
-  c.on_device(a.y, "y").on_device(a.z, "z").on_device(a.weight, "weight").on_device(a.out, "out");
+  c.on_device(a.y, "y").on_device(a.z, "z").on_device(a.weight, "weight");
   c.act(a.y, "y").same_dtype(a.y, a.z, "y", "z").same_dtype(a.y, a.weight, "y", "weight");
-  c.same_dtype(a.y, a.out, "y", "out").rows(a.y, -1, -1, "y");
+  c.rows(a.y, -1, -1, "y");
   if (!c) return false;
   const int64_t D = a.y.dim(1);
   c.require(a.groups >= 1 && D % a.groups == 0,
             fmt::format("groups {} must divide the width {} of y", a.groups, D));
-  c.rows(a.z, a.y.dim(0), D, "z")
-      .rows(a.out, a.y.dim(0), D, "out")
-      .contiguous(a.weight, Shape{D}, "weight");
+  c.rows(a.z, a.y.dim(0), D, "z").contiguous(a.weight, Shape{D}, "weight");
+  if (a.out.defined())
+    c.on_device(a.out, "out").same_dtype(a.y, a.out, "y", "out").rows(a.out, a.y.dim(0), D, "out");
+  check_quantized_out(c, a.out, a.out_q, a.out_q_scale, a.y.dim(0), D);
   c.require(a.groups <= 65535, "at most 65535 groups");
   return c;
 }
 void gated_run(const GatedRmsNormArgs& a, OpContext& ctx) {
-  launch_gated_rms_norm(mat_of(a.y), mat_of(a.z), vec_of(a.weight), a.groups, a.eps, mat_of(a.out),
-                        stream_of(ctx));
+  launch_gated_rms_norm(mat_of(a.y), mat_of(a.z), vec_of(a.weight), a.groups, a.eps,
+                        opt_mat_of(a.out), quant_out_of(a.out_q, a.out_q_scale), stream_of(ctx));
 }
 
 // One warp per (row, group): aligned rows, groups of at most 256 16-byte chunks.
@@ -66,15 +66,16 @@ bool gated_warp_supports(const GatedRmsNormArgs& a, std::string* why) {
             "disabled by STRATA_CUDA_DISABLE_KERNELS");
   c.require(a.y.dim(0) >= warp_form_min_rows(),
             fmt::format("{} rows (the warp form from {})", a.y.dim(0), warp_form_min_rows()));
-  c.require(
-      gated_rms_norm_warp_fits(mat_of(a.y), mat_of(a.z), vec_of(a.weight), a.groups, mat_of(a.out)),
-      fmt::format("rows not 16-byte aligned or groups wider than {} chunks of 16 bytes",
-                  32 * kWarpMaxChunksPerLane));
+  c.require(gated_rms_norm_warp_fits(mat_of(a.y), mat_of(a.z), vec_of(a.weight), a.groups,
+                                     opt_mat_of(a.out), quant_out_of(a.out_q, a.out_q_scale)),
+            fmt::format("rows not 16-byte aligned or groups wider than {} chunks of 16 bytes",
+                        32 * kWarpMaxChunksPerLane));
   return c;
 }
 void gated_warp_run(const GatedRmsNormArgs& a, OpContext& ctx) {
   launch_gated_rms_norm_warp(mat_of(a.y), mat_of(a.z), vec_of(a.weight), a.groups, a.eps,
-                             mat_of(a.out), stream_of(ctx));
+                             opt_mat_of(a.out), quant_out_of(a.out_q, a.out_q_scale),
+                             stream_of(ctx));
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // Host elementwise ops: relu2 (out = act(relu(x)^2)), add (out = act(a + b)) over 2-D rows
 // (row stride >= width; a 1-D tensor is one row) and cast between float dtypes (contiguous,
-// any rank). All math in f32; relu2 and add may run in place (out aliasing an input).
+// any rank). All math in f32; relu2 and add may run in place (out aliasing an input). relu2 may
+// also write the e4m3 input of a W8A8 linear (out_q, ops.h), with or without out.
 #include <algorithm>
 #include <cstring>
 #include <vector>
@@ -24,21 +25,28 @@ bool rank_1_or_2(ArgCheck& c, const Tensor& t, const char* name) {
          rows_like(c, t, name, t);
 }
 
+// out_q (the e4m3 input of a W8A8 down projection) takes 2-D x only.
 bool relu2_supports(const Relu2Args& a, std::string* why) {
   ArgCheck c("relu2", why);
-  return c.host(a.x, "x") && c.host(a.out, "out") && rank_1_or_2(c, a.x, "x") &&
-         rows_like(c, a.out, "out", a.x);
+  if (!(c.host(a.x, "x") && rank_1_or_2(c, a.x, "x"))) return false;
+  if (a.out.defined() && !(c.host(a.out, "out") && rows_like(c, a.out, "out", a.x))) return false;
+  if (a.out_q.defined() && !c.that(a.x.rank() == 2, "out_q needs 2-D x [T, N]")) return false;
+  return quantized_out_ok(c, a.out, a.out_q, a.out_q_scale, a.x.dim(0),
+                          a.x.rank() == 2 ? a.x.dim(1) : 0);
 }
 
 void relu2_run(const Relu2Args& a, OpContext&) {
-  const RowsView x(a.x), out(a.out);
+  const bool has_out = a.out.defined(), has_q = a.out_q.defined();
+  const RowsView x(a.x), out = has_out ? RowsView(a.out) : RowsView(a.x);
+  const DType act = out.dtype;
   parallel_for(x.rows, [&](int64_t t0, int64_t t1) {
     std::vector<float> v(static_cast<size_t>(x.cols));
     for (int64_t t = t0; t < t1; ++t) {
       x.load(t, v.data());
       for (float& e : v)
         e = e > 0.f ? e * e : 0.f;
-      out.store(t, v.data());
+      if (has_out) out.store(t, v.data());
+      if (has_q) store_quantized_row(a.out_q, a.out_q_scale, act, t, x.cols, v.data());
     }
   });
 }

@@ -98,6 +98,20 @@ void RowsView::store(int64_t r, int64_t c0, int64_t n, const float* src) const {
   store_f32(base + static_cast<size_t>(r * row_stride + c0) * es, dtype, n, src);
 }
 
+bool quantized_out_ok(ArgCheck& c, const Tensor& out, const Tensor& out_q, float scale,
+                      int64_t rows, int64_t cols) {
+  if (!out_q.defined()) return c.that(out.defined(), "out must be given (or out_q)");
+  return c.host(out_q, "out_q") && c.dtype_in(out_q, "out_q", {DType::F8E4M3}) &&
+         c.rows(out_q, "out_q", rows, cols) && c.that(scale > 0.f, "out_q_scale must be > 0");
+}
+
+void store_quantized_row(const Tensor& out_q, float scale, DType act, int64_t r, int64_t n,
+                         const float* v) {
+  auto* q = static_cast<uint8_t*>(out_q.raw()) + r * out_q.stride(0);
+  for (int64_t i = 0; i < n; ++i)
+    q[i] = fp8e4m3_from_f32_sat(round_to(act, v[i]) / scale);
+}
+
 void load_f32(const void* p, DType t, int64_t n, float* dst) {
   switch (t) {
     case DType::F32:

@@ -79,6 +79,15 @@ char* element_ptr(const Tensor& t, std::initializer_list<int64_t> index);
 // Value after a store to `t` and a load back: the "stored in act" rounding point.
 float round_to(DType t, float v);
 
+// The quantized output of a producer op (ops::QuantizedOut): checks that `out` or `out_q` is
+// given and out_q (when given) is host [rows, cols] e4m3 rows with a scale > 0.
+bool quantized_out_ok(ArgCheck& c, const Tensor& out, const Tensor& out_q, float scale,
+                      int64_t rows, int64_t cols);
+// Row r of out_q from n f32 values v (the op's output values before their store to act):
+// e4m3_sat(round_to(act, v[i]) / scale), the division and saturation of the W8A8 quantizer.
+void store_quantized_row(const Tensor& out_q, float scale, DType act, int64_t r, int64_t n,
+                         const float* v);
+
 // Index validation of packed-sequence ops; they throw strata::Error naming op and field.
 // cu_seqlens: starts at 0, non-decreasing, ends at `total`.
 void check_cu_seqlens(const char* op, const char* name, const std::vector<int32_t>& cu,
