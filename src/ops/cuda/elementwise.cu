@@ -4,6 +4,7 @@
 // e4m3 copy of its output for a W8A8 linear (QuantOut), with or without the act output.
 #include "ops/cuda/common.cuh"
 #include "ops/cuda/elementwise.h"
+#include "ops/cuda/pdl.cuh"
 #include "ops/cuda/quantize_e4m3.cuh"
 
 namespace strata::cuda {
@@ -20,6 +21,7 @@ dim3 grid_2d(const Mat& m) {
 template <class T>
 __global__ void relu2_kernel(const T* x, int64_t ldx, T* out, int64_t ldo, int64_t rows,
                              int64_t cols, QDev q) {
+  pdl_enter();
   const int64_t c = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (c >= cols) return;
   for (int64_t r = blockIdx.y; r < rows; r += gridDim.y) {
@@ -55,6 +57,7 @@ __device__ __forceinline__ uint4 map8(uint4 v, uint4 w, bool add) {
 template <bool ADD>
 __global__ void bf16x8_kernel(const uint4* a, int64_t lda, const uint4* b, int64_t ldb, uint4* out,
                               int64_t ldo, int64_t rows, int64_t vcols, QDev q) {
+  pdl_enter();
   const int64_t c = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (c >= vcols) return;
   for (int64_t r = blockIdx.y; r < rows; r += gridDim.y) {
@@ -88,18 +91,18 @@ void launch_bf16x8(bool add, const Mat& a, const Mat* b, const Mat& out, const Q
   const auto* pa = static_cast<const uint4*>(a.p);
   auto* po = static_cast<uint4*>(out.p);
   if (add)
-    bf16x8_kernel<true><<<grid, kThreads, 0, s>>>(pa, a.ld / 8, static_cast<const uint4*>(b->p),
-                                                  b->ld / 8, po, out.ld / 8, a.rows, vc,
-                                                  qdev_of(q));
+    launch_pdl(bf16x8_kernel<true>, grid, dim3(kThreads), 0, s, pa, a.ld / 8,
+               static_cast<const uint4*>(b->p), b->ld / 8, po, out.ld / 8, a.rows, vc, qdev_of(q));
   else
-    bf16x8_kernel<false><<<grid, kThreads, 0, s>>>(pa, a.ld / 8, nullptr, 0, po, out.ld / 8, a.rows,
-                                                   vc, qdev_of(q));
+    launch_pdl(bf16x8_kernel<false>, grid, dim3(kThreads), 0, s, pa, a.ld / 8, nullptr, 0, po,
+               out.ld / 8, a.rows, vc, qdev_of(q));
   STRATA_CUDA_LAUNCH_CHECK();
 }
 
 template <class T>
 __global__ void add_kernel(const T* a, int64_t lda, const T* b, int64_t ldb, T* out, int64_t ldo,
                            int64_t rows, int64_t cols) {
+  pdl_enter();
   const int64_t c = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (c >= cols) return;
   for (int64_t r = blockIdx.y; r < rows; r += gridDim.y)
@@ -121,9 +124,9 @@ void launch_relu2(const Mat& x, const Mat& out, const QuantOut& q, void* stream)
     return launch_bf16x8(false, x, nullptr, out, q, static_cast<cudaStream_t>(stream));
   with_act(x.dt, [&](auto tag) {
     using T = decltype(tag);
-    relu2_kernel<T><<<grid_2d(x), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(
-        static_cast<const T*>(x.p), x.ld, static_cast<T*>(out.p), out.ld, x.rows, x.cols,
-        qdev_of(q));
+    launch_pdl(relu2_kernel<T>, grid_2d(x), dim3(kThreads), 0, static_cast<cudaStream_t>(stream),
+               static_cast<const T*>(x.p), x.ld, static_cast<T*>(out.p), out.ld, x.rows, x.cols,
+               qdev_of(q));
     STRATA_CUDA_LAUNCH_CHECK();
   });
 }
@@ -134,9 +137,9 @@ void launch_add(const Mat& a, const Mat& b, const Mat& out, void* stream) {
     return launch_bf16x8(true, a, &b, out, QuantOut{}, static_cast<cudaStream_t>(stream));
   with_act(a.dt, [&](auto tag) {
     using T = decltype(tag);
-    add_kernel<T><<<grid_2d(a), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(
-        static_cast<const T*>(a.p), a.ld, static_cast<const T*>(b.p), b.ld, static_cast<T*>(out.p),
-        out.ld, a.rows, a.cols);
+    launch_pdl(add_kernel<T>, grid_2d(a), dim3(kThreads), 0, static_cast<cudaStream_t>(stream),
+               static_cast<const T*>(a.p), a.ld, static_cast<const T*>(b.p), b.ld,
+               static_cast<T*>(out.p), out.ld, a.rows, a.cols);
     STRATA_CUDA_LAUNCH_CHECK();
   });
 }

@@ -12,6 +12,7 @@
 #include "ops/cuda/linear.h"
 #include "ops/cuda/linear_fp8_mma.cuh"
 #include "ops/cuda/linear_fp8_stream.cuh"
+#include "ops/cuda/pdl.cuh"
 
 namespace strata::cuda {
 
@@ -55,13 +56,17 @@ __global__ void __launch_bounds__(fp8::kThreads, fp8::min_blocks(NT))
     fp8_linear_kernel(const Fp8LinearParams p) {
   extern __shared__ __align__(16) uint8_t xs[];  // [M][stride] the staged B operand
   __shared__ fp8::TileRed<NT> red;
+  pdl_trigger();
   const int64_t n0 = static_cast<int64_t>(blockIdx.x) * fp8::kTileRows;
   const int rows = static_cast<int>(min(static_cast<int64_t>(fp8::kTileRows), p.N - n0));
   const fp8::TileRows w = fp8::tile_rows(p.w + n0 * p.K, rows, p.K);
   int c0, c1;
   fp8::warp_chunks(p.K, c0, c1);
   uint4 alo[U], ahi[U];
-  fp8::load_batch<U>(w, c0, c1, alo, ahi);  // in flight while x is staged
+  // The first weights in flight while the kernel before finishes (read-only: pdl.cuh) and
+  // while x is staged.
+  fp8::load_batch<U>(w, c0, c1, alo, ahi);
+  pdl_wait();
   fp8::stage_b<B, Q>(static_cast<const StagedX<B, Q>*>(p.x), p.ldx, p.M, p.K, p.input_scale, xs,
                      p.stride);
   __syncthreads();
@@ -82,7 +87,11 @@ __global__ void __launch_bounds__(fp8::kThreads, fp8::stream_min_blocks(NT))
   const int64_t n0 = static_cast<int64_t>(blockIdx.x) * R;
   const int rows = static_cast<int>(min(static_cast<int64_t>(R), p.N - n0));
   const fp8::StreamTile w{p.w + n0 * p.K, rows, p.K};
-  fp8::stream_start<R>(w, ring);  // in flight while x is staged
+  pdl_trigger();
+  // The first weight slices in flight while the kernel before finishes (read-only: pdl.cuh) and
+  // while x is staged.
+  fp8::stream_start<R>(w, ring);
+  pdl_wait();
   fp8::stage_b<B, Q>(static_cast<const StagedX<B, Q>*>(p.x), p.ldx, p.M, p.K, p.input_scale, xs,
                      p.stride);
   float acc[NT][4];
@@ -93,7 +102,7 @@ __global__ void __launch_bounds__(fp8::kThreads, fp8::stream_min_blocks(NT))
 template <auto Kernel, int NT>
 void go(const Fp8LinearParams& q, unsigned blocks, size_t smem, cudaStream_t s) {
   fp8::fit_smem<Kernel>(smem, sizeof(fp8::TileRed<NT>));
-  Kernel<<<blocks, fp8::kThreads, smem, s>>>(q);
+  launch_pdl(Kernel, dim3(blocks), dim3(fp8::kThreads), smem, s, q);
   STRATA_CUDA_LAUNCH_CHECK();
 }
 
@@ -110,7 +119,7 @@ void launch_stream_r(const Fp8LinearParams& q, cudaStream_t s) {
   const unsigned blocks = static_cast<unsigned>((q.N + R - 1) / R);
   const size_t smem = fp8::stream_smem(q.M * q.stride);
   fp8::fit_stream_smem<kKernel>(smem, sizeof(fp8::TileRed<NT>));
-  kKernel<<<blocks, fp8::kThreads, smem, s>>>(q);
+  launch_pdl(kKernel, dim3(blocks), dim3(fp8::kThreads), smem, s, q);
   STRATA_CUDA_LAUNCH_CHECK();
 }
 

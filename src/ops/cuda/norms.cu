@@ -10,6 +10,7 @@
 // for any other layout.
 #include "ops/cuda/common.cuh"
 #include "ops/cuda/norms.h"
+#include "ops/cuda/pdl.cuh"
 #include "ops/cuda/quantize_e4m3.cuh"
 
 #include <algorithm>
@@ -25,6 +26,7 @@ template <class T, bool kX2>
 __global__ void rms_norm_kernel(const T* x, int64_t ldx, const T* x2, int64_t ldx2, T* res,
                                 int64_t ldr, const T* w, float eps, T* out, int64_t ldo, int64_t H,
                                 QDev q) {
+  pdl_enter();
   __shared__ float scratch[32];
   const int64_t r = blockIdx.x;
   const T* xr = x + r * ldx;
@@ -60,6 +62,7 @@ __global__ void rms_norm_kernel(const T* x, int64_t ldx, const T* x2, int64_t ld
 template <class T>
 __global__ void gated_rms_norm_kernel(const T* y, int64_t ldy, const T* z, int64_t ldz, const T* w,
                                       int64_t group_size, float eps, T* out, int64_t ldo, QDev q) {
+  pdl_enter();
   __shared__ float scratch[32];
   const int64_t r = blockIdx.x, g0 = static_cast<int64_t>(blockIdx.y) * group_size;
   const T* yr = y + r * ldy + g0;
@@ -104,6 +107,7 @@ template <class T, bool kX2>
 __global__ void rms_norm_registers_kernel(const T* x, int64_t ldx, const T* x2, int64_t ldx2,
                                           T* res, int64_t ldr, const T* w, float eps, T* out,
                                           int64_t ldo, int64_t H, QDev q) {
+  pdl_enter();
   constexpr int V = Chunk<T>::kValues;
   __shared__ float scratch[32];
   const int64_t r = blockIdx.x, chunks = H / V;
@@ -199,6 +203,7 @@ template <class T>
 __global__ void gated_rms_norm_registers_kernel(const T* y, int64_t ldy, const T* z, int64_t ldz,
                                                 const T* w, int64_t group_size, float eps, T* out,
                                                 int64_t ldo, QDev q) {
+  pdl_enter();
   __shared__ float scratch[32];
   const int64_t r = blockIdx.x, g0 = static_cast<int64_t>(blockIdx.y) * group_size;
   gated_norm_group<T, kMaxChunksPerThread>(
@@ -218,6 +223,7 @@ __global__ void __launch_bounds__(kWarpBlock)
     gated_rms_norm_warp_kernel(const T* y, int64_t ldy, const T* z, int64_t ldz, const T* w,
                                int64_t group_size, int64_t groups, int64_t pairs, float eps, T* out,
                                int64_t ldo, QDev q) {
+  pdl_enter();
   const int64_t pair = static_cast<int64_t>(blockIdx.x) * (kWarpBlock / 32) + (threadIdx.x >> 5);
   if (pair >= pairs) return;  // the whole warp
   const int64_t r = pair / groups, g0 = (pair % groups) * group_size;
@@ -263,19 +269,20 @@ void launch_rms_norm(const Mat& x, const Mat& x2, const Mat& residual, const Vec
         aligned16(residual.p) && aligned16(weight.p) && q_fits(q, V)) {
       auto kernel =
           has_x2 ? rms_norm_registers_kernel<T, true> : rms_norm_registers_kernel<T, false>;
-      kernel<<<static_cast<unsigned>(x.rows), rt, 0, static_cast<cudaStream_t>(stream)>>>(
-          static_cast<const T*>(x.p), x.ld, static_cast<const T*>(x2.p), x2.ld,
-          static_cast<T*>(residual.p), residual.ld, static_cast<const T*>(weight.p), eps,
-          static_cast<T*>(out.p), out.ld, x.cols, qdev_of(q));
+      launch_pdl(kernel, dim3(static_cast<unsigned>(x.rows)), dim3(rt), 0,
+                 static_cast<cudaStream_t>(stream), static_cast<const T*>(x.p), x.ld,
+                 static_cast<const T*>(x2.p), x2.ld, static_cast<T*>(residual.p), residual.ld,
+                 static_cast<const T*>(weight.p), eps, static_cast<T*>(out.p), out.ld, x.cols,
+                 qdev_of(q));
       STRATA_CUDA_LAUNCH_CHECK();
       return;
     }
     auto kernel = has_x2 ? rms_norm_kernel<T, true> : rms_norm_kernel<T, false>;
-    kernel<<<static_cast<unsigned>(x.rows), threads_for(x.cols), 0,
-             static_cast<cudaStream_t>(stream)>>>(
-        static_cast<const T*>(x.p), x.ld, static_cast<const T*>(x2.p), x2.ld,
-        static_cast<T*>(residual.p), residual.ld, static_cast<const T*>(weight.p), eps,
-        static_cast<T*>(out.p), out.ld, x.cols, qdev_of(q));
+    launch_pdl(kernel, dim3(static_cast<unsigned>(x.rows)), dim3(threads_for(x.cols)), 0,
+               static_cast<cudaStream_t>(stream), static_cast<const T*>(x.p), x.ld,
+               static_cast<const T*>(x2.p), x2.ld, static_cast<T*>(residual.p), residual.ld,
+               static_cast<const T*>(weight.p), eps, static_cast<T*>(out.p), out.ld, x.cols,
+               qdev_of(q));
     STRATA_CUDA_LAUNCH_CHECK();
   });
 }
@@ -291,15 +298,17 @@ void launch_gated_rms_norm(const Mat& y, const Mat& z, const Vec& weight, int64_
     const int rt = gs % V == 0 ? register_threads(gs / V) : 0;
     if (rt > 0 && y.ld % V == 0 && z.ld % V == 0 && out.ld % V == 0 && aligned16(y.p) &&
         aligned16(z.p) && aligned16(out.p) && aligned16(weight.p) && q_fits(q, V)) {
-      gated_rms_norm_registers_kernel<T><<<grid, rt, 0, static_cast<cudaStream_t>(stream)>>>(
-          static_cast<const T*>(y.p), y.ld, static_cast<const T*>(z.p), z.ld,
-          static_cast<const T*>(weight.p), gs, eps, static_cast<T*>(out.p), out.ld, qdev_of(q));
+      launch_pdl(gated_rms_norm_registers_kernel<T>, grid, dim3(rt), 0,
+                 static_cast<cudaStream_t>(stream), static_cast<const T*>(y.p), y.ld,
+                 static_cast<const T*>(z.p), z.ld, static_cast<const T*>(weight.p), gs, eps,
+                 static_cast<T*>(out.p), out.ld, qdev_of(q));
       STRATA_CUDA_LAUNCH_CHECK();
       return;
     }
-    gated_rms_norm_kernel<T><<<grid, threads_for(gs), 0, static_cast<cudaStream_t>(stream)>>>(
-        static_cast<const T*>(y.p), y.ld, static_cast<const T*>(z.p), z.ld,
-        static_cast<const T*>(weight.p), gs, eps, static_cast<T*>(out.p), out.ld, qdev_of(q));
+    launch_pdl(gated_rms_norm_kernel<T>, grid, dim3(threads_for(gs)), 0,
+               static_cast<cudaStream_t>(stream), static_cast<const T*>(y.p), y.ld,
+               static_cast<const T*>(z.p), z.ld, static_cast<const T*>(weight.p), gs, eps,
+               static_cast<T*>(out.p), out.ld, qdev_of(q));
     STRATA_CUDA_LAUNCH_CHECK();
   });
 }
@@ -322,10 +331,10 @@ void launch_gated_rms_norm_warp(const Mat& y, const Mat& z, const Vec& weight, i
     using T = decltype(tag);
     const int64_t chunks = gs / Chunk<T>::kValues;
     auto launch = [&](auto kernel) {
-      kernel<<<blocks, kWarpBlock, 0, static_cast<cudaStream_t>(stream)>>>(
-          static_cast<const T*>(y.p), y.ld, static_cast<const T*>(z.p), z.ld,
-          static_cast<const T*>(weight.p), gs, groups, pairs, eps, static_cast<T*>(out.p), out.ld,
-          qdev_of(q));
+      launch_pdl(kernel, dim3(blocks), dim3(kWarpBlock), 0, static_cast<cudaStream_t>(stream),
+                 static_cast<const T*>(y.p), y.ld, static_cast<const T*>(z.p), z.ld,
+                 static_cast<const T*>(weight.p), gs, groups, pairs, eps, static_cast<T*>(out.p),
+                 out.ld, qdev_of(q));
       STRATA_CUDA_LAUNCH_CHECK();
     };
     static_assert(kWarpMaxChunksPerLane == 8, "the dispatch below covers 2, 4 and 8 chunks");

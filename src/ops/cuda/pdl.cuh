@@ -8,9 +8,12 @@
 //   - waits until the kernel before it has completed and its writes are visible
 //     (griddepcontrol.wait), before this kernel reads or writes any global memory.
 // So no access moves before its dependency: what is overlapped is the launch and scheduling of
-// the blocks, never their memory traffic. A kernel launched without the attribute (cuBLASLt's,
-// a plain <<<>>> launch, a graph's first node) waits as usual; pdl_enter() is then a no-op.
-// STRATA_PDL=0 launches every one of them plainly (for A/B runs).
+// the blocks, never their memory traffic. One exception, spelled out where it is made: a GEMV
+// may issue its first weight loads between pdl_trigger() and pdl_wait(), since no kernel writes
+// the weights of a loaded model (they are read-only for the process's lifetime), so the weight
+// stream starts while the kernel before it finishes. A kernel launched without the attribute
+// (cuBLASLt's, a plain <<<>>> launch, a graph's first node) waits as usual; pdl_enter() is then a
+// no-op. STRATA_PDL=0 launches every one of them plainly (for A/B runs).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -22,11 +25,19 @@
 
 namespace strata::cuda {
 
-__device__ __forceinline__ void pdl_enter() {
+__device__ __forceinline__ void pdl_trigger() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void pdl_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.wait;" ::: "memory");
 #endif
+}
+__device__ __forceinline__ void pdl_enter() {
+  pdl_trigger();
+  pdl_wait();
 }
 
 inline bool pdl_enabled() {
