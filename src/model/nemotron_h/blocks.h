@@ -32,8 +32,8 @@ float w8a8_input_scale(const LinearWeight& w);
 bool quantize_for(OpContext& ctx, const LinearWeight& consumer, int64_t T, int64_t N,
                   ops::QuantizedOut& q);
 // The input scale the norm before layer L quantizes its output with, for the block's first
-// linears (0 = none): Mamba in_proj, attention q/k/v (only when the three share it), MLP up,
-// MoE shared expert up (the router and the routed experts take act).
+// linears (0 = none): Mamba in_proj, attention q/k/v (only when the three share it), MLP up; not
+// MoE (its shared expert's up quantizes beside the routed experts: w8a8_inputs.cpp says why).
 float layer_input_q_scale(const LayerWeights& L);
 // Whether layer L's block reads its act input besides that copy (MoE: router and experts).
 bool layer_reads_act_input(const LayerWeights& L);

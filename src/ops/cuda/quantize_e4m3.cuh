@@ -2,41 +2,42 @@
 // device_views.h): e4m3_sat(v / scale), byte for byte what the linear's own quantize pass
 // (launch_quantize_fp8, a division) makes of the same act value.
 //
-// Without the division: a division is a reciprocal estimate, two corrections and a range check
-// (FCHK) whose slow path zeros also take; relu2's outputs are half zeros. Here rcp = RN(1/scale)
-// comes from the host and two FMA corrections of v * rcp give RN(v / scale) (Markstein: a
-// faithful quotient corrected once with the correctly rounded reciprocal rounds correctly)
-// wherever the quotient is a finite normal; zero keeps its sign (v itself), a non-finite
-// quotient (|v| beyond ~scale x 2^128, or v inf / NaN) takes the division, and quotients below
-// 2^-126 are e4m3 zeros of v's sign either way.
+// Without the division (measured on the H200, bench-kernels, relu2 out_q only at 512 x 3,712:
+// 6.78 us dividing, 3.90 us here; docs/BENCHMARKS.md, branch fuse5): a division is a reciprocal
+// estimate, corrections and a range check (FCHK) whose slow path zeros take too, and relu2's
+// outputs are half zeros. Here rcp = RN(1 / scale) comes from the host, q0 = RN(v * rcp), and
+// each correction q' = RN(q + (v - q * scale) * rcp) computes the residual exactly (FMA). The
+// first correction leaves a faithful quotient; the second then rounds correctly: Markstein's
+// theorem (a faithful quotient corrected once with the correctly rounded reciprocal gives
+// RN(v / scale)) wherever the quotient is a finite normal f32. Zero keeps its sign (v itself); a
+// non-finite result (|v| beyond ~scale x 2^128, or v inf / NaN) takes the division; quotients
+// below 2^-126 are e4m3 zeros of v's sign either way. The op harness checks every produced byte
+// against the host's division (tests/ops/cases_w8a8_inputs.cpp).
 #pragma once
-
-#include <cstdlib>
 
 #include "ops/cuda/common.cuh"
 #include "ops/cuda/device_views.h"
 
 namespace strata::cuda {
 
+// The kernels' view of QuantOut, with the reciprocal of the scale.
 struct QDev {
   uint8_t* p = nullptr;  // null: no copy
   int64_t ld = 0;        // bytes
   float scale = 1.f;
-  float rcp = 0.f;  // RN(1 / scale); 0 = divide (STRATA_E4M3_DIVIDE=1, for A/B)
+  float rcp = 1.f;  // RN(1 / scale)
 };
 
 inline QDev qdev_of(const QuantOut& q) {
-  static const bool divide = std::getenv("STRATA_E4M3_DIVIDE") != nullptr;
   QDev d;
   d.p = static_cast<uint8_t*>(q.p);
   d.ld = q.ld;
   d.scale = q.scale;
-  d.rcp = divide ? 0.f : 1.f / q.scale;
+  d.rcp = 1.f / q.scale;  // host f32 division: correctly rounded
   return d;
 }
 
 __device__ __forceinline__ uint8_t quantize_e4m3(const QDev& q, float v) {
-  if (q.rcp == 0.f) return f32_to_fp8_sat(v / q.scale);
   float d = v * q.rcp;
   d = fmaf(fmaf(-d, q.scale, v), q.rcp, d);
   d = fmaf(fmaf(-d, q.scale, v), q.rcp, d);
