@@ -354,9 +354,13 @@ void gemv_run(const MoeExpertsArgs& a, OpContext& ctx) {
 // A/B-tests them (bench-kernels rows, STRATA_CUDA_DISABLE_KERNELS).
 constexpr int kWgmma = kSwapWgmma | kSwapL2Prefetch;
 constexpr int kWgmma64 = kWgmma | kSwapWgmmaNarrow;
+constexpr int kWgmmaF16 = kWgmma | kSwapWgmmaF16;
+constexpr int kWgmmaF16Narrow = kWgmma64 | kSwapWgmmaF16;
 constexpr const char* swap_name(int variant) {
   return variant == kWgmma            ? "cuda.grouped_wgmma"
          : variant == kWgmma64        ? "cuda.grouped_wgmma64"
+         : variant == kWgmmaF16       ? "cuda.grouped_wgmma_f16"
+         : variant == kWgmmaF16Narrow ? "cuda.grouped_wgmma_f16_64"
          : variant == kSwapL2CvtSplit ? "cuda.grouped_swap_split"
          : variant == kSwapL2Cvt      ? "cuda.grouped_swap_cvt"
                                       : "cuda.grouped_swap";
@@ -417,16 +421,20 @@ STRATA_REGISTER_KERNEL(MoeRouteArgs, "cuda", Device::Cuda, route_supports, route
 STRATA_REGISTER_KERNEL(MoeExpertsArgs, "cuda.fp8_decode", Device::Cuda, fp8_decode_supports,
                        fp8_decode_run);
 STRATA_REGISTER_KERNEL(MoeExpertsArgs, "cuda.decode", Device::Cuda, gemv_supports, gemv_run);
-STRATA_REGISTER_KERNEL(MoeExpertsArgs, swap_name(kWgmma), Device::Cuda,
-                       grouped_swap_supports<kWgmma>, grouped_swap_run<kWgmma>);
-STRATA_REGISTER_KERNEL(MoeExpertsArgs, swap_name(kWgmma64), Device::Cuda,
-                       grouped_swap_supports<kWgmma64>, grouped_swap_run<kWgmma64>);
 STRATA_REGISTER_KERNEL(MoeExpertsArgs, swap_name(kSwapL2CvtSplit), Device::Cuda,
                        grouped_swap_supports<kSwapL2CvtSplit>, grouped_swap_run<kSwapL2CvtSplit>);
 STRATA_REGISTER_KERNEL(MoeExpertsArgs, swap_name(kSwapL2Cvt), Device::Cuda,
                        grouped_swap_supports<kSwapL2Cvt>, grouped_swap_run<kSwapL2Cvt>);
 STRATA_REGISTER_KERNEL(MoeExpertsArgs, swap_name(0), Device::Cuda, grouped_swap_supports<0>,
                        grouped_swap_run<0>);
+STRATA_REGISTER_KERNEL(MoeExpertsArgs, swap_name(kWgmmaF16), Device::Cuda,
+                       grouped_swap_supports<kWgmmaF16>, grouped_swap_run<kWgmmaF16>);
+STRATA_REGISTER_KERNEL(MoeExpertsArgs, swap_name(kWgmmaF16Narrow), Device::Cuda,
+                       grouped_swap_supports<kWgmmaF16Narrow>, grouped_swap_run<kWgmmaF16Narrow>);
+STRATA_REGISTER_KERNEL(MoeExpertsArgs, swap_name(kWgmma), Device::Cuda,
+                       grouped_swap_supports<kWgmma>, grouped_swap_run<kWgmma>);
+STRATA_REGISTER_KERNEL(MoeExpertsArgs, swap_name(kWgmma64), Device::Cuda,
+                       grouped_swap_supports<kWgmma64>, grouped_swap_run<kWgmma64>);
 STRATA_REGISTER_KERNEL(MoeExpertsArgs, "cuda.grouped_mma", Device::Cuda, grouped_mma_supports,
                        grouped_mma_run);
 STRATA_REGISTER_KERNEL(MoeExpertsArgs, "cuda.grouped", Device::Cuda, grouped_supports, grouped_run);
