@@ -502,9 +502,7 @@ void run_bench(const std::string& out_path, const std::string& only) {
   // cuda.grouped_swap and cuda.grouped_mma were measured in rounds 1-3 (docs/BENCHMARKS.md).
   for (int64_t T : {1, 2, 3, 4, 6, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096})
     for (const char* kernel :
-         {"cuda.fp8_decode", "cuda.grouped_wgmma_f16", "cuda.grouped_wgmma_f16_64",
-          "cuda.grouped_wgmma", "cuda.grouped_wgmma64", "cuda.grouped_swap_split",
-          "cuda.grouped_swap_cvt"}) {
+         {"cuda.fp8_decode", "cuda.grouped_swap_split", "cuda.grouped_swap_cvt"}) {
       if (T > 8 && std::string(kernel) == "cuda.fp8_decode") continue;
       items.emplace_back(fmt::format("moe tokens {}, T={}", kernel, T),
                          [=] { return bench_moe_tokens(kernel, T); });

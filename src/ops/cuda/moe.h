@@ -45,16 +45,6 @@ constexpr int kSwapL2Cvt = kSwapL2Prefetch | kSwapCvt;
 // batched decode step). Registered as cuda.grouped_swap_split.
 constexpr int kSwapSplitK = 4;
 constexpr int kSwapL2CvtSplit = kSwapL2Cvt | kSwapSplitK;
-// W8A8 only, sm_90a: the same GEMMs on the FP8 tensor cores (wgmma, moe_grouped_wgmma.cu), no
-// conversions; blocks of 128 output features (cuda.grouped_wgmma) or, with kSwapWgmmaNarrow,
-// 64 (cuda.grouped_wgmma64: twice the blocks, for few tiles).
-constexpr int kSwapWgmma = 8;
-constexpr int kSwapWgmmaNarrow = 16;
-// ... with both operands converted to f16 in shared memory and f16 wgmma (f32 sums: the numerics
-// of the mma.sync kernels): cuda.grouped_wgmma_f16 (128 features) and cuda.grouped_wgmma_f16_64.
-constexpr int kSwapWgmmaF16 = 32;
-// Whether this process's device runs the wgmma kernels (compute capability 9.0).
-bool grouped_wgmma_available();
 
 struct MoeExpertsLaunch {
   Mat x;                                                  // [T, H] act

@@ -56,9 +56,5 @@ void launch_grouped_mma(const MoeExpertsLaunch& p, const Scratch& s, int64_t max
 // for few pairs per expert. Same shape requirements.
 void launch_grouped_swap(const MoeExpertsLaunch& p, const Scratch& s, int64_t max_tiles,
                          cudaStream_t stream);
-// W8A8 e4m3 experts on the FP8 tensor cores (moe_grouped_wgmma.cu; sm_90a, swap_variant with
-// kSwapWgmma). Same shape requirements.
-void launch_grouped_wgmma(const MoeExpertsLaunch& p, const Scratch& s, int64_t max_tiles,
-                          cudaStream_t stream);
 
 }  // namespace strata::cuda::moe

@@ -399,9 +399,7 @@ void launch_variant(const MoeExpertsLaunch& p, const Scratch& s, int64_t max_til
 
 void launch_grouped_swap(const MoeExpertsLaunch& p, const Scratch& s, int64_t max_tiles,
                          cudaStream_t stream) {
-  if ((p.swap_variant & kSwapWgmma) != 0)
-    launch_grouped_wgmma(p, s, max_tiles, stream);
-  else if (p.swap_variant == kSwapL2CvtSplit)
+  if (p.swap_variant == kSwapL2CvtSplit)
     launch_variant<kSwapL2CvtSplit>(p, s, max_tiles, stream);
   else if (p.swap_variant == kSwapL2Cvt)
     launch_variant<kSwapL2Cvt>(p, s, max_tiles, stream);

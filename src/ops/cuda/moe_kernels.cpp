@@ -352,18 +352,10 @@ void gemv_run(const MoeExpertsArgs& a, OpContext& ctx) {
 
 // The swapped kernel's variants (kSwap* flags, moe.h), each its own registered name so one binary
 // A/B-tests them (bench-kernels rows, STRATA_CUDA_DISABLE_KERNELS).
-constexpr int kWgmma = kSwapWgmma | kSwapL2Prefetch;
-constexpr int kWgmma64 = kWgmma | kSwapWgmmaNarrow;
-constexpr int kWgmmaF16 = kWgmma | kSwapWgmmaF16;
-constexpr int kWgmmaF16Narrow = kWgmma64 | kSwapWgmmaF16;
 constexpr const char* swap_name(int variant) {
-  return variant == kWgmma            ? "cuda.grouped_wgmma"
-         : variant == kWgmma64        ? "cuda.grouped_wgmma64"
-         : variant == kWgmmaF16       ? "cuda.grouped_wgmma_f16"
-         : variant == kWgmmaF16Narrow ? "cuda.grouped_wgmma_f16_64"
-         : variant == kSwapL2CvtSplit ? "cuda.grouped_swap_split"
-         : variant == kSwapL2Cvt      ? "cuda.grouped_swap_cvt"
-                                      : "cuda.grouped_swap";
+  return variant == kSwapL2CvtSplit ? "cuda.grouped_swap_split"
+         : variant == kSwapL2Cvt    ? "cuda.grouped_swap_cvt"
+                                    : "cuda.grouped_swap";
 }
 // Tokens up to which the split-K variant runs (above: cuda.grouped_swap_cvt).
 constexpr int64_t swap_max_tokens(int variant) {
@@ -375,12 +367,6 @@ bool grouped_swap_supports(const MoeExpertsArgs& a, std::string* why) {
   ArgCheck c(why);
   const std::string reason = moe_mma_unsupported(launch_shape_of(a));
   if (!reason.empty()) return c.fail(reason);
-  if constexpr ((V & kSwapWgmma) != 0) {
-    if ((*a.up)[0].weight.dtype() != DType::F8E4M3 || !((*a.up)[0].input_scale > 0.f))
-      return c.fail(fmt::format("{} takes W8A8 e4m3 experts only", swap_name(V)));
-    if (!grouped_wgmma_available())
-      return c.fail(fmt::format("{} needs an sm_90 device (wgmma)", swap_name(V)));
-  }
   if (a.x.dim(0) > swap_max_tokens(V))
     return c.fail(fmt::format("T = {} above {}'s {} (many pairs per expert)", a.x.dim(0),
                               swap_name(V), swap_max_tokens(V)));
@@ -427,14 +413,6 @@ STRATA_REGISTER_KERNEL(MoeExpertsArgs, swap_name(kSwapL2Cvt), Device::Cuda,
                        grouped_swap_supports<kSwapL2Cvt>, grouped_swap_run<kSwapL2Cvt>);
 STRATA_REGISTER_KERNEL(MoeExpertsArgs, swap_name(0), Device::Cuda, grouped_swap_supports<0>,
                        grouped_swap_run<0>);
-STRATA_REGISTER_KERNEL(MoeExpertsArgs, swap_name(kWgmmaF16), Device::Cuda,
-                       grouped_swap_supports<kWgmmaF16>, grouped_swap_run<kWgmmaF16>);
-STRATA_REGISTER_KERNEL(MoeExpertsArgs, swap_name(kWgmmaF16Narrow), Device::Cuda,
-                       grouped_swap_supports<kWgmmaF16Narrow>, grouped_swap_run<kWgmmaF16Narrow>);
-STRATA_REGISTER_KERNEL(MoeExpertsArgs, swap_name(kWgmma), Device::Cuda,
-                       grouped_swap_supports<kWgmma>, grouped_swap_run<kWgmma>);
-STRATA_REGISTER_KERNEL(MoeExpertsArgs, swap_name(kWgmma64), Device::Cuda,
-                       grouped_swap_supports<kWgmma64>, grouped_swap_run<kWgmma64>);
 STRATA_REGISTER_KERNEL(MoeExpertsArgs, "cuda.grouped_mma", Device::Cuda, grouped_mma_supports,
                        grouped_mma_run);
 STRATA_REGISTER_KERNEL(MoeExpertsArgs, "cuda.grouped", Device::Cuda, grouped_supports, grouped_run);
