@@ -185,6 +185,23 @@ __global__ void __launch_bounds__(kThreads, 2)
     wg::fence_regs(own);
   }
 
+  // C.B of the first 64 positions for this warpgroup's output rows, issued before the hand-over
+  // (it reads only C and B) and waited for with Y_off: its latency hides behind the wait on the
+  // predecessor. (DEBUG switch: bit 2 of dbg.)
+  const int l0 = 64 * q;
+  const bool early = (dbg & 4) != 0 && l0 < len;
+  float cb[32];
+#pragma unroll
+  for (int k = 0; k < 32; ++k)
+    cb[k] = 0.f;
+  if (early) {
+    wg::wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < kN / 16; ++kk)
+      wg::mma_ss(cb, kmajor(cs + core_off(l0, 16 * kk, kNC), dbg), kmajor(bs + core_off(0, 16 * kk, kNC), dbg), 1);
+    wg::commit();
+  }
+
   // The state entering the chunk: the slot's (or zero) for a sequence's first chunk, else the
   // predecessor's inclusive state, waited for. S_out = exp(cum_last) S_in + S_loc goes to the
   // successor (or the slot after the last chunk). The hand-over slot holds float4 number
@@ -252,7 +269,6 @@ __global__ void __launch_bounds__(kThreads, 2)
   if (!is_last && threadIdx.x == 0) store_release(fs.flags + c * Hm + h, 2);
 
   // Outputs of rows l in [64 q, +64) (none past the chunk: a warpgroup with no rows stops).
-  const int l0 = 64 * q;
   if (l0 >= len) return;
   const int la = l0 + 16 * warp + ln.grp, lb = la + 8;  // this thread's two rows
   float acc[R];
@@ -268,6 +284,7 @@ __global__ void __launch_bounds__(kThreads, 2)
   wg::commit();
   wg::wait_all();
   wg::fence_regs(acc);
+  wg::fence_regs(cb);
   const float cum_a = cum[la], cum_b = cum[lb];
   const float ea = expf(cum_a), eb = expf(cum_b);
 #pragma unroll
@@ -282,18 +299,17 @@ __global__ void __launch_bounds__(kThreads, 2)
   // warpgroup's rows (A = C [l][n], B = B [s][n]), the decayed scores rounded into A fragments
   // (cb[8 t .. 8 t + 7] = the k-step t of positions 64 hb + 16 t ..), then scores . x.
   for (int hb = 0; hb <= q && 64 * hb < len; ++hb) {
-    float cb[32];
+    if (!(early && hb == 0)) {
+      wg::fence_regs(cb);
+      wg::wgmma_fence();
 #pragma unroll
-    for (int k = 0; k < 32; ++k)
-      cb[k] = 0.f;
-    wg::wgmma_fence();
-#pragma unroll
-    for (int kk = 0; kk < kN / 16; ++kk)
-      wg::mma_ss(cb, kmajor(cs + core_off(l0, 16 * kk, kNC), dbg),
-                 kmajor(bs + core_off(64 * hb, 16 * kk, kNC), dbg), 1);
-    wg::commit();
-    wg::wait_all();
-    wg::fence_regs(cb);
+      for (int kk = 0; kk < kN / 16; ++kk)
+        wg::mma_ss(cb, kmajor(cs + core_off(l0, 16 * kk, kNC), dbg),
+                   kmajor(bs + core_off(64 * hb, 16 * kk, kNC), dbg), kk > 0 ? 1 : 0);
+      wg::commit();
+      wg::wait_all();
+      wg::fence_regs(cb);
+    }
     uint32_t a[4][4];
 #pragma unroll
     for (int t = 0; t < 4; ++t) {
