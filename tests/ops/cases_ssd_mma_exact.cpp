@@ -29,7 +29,7 @@ namespace {
 using namespace strata::ops;
 
 constexpr const char* kMmaKernels[] = {"cuda.ssd_mma", "cuda.ssd_fused", "cuda.ssd_chain",
-                                        "cuda.ssd_wg"};
+                                       "cuda.ssd_wg"};
 constexpr int64_t kMinSlots = 5;
 
 struct Shape5 {

@@ -33,8 +33,8 @@ using scan::kPad;
 
 using scan::clear_empty_sequences;
 using scan::discard_l2_line;
-using scan::FusedScratch;
 using scan::fused_scratch_of;
+using scan::FusedScratch;
 using scan::load_acquire;
 using scan::scale_pair;
 using scan::store_release;
