@@ -190,6 +190,9 @@ void update_run(const SsmUpdateArgs& a, OpContext& ctx) {
 
 }  // namespace
 
+// The wgmma chain first where it applies: on the H200 it measured as fast as the chain at one
+// sequence (within +-1.3%) and 3-15% faster with several (8x512, 16x128), and the same in the
+// Nano-3 prefill (docs/BENCHMARKS.md, "Prefill scan, round 6").
 STRATA_REGISTER_KERNEL(SsmScanArgs, kWgName, Device::Cuda, scan_wg_supports,
                        scan_run<ScanPath::kWg>);
 // The chain next: on the H200 it measured faster than the look-back in 7 of the 8 bench-kernels
