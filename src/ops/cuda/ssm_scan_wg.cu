@@ -4,10 +4,12 @@
 // predecessor through an L2-resident f32 slot and a flag), with every product a wgmma of one
 // warpgroup (64 rows) instead of mma.sync tiles of one warp (16 rows): one instruction per
 // 64 x P x 16 product with its operands read from shared memory by descriptor, where the warp
-// form issued 2 P / 8 mma.sync plus their fragment loads. Why: the mma.sync chain issues ~3.7K
-// instructions per warp and is latency-bound at 2 blocks per SM (docs/BENCHMARKS.md, "Prefill
-// scan, round 5"). Shapes: chunk 128, state 128, head_dim 64 or 80 (every Nemotron-H member),
-// x, B and C views 16-byte aligned (ssm_scan_wg_shape, checked in supports).
+// form issued P / 2 mma.sync (four warps) plus their fragment loads. Why: the mma.sync chain
+// issues ~3.7K instructions per warp and is latency-bound at 2 blocks per SM (docs/BENCHMARKS.md,
+// "Prefill scan, round 5"). Measured ("round 6"): as fast as the chain on one sequence, 3-15%
+// faster on several; ~3.2K instructions per warp remain (staging, cumsum, scores, hand-over,
+// epilogue), issued at the same low rate. Shapes: chunk 128, state 128, head_dim 64 or 80
+// (every Nemotron-H member), x, B and C views 16-byte aligned (ssm_scan_wg_shape, in supports).
 //
 // Same math and rounding points as ssm_scan_mma.cu (its header; the exact-emulation cases of
 // tests/ops/cases_ssd_mma_exact.cpp run this kernel too): bf16(w_s B_s[n]) rounded in the A
