@@ -18,6 +18,7 @@
 // Accepted: y_dev between bf16(y - e) and bf16(y + e); the state within its bound plus its f32
 // storage rounding; every slot no sequence names untouched (bit-exact).
 #include <cmath>
+#include <string_view>
 
 #include "cases_util.h"
 #include "rounding_bounds.h"
@@ -27,7 +28,8 @@ namespace {
 
 using namespace strata::ops;
 
-constexpr const char* kMmaKernels[] = {"cuda.ssd_mma", "cuda.ssd_fused", "cuda.ssd_chain"};
+constexpr const char* kMmaKernels[] = {"cuda.ssd_mma", "cuda.ssd_fused", "cuda.ssd_chain",
+                                       "cuda.ssd_wg"};
 constexpr int64_t kMinSlots = 5;
 
 struct Shape5 {
@@ -391,7 +393,10 @@ std::vector<OpCase> all() {
   };
   std::vector<OpCase> out;
   for (const char* kernel : kMmaKernels)
-    for (const Shape5& s : shapes)
+    for (const Shape5& s : shapes) {
+      // cuda.ssd_wg takes chunk 128, state 128, head_dim 64 / 80 at aligned columns only.
+      const bool wg_shape = s.aligned && s.chunk == 128 && s.N == 128 && (s.P == 64 || s.P == 80);
+      if (std::string_view(kernel) == "cuda.ssd_wg" && !wg_shape) continue;
       out.push_back(
           {"ssm_scan_mma_exact",
            fmt::format("{} {} heads={}x{} groups={} N={} chunk={} lens {} has_initial {}{}{}",
@@ -399,6 +404,7 @@ std::vector<OpCase> all() {
                        fmt::join(s.has_initial, ","), s.bf16_params ? " bf16 params" : "",
                        s.aligned ? " aligned" : ""),
            true, [s, kernel](Rng& rng) { return run_exact(s, kernel, rng); }});
+    }
   return out;
 }
 

@@ -57,6 +57,13 @@ inline bool ssm_scan_fused_shape(int64_t chunk, int64_t N) {
 int64_t ssm_scan_fused_scratch_f32(const SsmLaunch& p);
 int64_t ssm_scan_fused_scratch_i32(const SsmLaunch& p);
 
+// The one-pass scan on warpgroup products (ssm_scan_wg.cu, sm_90a wgmma): chunk 128, state 128,
+// head_dim 64 or 80 (every Nemotron-H member), on an sm_90 device; the one-pass scan's scratch.
+inline bool ssm_scan_wg_shape(int64_t chunk, int64_t N, int64_t P) {
+  return chunk == 128 && N == 128 && (P == 64 || P == 80);
+}
+bool ssm_scan_wg_device();  // the current device is sm_90 (what the wgmma code is built for)
+
 // Profiling (strata bench-kernels' per-kernel split): while set on the launching host thread,
 // the scan launchers call it right after enqueuing each of their kernels, with the kernel's
 // name (the caller records a CUDA event there). Null (the default) = no calls.
@@ -73,5 +80,7 @@ void launch_ssm_scan_mma(const SsmLaunch& p, int* index_errors, void* stream);
 // `lookback`: a chunk block may start from an earlier chunk's state and the own states between
 // (decoupled look-back) instead of waiting for its predecessor's (the plain chain).
 void launch_ssm_scan_fused(const SsmLaunch& p, bool lookback, int* index_errors, void* stream);
+// The shapes of ssm_scan_wg_shape, x / B / C views 16-byte aligned (checked by its supports).
+void launch_ssm_scan_wg(const SsmLaunch& p, int* index_errors, void* stream);
 
 }  // namespace strata::cuda

@@ -1,7 +1,8 @@
 // Registrations of ssm_scan (chunked prefill) and ssm_update (decode) on the CUDA backend.
-// ssm_scan has four kernels, tried in this order: "cuda.ssd_chain" and "cuda.ssd_fused" (bf16 on
-// tensor cores in one pass, the state passing between chunk blocks by a plain chain or by
-// decoupled look-back), "cuda.ssd_mma" (bf16 on tensor cores in
+// ssm_scan has five kernels, tried in this order: "cuda.ssd_wg" (the one-pass chain on sm_90
+// warpgroup products, chunk and state 128, aligned views), "cuda.ssd_chain" and "cuda.ssd_fused"
+// (bf16 on tensor cores in one pass, the state passing between chunk blocks by a plain chain or
+// by decoupled look-back), "cuda.ssd_mma" (bf16 on tensor cores in
 // separate chunk-state, state-passing and output kernels; the shapes of ssm.h) and "cuda" (f32
 // math on CUDA cores, any act dtype).
 #ifdef STRATA_HAVE_CUDA
@@ -110,6 +111,7 @@ bool scan_mma_supports(const SsmScanArgs& a, std::string* why) {
 
 constexpr char kFusedName[] = "cuda.ssd_fused";
 constexpr char kChainName[] = "cuda.ssd_chain";
+constexpr char kWgName[] = "cuda.ssd_wg";
 
 // The one-pass kernels; either can be turned off for A/B runs (STRATA_CUDA_DISABLE_KERNELS).
 template <const char* kKernel>
@@ -124,7 +126,25 @@ bool scan_fused_supports(const SsmScanArgs& a, std::string* why) {
   return c;
 }
 
-enum class ScanPath { kF32Math, kMma, kFused, kChain };
+// The wgmma chain: the one-pass shapes narrowed to chunk 128, state 128 and head_dim 64 / 80,
+// x, B and C at 16-byte aligned addresses and row strides (its staging copies 16 bytes at a
+// time, without a scalar path), on an sm_90 device.
+bool aligned16(const Tensor& t) {
+  return (reinterpret_cast<uintptr_t>(t.raw()) & 15u) == 0 && t.stride(0) % 8 == 0;
+}
+bool scan_wg_supports(const SsmScanArgs& a, std::string* why) {
+  if (!scan_fused_supports<kWgName>(a, why)) return false;
+  ArgCheck c(why);
+  c.require(ssm_scan_wg_shape(a.chunk_size, a.state_size, a.head_dim),
+            fmt::format("chunk {} / state {} / head_dim {}: instantiated for 128 / 128 / 64 or 80",
+                        a.chunk_size, a.state_size, a.head_dim));
+  c.require(aligned16(a.x) && aligned16(a.B) && aligned16(a.C),
+            "x, B and C need 16-byte aligned rows (16-byte staging copies)");
+  if (c) c.require(ssm_scan_wg_device(), "wgmma needs an sm_90 device");
+  return c;
+}
+
+enum class ScanPath { kF32Math, kMma, kFused, kChain, kWg };
 
 template <ScanPath kPath>
 void scan_run(const SsmScanArgs& a, OpContext& ctx) {
@@ -133,7 +153,8 @@ void scan_run(const SsmScanArgs& a, OpContext& ctx) {
   p.has_initial = vec_of(a.has_initial);
   p.chunk_size = a.chunk_size;
   constexpr bool kMma = kPath != ScanPath::kF32Math;
-  constexpr bool kFused = kPath == ScanPath::kFused || kPath == ScanPath::kChain;
+  constexpr bool kFused =
+      kPath == ScanPath::kFused || kPath == ScanPath::kChain || kPath == ScanPath::kWg;
   const int64_t nf = kFused ? ssm_scan_fused_scratch_f32(p)
                      : kMma ? ssm_scan_mma_scratch_f32(p)
                             : ssm_scan_scratch_f32(p);
@@ -145,7 +166,9 @@ void scan_run(const SsmScanArgs& a, OpContext& ctx) {
   Tensor i = Tensor::empty(Shape{std::max<int64_t>(1, ni)}, DType::I32, Device::Cuda);
   p.scratch_f32 = f.data<float>();
   p.scratch_i32 = i.data<int32_t>();
-  if (kFused)
+  if (kPath == ScanPath::kWg)
+    launch_ssm_scan_wg(p, context_of(ctx).index_errors(), stream_of(ctx));
+  else if (kFused)
     launch_ssm_scan_fused(p, kPath == ScanPath::kFused, context_of(ctx).index_errors(),
                           stream_of(ctx));
   else if (kPath == ScanPath::kMma)
@@ -167,7 +190,12 @@ void update_run(const SsmUpdateArgs& a, OpContext& ctx) {
 
 }  // namespace
 
-// The chain first: on the H200 it measured faster than the look-back in 7 of the 8 bench-kernels
+// The wgmma chain first where it applies: on the H200 it measured as fast as the chain at one
+// sequence (within +-1.3%) and 3-15% faster with several (8x512, 16x128), and the same in the
+// Nano-3 prefill (docs/BENCHMARKS.md, "Prefill scan, round 6").
+STRATA_REGISTER_KERNEL(SsmScanArgs, kWgName, Device::Cuda, scan_wg_supports,
+                       scan_run<ScanPath::kWg>);
+// The chain next: on the H200 it measured faster than the look-back in 7 of the 8 bench-kernels
 // rows (docs/BENCHMARKS.md, "Prefill scan, round 4").
 STRATA_REGISTER_KERNEL(SsmScanArgs, kChainName, Device::Cuda, scan_fused_supports<kChainName>,
                        scan_run<ScanPath::kChain>);

@@ -18,6 +18,7 @@
 // start, chunk-major, and a chunk's predecessor is the chunk before it in the table; so every
 // block waits only on a block that is already running (or done), whatever the scheduler does.
 #include "ops/cuda/mma_bf16.cuh"
+#include "ops/cuda/ssm_scan_chain.cuh"
 #include "ops/cuda/ssm_scan_common.cuh"
 #include "ops/cuda/ssm_scan_mma_tiles.cuh"
 #include "ops/cuda/ssm_scan_staging.cuh"
@@ -30,73 +31,13 @@ constexpr int kMaxQ = static_cast<int>(kMaxMmaScanChunk);
 constexpr int kMaxN = static_cast<int>(kMaxMmaScanState);
 using scan::kPad;
 
-// The f32 states a block hands on are stored in its fragment order: float4 number
-// (tile * NT + j) * 32 + lane holds that lane's four accumulator values of (state tile, j).
-struct FusedScratch {
-  scan::Chunks ch;             // table and seq_chunks (dt and the cumsum stay in the kernel)
-  float* carried = nullptr;    // [nc, Hm, P * N]: the state leaving each chunk (inclusive)
-  float* aggregate = nullptr;  // [nc, Hm, P * N]: look-back only: each chunk's own S_loc
-  float* decays = nullptr;     // [nc, Hm]: look-back only: exp(cum_last) of each chunk
-  int* flags = nullptr;        // [nc, Hm]: 1 = aggregate and decay published, 2 = carried
-  int* ticket = nullptr;       // [1]: blocks started so far
-};
-
-FusedScratch fused_scratch_of(const SsmLaunch& p) {
-  FusedScratch s;
-  const int64_t nc = ssm_scan_max_chunks(p.x.rows, p.slots.n, p.chunk_size);
-  s.ch.max_chunks = nc;
-  s.ch.table = p.scratch_i32;
-  s.ch.seq_chunks = s.ch.table + nc * 3;
-  s.flags = p.scratch_i32 + scan::chunks_i32(p);
-  s.ticket = s.flags + nc * p.heads;
-  s.carried = p.scratch_f32;
-  s.aggregate = s.carried + nc * p.heads * p.head_dim * p.state_size;
-  s.decays = s.aggregate + nc * p.heads * p.head_dim * p.state_size;
-  return s;
-}
-
-__device__ __forceinline__ int load_acquire(const int* at) {
-  int v;
-  asm volatile("ld.acquire.gpu.global.s32 %0, [%1];\n" : "=r"(v) : "l"(at) : "memory");
-  return v;
-}
-__device__ __forceinline__ void store_release(int* at, int v) {
-  asm volatile("st.release.gpu.global.s32 [%0], %1;\n" ::"l"(at), "r"(v) : "memory");
-}
-// Drops a 128-byte line from L2 without writing it back (its contents become undefined): for
-// a handed-over state that its one reader has consumed, so it never costs a write to memory.
-__device__ __forceinline__ void discard_l2_line(const void* line) {
-  asm volatile("discard.global.L2 [%0], 128;\n" ::"l"(line) : "memory");
-}
-
-// One A register (two bf16 at positions s, s + 1) scaled by w_s, w_{s+1} and rounded to bf16:
-// the same products ssm_scan_mma.cu's scale_rows forms in shared memory.
-__device__ __forceinline__ uint32_t scale_pair(uint32_t r, float w0, float w1) {
-  const __nv_bfloat162 e = *reinterpret_cast<const __nv_bfloat162*>(&r);
-  return mma::pack_bf16(w0 * __bfloat162float(e.x), w1 * __bfloat162float(e.y));
-}
-
-// A sequence of no tokens (or with offsets the chunk table refused) has no chunk blocks; the
-// blocks of chunk 0 do what the state passing does for it: head h of its slot is cleared unless
-// it continues (has_initial), and a slot out of range is counted. One thread per sequence: such
-// sequences are rare, and the usual case costs one look at each sequence's chunk count.
-template <int P>
-__device__ void clear_empty_sequences(const SsmLaunch& p, const scan::Chunks& ch, int64_t h,
-                                      int* errors) {
-  const int64_t nseq = p.slots.n, PN = static_cast<int64_t>(P) * p.state_size;
-  for (int64_t b = threadIdx.x; b < nseq; b += blockDim.x) {
-    if (ch.seq_chunks[2 * b + 1] != 0) continue;
-    const int32_t slot = static_cast<const int32_t*>(p.slots.p)[b];
-    if (slot < 0 || slot >= p.num_slots) {
-      if (h == 0) atomicAdd(errors, 1);
-      continue;
-    }
-    if (static_cast<const int32_t*>(p.has_initial.p)[b] != 0) continue;
-    float* st = p.states + (static_cast<int64_t>(slot) * p.heads + h) * PN;
-    for (int64_t e = 0; e < PN; ++e)
-      st[e] = 0.f;
-  }
-}
+using scan::clear_empty_sequences;
+using scan::discard_l2_line;
+using scan::fused_scratch_of;
+using scan::FusedScratch;
+using scan::load_acquire;
+using scan::scale_pair;
+using scan::store_release;
 
 // grid nc * Hm (one block per (chunk, head), taken by ticket), block 2 Q threads (Q / 16
 // warps). Warp w holds S_loc for the 16-column state tiles n in {w, w + W, ...} (MT of them)

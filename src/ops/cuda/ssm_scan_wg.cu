@@ -1,0 +1,424 @@
+// Mamba2 chunked scan (SSD) for bf16 activations in one pass on warpgroup tensor-core products
+// (sm_90a wgmma): the structure of ssm_scan_fused.cu's chain (one block per (chunk, head),
+// taken by ticket in chunk-major order; the state entering a chunk handed over from its
+// predecessor through an L2-resident f32 slot and a flag), with every product a wgmma of one
+// warpgroup (64 rows) instead of mma.sync tiles of one warp (16 rows): one instruction per
+// 64 x P x 16 product with its operands read from shared memory by descriptor, where the warp
+// form issued P / 2 mma.sync (four warps) plus their fragment loads. Why: the mma.sync chain
+// issues ~3.7K instructions per warp and is latency-bound at 2 blocks per SM (docs/BENCHMARKS.md,
+// "Prefill scan, round 5"). Measured ("round 6"): as fast as the chain on one sequence, 3-15%
+// faster on several; ~3.2K instructions per warp remain (staging, cumsum, scores, hand-over,
+// epilogue), issued at the same low rate. Shapes: chunk 128, state 128, head_dim 64 or 80
+// (every Nemotron-H member), x, B and C views 16-byte aligned (ssm_scan_wg_shape, in supports).
+//
+// Same math and rounding points as ssm_scan_mma.cu (its header; the exact-emulation cases of
+// tests/ops/cases_ssd_mma_exact.cpp run this kernel too): bf16(w_s B_s[n]) rounded in the A
+// fragment of the chunk state, S_in rounded to bf16 once, the scores rounded into the A
+// fragments of Y_diag, f32 accumulation everywhere, the f32 state passing unchanged. Within a
+// product the f32 accumulation order is the tensor core's (the harness bounds it, it does not
+// fix it).
+//
+// Block: 256 threads = two warpgroups. Warpgroup q takes the state rows n in [64 q, 64 q + 64)
+// of S_loc^T = (B w)^T . x, and the output rows l in [64 q, 64 q + 64) of
+//   Y = exp(cum_l) C . S_in^T  +  scores . x,   scores = bf16(C.B decayed), causal.
+// C.B is formed per 64 x 64 block of (l, s) on or below the diagonal (q + 1 blocks), turned
+// into the A fragments of Y_diag in registers (the accumulator and A layouts coincide).
+// Shared tiles hold 8 x 8 core matrices (wgmma_bf16.cuh), staged as they lie in memory by
+// 16-byte cp.async copies: x [s][p] (B operand, MN-major), C and B [token][n] (K-major A and B
+// operands of C.B and Y_off), S_in [p][n] (K-major B of Y_off, written from registers).
+#include <cuda_runtime.h>
+
+#include <atomic>
+
+#include "ops/cuda/mma_bf16.cuh"
+#include "ops/cuda/ssm_scan_chain.cuh"
+#include "ops/cuda/ssm_scan_common.cuh"
+#include "ops/cuda/ssm_scan_mma_tiles.cuh"
+#include "ops/cuda/ssm_scan_staging.cuh"
+#include "ops/cuda/wgmma_bf16.cuh"
+
+namespace strata::cuda {
+
+namespace {
+
+using scan::clear_empty_sequences;
+using scan::discard_l2_line;
+using scan::fused_scratch_of;
+using scan::FusedScratch;
+using scan::load_acquire;
+using scan::scale_pair;
+using scan::store_release;
+
+constexpr int kQ = 128;      // chunk
+constexpr int kN = 128;      // state size
+constexpr int kNC = kN / 8;  // core matrices per row of a [rows][N] tile
+constexpr int kThreads = 256;
+
+// Element offset of (r, c) in a tile of core matrices with `cb` of them per row: core
+// (r / 8, c / 8) is 128 contiguous bytes, its 8 rows 16 bytes apart.
+__device__ __forceinline__ int core_off(int r, int c, int cb) {
+  return (((r >> 3) * cb + (c >> 3)) << 6) + ((r & 7) << 3) + (c & 7);
+}
+
+// Descriptors of the two operand forms. K-major ([rows][K] tile, K contiguous, kNC cores per
+// row): LBO = the next core along K (128 bytes), SBO = the next 8 rows. MN-major (x: [s][p]
+// tile, s = K, p = N contiguous, P / 8 cores per row): SBO = the next 8 columns p (128 bytes),
+// LBO = the next 8 rows s.
+__device__ __forceinline__ uint64_t kmajor(const bf16* at) {
+  return wg::desc(at, 128, kNC * 128);
+}
+template <int P>
+__device__ __forceinline__ uint64_t x_desc(const bf16* xs, int ks) {  // rows s in [16 ks, +16)
+  return wg::desc(xs + 16 * ks * P, (P / 8) * 128, 128);
+}
+
+// tile(r, k) = src[(t0 + r) ld + col0 + k] for r < valid, 0 for valid <= r < rows (a multiple of
+// 8), k < W; left in flight (the caller commits, waits, fences and synchronizes). Lanes 8 apart
+// take 8 consecutive rows of one 16-byte column, i.e. one core matrix (conflict-free stores),
+// and a warp 64 contiguous bytes of each of 8 rows.
+template <int W>
+__device__ __forceinline__ void stage_core(bf16* tile, const bf16* src, int64_t ld, int64_t t0,
+                                           int valid, int rows, int64_t col0) {
+  constexpr int V = W / 8;
+  const bf16* base = src + t0 * ld + col0;
+  for (int i = static_cast<int>(threadIdx.x); i < rows * V; i += kThreads) {
+    const int rest = i >> 3, rb = rest / V, v = rest - rb * V, r = 8 * rb + (i & 7);
+    scan::cp_async16(tile + core_off(r, 8 * v, V), r < valid ? base + r * ld + 8 * v : base,
+                     r < valid);
+  }
+}
+
+int wg_smem(int P) {
+  return (kQ * P + 2 * kQ * kN + P * kN) * static_cast<int>(sizeof(bf16)) +
+         3 * kQ * static_cast<int>(sizeof(float));
+}
+
+// grid nc * Hm (one block per (chunk, head), taken by ticket), block kThreads.
+template <int NT>  // P = 8 NT
+__global__ void __launch_bounds__(kThreads, 2)
+    wg_scan_kernel(SsmLaunch p, FusedScratch fs, int* errors) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  constexpr int P = 8 * NT, R = 4 * NT;  // R: accumulator registers of a 64 x P product
+  extern __shared__ __align__(128) unsigned char smem[];
+  __shared__ int ticket;
+  if (threadIdx.x == 0) ticket = atomicAdd(fs.ticket, 1);
+  __syncthreads();
+  const int64_t Hm = p.heads, c = ticket / Hm, h = ticket - c * Hm, g = h / (Hm / p.groups);
+  if (c == 0) clear_empty_sequences<P>(p, fs.ch, h, errors);
+  const int len = fs.ch.table[3 * c + 2];
+  if (len == 0) return;  // past every sequence: no block waits on it
+  const int64_t t0 = fs.ch.table[3 * c + 1];
+  const int b = fs.ch.table[3 * c];
+  const int32_t first = fs.ch.seq_chunks[2 * b], count = fs.ch.seq_chunks[2 * b + 1];
+  const bool is_first = c == first, is_last = c == first + count - 1;
+  const int32_t slot = static_cast<const int32_t*>(p.slots.p)[b];
+  const bool slot_ok = slot >= 0 && slot < p.num_slots;
+  if (is_first && !slot_ok && h == 0 && threadIdx.x == 0) atomicAdd(errors, 1);
+
+  bf16* xs = reinterpret_cast<bf16*>(smem);            // [Q][P] cores: x_s[p]
+  bf16* cs = xs + kQ * P;                              // [Q][N] cores: the chunk's C rows
+  bf16* bs = cs + kQ * kN;                             // [Q][N] cores: its B rows
+  bf16* ss = bs + kQ * kN;                             // [P][N] cores: S_in (bf16)
+  float* cum = reinterpret_cast<float*>(ss + P * kN);  // [Q]
+  float* dts = cum + kQ;                               // [Q]
+  float* ws = dts + kQ;                                // [Q]: exp(cum_last - cum_s) dt_s
+  stage_core<kN>(cs, static_cast<const bf16*>(p.C.p), p.C.ld, t0, len, kQ, g * kN);
+  stage_core<kN>(bs, static_cast<const bf16*>(p.B.p), p.B.ld, t0, len, kQ, g * kN);
+  // Every read of x precedes the first barrier and every write of y follows the last: out may
+  // alias x (other blocks touch other rows or heads).
+  stage_core<P>(xs, static_cast<const bf16*>(p.x.p), p.x.ld, t0, len, kQ, h * P);
+  scan::cp_async_commit();
+
+  // dt and the inclusive cumsum of dt A (the same Hillis-Steele order as ssm_scan_fused.cu).
+  const int l = static_cast<int>(threadIdx.x);
+  if (l < kQ) {
+    float dt = 0.f;
+    if (l < len)
+      dt = softplusf_(to_f32(static_cast<const bf16*>(p.dt_raw.p)[(t0 + l) * p.dt_raw.ld + h]) +
+                      load_param(p.dt_bias.p, p.dt_bias.dt == DType::BF16, h));
+    dts[l] = dt;
+    cum[l] = dt * p.A[h];
+  }
+  __syncthreads();
+  for (int off = 1; off < kQ; off <<= 1) {
+    const float add = l < kQ && l >= off ? cum[l - off] : 0.f;
+    __syncthreads();
+    if (l < kQ) cum[l] += add;
+    __syncthreads();
+  }
+  const float last = cum[len - 1];
+  if (l < kQ) ws[l] = expf(last - cum[l]) * dts[l];
+  scan::cp_async_wait_all();
+  wg::fence_proxy_async();
+  __syncthreads();  // C, B, x, cum, dt and w staged
+
+  const int q = l >> 7, warp = (l >> 5) & 3, lane = l & 31;  // warpgroup, its warp, lane
+  const mma::Lane ln(lane);
+
+  // S_loc^T rows n in [64 q, +64): A[n][s] = bf16(w_s B_s[n]) from registers (ldmatrix .trans
+  // of the [s][n] cores, scaled), B[s][p] = x_s[p]. Rows past the chunk have B = 0 and w = 0.
+  float own[R];
+  {
+    const int m0 = 64 * q + 16 * warp, j = lane >> 3, i = lane & 7;
+    uint32_t a[kQ / 16][4];
+#pragma unroll
+    for (int ks = 0; ks < kQ / 16; ++ks) {
+      mma::ldsm_x4_trans(a[ks],
+                         bs + core_off(16 * ks + ((j >> 1) << 3) + i, m0 + ((j & 1) << 3), kNC));
+      const int s = 16 * ks + 2 * ln.tig;
+      const float w0 = ws[s], w1 = ws[s + 1], w8 = ws[s + 8], w9 = ws[s + 9];
+      a[ks][0] = scale_pair(a[ks][0], w0, w1);
+      a[ks][1] = scale_pair(a[ks][1], w0, w1);
+      a[ks][2] = scale_pair(a[ks][2], w8, w9);
+      a[ks][3] = scale_pair(a[ks][3], w8, w9);
+    }
+#pragma unroll
+    for (int k = 0; k < R; ++k)
+      own[k] = 0.f;
+    wg::wgmma_fence();
+#pragma unroll
+    for (int ks = 0; ks < kQ / 16; ++ks)
+      wg::mma_rs_bmn(own, a[ks], x_desc<P>(xs, ks), 1);
+    wg::commit();
+    wg::wait_all();
+    wg::fence_regs(own);
+  }
+
+  // C.B of the first 64 positions for this warpgroup's output rows (l0 ..), issued before the
+  // hand-over (it reads only C and B) and waited for with Y_off: its latency hides behind the
+  // wait on the predecessor (measured: -0.2 to -1.2% in 9 of 10 bench-kernels rows, twice).
+  const int l0 = 64 * q;
+  float cb[32];
+#pragma unroll
+  for (int k = 0; k < 32; ++k)
+    cb[k] = 0.f;
+  if (l0 < len) {
+    wg::wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < kN / 16; ++kk)
+      wg::mma_ss(cb, kmajor(cs + core_off(l0, 16 * kk, kNC)),
+                 kmajor(bs + core_off(0, 16 * kk, kNC)), 1);
+    wg::commit();
+  }
+
+  // The state entering the chunk: the slot's (or zero) for a sequence's first chunk, else the
+  // predecessor's inclusive state, waited for. S_out = exp(cum_last) S_in + S_loc goes to the
+  // successor (or the slot after the last chunk). The hand-over slot holds float4 number
+  // j * kThreads + thread: this thread's accumulator values of column group j.
+  const int64_t PN = static_cast<int64_t>(P) * kN;
+  const float decay = expf(last);
+  if (!is_first) {
+    if (threadIdx.x == 0)
+      while (load_acquire(fs.flags + (c - 1) * Hm + h) != 2)
+        __nanosleep(32);
+    __syncthreads();
+  }
+  const bool from_slot =
+      is_first && slot_ok && static_cast<const int32_t*>(p.has_initial.p)[b] != 0;
+  float* slot_state = p.states + (static_cast<int64_t>(slot_ok ? slot : 0) * Hm + h) * PN;
+  const int64_t pred = is_first ? c : c - 1;  // read only when not the first
+  const float4* in = reinterpret_cast<const float4*>(fs.carried + (pred * Hm + h) * PN);
+  float4* out = reinterpret_cast<float4*>(fs.carried + (c * Hm + h) * PN);
+  {
+    const int n = 64 * q + 16 * warp + ln.grp;  // rows n, n + 8 of S^T; columns pp, pp + 1
+    // Every load of the entering state is issued before any store: the stores below (to the
+    // hand-over array or the slot) may alias the loads as far as the compiler knows, so loads
+    // interleaved with them would take one memory latency each (NT of them on the chain's
+    // critical path; measured: ~6 us per hand-over at 2,048 tokens, see docs/BENCHMARKS.md).
+    float r[NT][4];
+#pragma unroll
+    for (int j = 0; j < NT; ++j) {
+      const int pp = 8 * j + 2 * ln.tig, f = j * kThreads + l;
+      r[j][0] = r[j][1] = r[j][2] = r[j][3] = 0.f;
+      if (!is_first) {
+        const float4 v = __ldcg(in + f);
+        r[j][0] = v.x;
+        r[j][1] = v.y;
+        r[j][2] = v.z;
+        r[j][3] = v.w;
+      } else if (from_slot) {
+        r[j][0] = slot_state[pp * kN + n];
+        r[j][1] = slot_state[(pp + 1) * kN + n];
+        r[j][2] = slot_state[pp * kN + n + 8];
+        r[j][3] = slot_state[(pp + 1) * kN + n + 8];
+      }
+    }
+#pragma unroll
+    for (int j = 0; j < NT; ++j) {
+      const int pp = 8 * j + 2 * ln.tig, f = j * kThreads + l;
+      ss[core_off(pp, n, kNC)] = __float2bfloat16_rn(r[j][0]);
+      ss[core_off(pp + 1, n, kNC)] = __float2bfloat16_rn(r[j][1]);
+      ss[core_off(pp, n + 8, kNC)] = __float2bfloat16_rn(r[j][2]);
+      ss[core_off(pp + 1, n + 8, kNC)] = __float2bfloat16_rn(r[j][3]);
+      float o[4];
+#pragma unroll
+      for (int k = 0; k < 4; ++k)
+        o[k] = decay * r[j][k] + own[4 * j + k];
+      if (!is_last) {
+        __stcg(out + f, make_float4(o[0], o[1], o[2], o[3]));
+      } else if (slot_ok) {
+        slot_state[pp * kN + n] = o[0];
+        slot_state[(pp + 1) * kN + n] = o[1];
+        slot_state[pp * kN + n + 8] = o[2];
+        slot_state[(pp + 1) * kN + n + 8] = o[3];
+      }
+    }
+    // This block is the only reader of its predecessor's state and has used it (the values
+    // above depend on the loads): drop those lines from L2 unwritten.
+    if (!is_first && (lane & 7) == 0) {
+#pragma unroll
+      for (int j = 0; j < NT; ++j)
+        discard_l2_line(in + j * kThreads + l);
+    }
+  }
+  if (!is_last) __threadfence();
+  wg::fence_proxy_async();  // S_in written by st.shared, read by the products below
+  __syncthreads();          // S_in staged; S_out stored
+  if (!is_last && threadIdx.x == 0) store_release(fs.flags + c * Hm + h, 2);
+
+  // Outputs of rows l in [64 q, +64) (none past the chunk: a warpgroup with no rows stops).
+  if (l0 >= len) return;
+  const int la = l0 + 16 * warp + ln.grp, lb = la + 8;  // this thread's two rows
+  float acc[R];
+#pragma unroll
+  for (int k = 0; k < R; ++k)
+    acc[k] = 0.f;
+  // Y_off before the decay: C_l . S_in[p] over the state columns (A = C [l][n], B = S_in [p][n]).
+  wg::wgmma_fence();
+#pragma unroll
+  for (int kk = 0; kk < kN / 16; ++kk)
+    wg::mma_ss(acc, kmajor(cs + core_off(l0, 16 * kk, kNC)), kmajor(ss + core_off(0, 16 * kk, kNC)),
+               1);
+  wg::commit();
+  wg::wait_all();
+  wg::fence_regs(acc);
+  wg::fence_regs(cb);
+  const float cum_a = cum[la], cum_b = cum[lb];
+  const float ea = expf(cum_a), eb = expf(cum_b);
+#pragma unroll
+  for (int j = 0; j < NT; ++j) {
+    acc[4 * j + 0] *= ea;
+    acc[4 * j + 1] *= ea;
+    acc[4 * j + 2] *= eb;
+    acc[4 * j + 3] *= eb;
+  }
+
+  // Y_diag per 64-position block s in [64 hb, +64) up to the diagonal block: C.B of the
+  // warpgroup's rows (A = C [l][n], B = B [s][n]), the decayed scores rounded into A fragments
+  // (cb[8 t .. 8 t + 7] = the k-step t of positions 64 hb + 16 t ..), then scores . x.
+  for (int hb = 0; hb <= q && 64 * hb < len; ++hb) {
+    if (hb > 0) {  // hb = 0 was issued before the hand-over
+      wg::fence_regs(cb);
+      wg::wgmma_fence();
+#pragma unroll
+      for (int kk = 0; kk < kN / 16; ++kk)
+        wg::mma_ss(cb, kmajor(cs + core_off(l0, 16 * kk, kNC)),
+                   kmajor(bs + core_off(64 * hb, 16 * kk, kNC)), kk > 0 ? 1 : 0);
+      wg::commit();
+      wg::wait_all();
+      wg::fence_regs(cb);
+    }
+    uint32_t a[4][4];
+#pragma unroll
+    for (int t = 0; t < 4; ++t) {
+      const int s = 64 * hb + 16 * t + 2 * ln.tig;
+      a[t][0] =
+          scan::score_pair(make_float2(cb[8 * t + 0], cb[8 * t + 1]), la, s, cum_a, cum, dts, len);
+      a[t][1] =
+          scan::score_pair(make_float2(cb[8 * t + 2], cb[8 * t + 3]), lb, s, cum_b, cum, dts, len);
+      a[t][2] = scan::score_pair(make_float2(cb[8 * t + 4], cb[8 * t + 5]), la, s + 8, cum_a, cum,
+                                 dts, len);
+      a[t][3] = scan::score_pair(make_float2(cb[8 * t + 6], cb[8 * t + 7]), lb, s + 8, cum_b, cum,
+                                 dts, len);
+    }
+    wg::fence_regs(acc);
+    wg::wgmma_fence();
+#pragma unroll
+    for (int t = 0; t < 4; ++t)
+      wg::mma_rs_bmn(acc, a[t], x_desc<P>(xs, 4 * hb + t), 1);
+    wg::commit();
+    wg::wait_all();
+    wg::fence_regs(acc);
+  }
+
+  // y = bf16(Y_off + Y_diag + D x).
+  const float Dh = load_param(p.D.p, p.D.dt == DType::BF16, h);
+  bf16* ym = static_cast<bf16*>(p.out.p);
+  const bool pairs = (reinterpret_cast<uintptr_t>(ym) & 3u) == 0 && (p.out.ld & 1) == 0;
+  constexpr int PC = P / 8;
+#pragma unroll
+  for (int j = 0; j < NT; ++j) {
+    const int pp = 8 * j + 2 * ln.tig;
+    if (la < len)
+      scan::store_y_pair(ym + (t0 + la) * p.out.ld + h * P + pp, pairs,
+                         acc[4 * j + 0] + Dh * __bfloat162float(xs[core_off(la, pp, PC)]),
+                         acc[4 * j + 1] + Dh * __bfloat162float(xs[core_off(la, pp + 1, PC)]));
+    if (lb < len)
+      scan::store_y_pair(ym + (t0 + lb) * p.out.ld + h * P + pp, pairs,
+                         acc[4 * j + 2] + Dh * __bfloat162float(xs[core_off(lb, pp, PC)]),
+                         acc[4 * j + 3] + Dh * __bfloat162float(xs[core_off(lb, pp + 1, PC)]));
+  }
+#else
+  __trap();  // built without sm_90a: supports() refuses every device this could run on
+#endif
+}
+
+template <int NT>
+void launch_wg(const SsmLaunch& p, int* index_errors, cudaStream_t st) {
+  constexpr int P = 8 * NT;
+  static std::atomic<uint64_t> attr{0};
+  scan::allow_smem(wg_scan_kernel<NT>, wg_smem(P), attr);
+  const FusedScratch fs = fused_scratch_of(p);
+  const int64_t nc = fs.ch.max_chunks;
+  scan::chunk_table_kernel<<<1, 32, 0, st>>>(static_cast<const int32_t*>(p.cu_seqlens.p),
+                                             static_cast<int>(p.slots.n), p.x.rows, kQ, nc,
+                                             fs.ch.table, fs.ch.seq_chunks, index_errors);
+  STRATA_CUDA_LAUNCH_CHECK();
+  mark_scan_stage("chunk_table");
+  if (nc == 0) {  // no tokens at all: only the slots of the (empty) sequences to finish
+    scan::launch_state_pass<float>(p, fs.ch, nullptr, static_cast<float*>(nullptr), index_errors,
+                                   st);
+    return;
+  }
+  STRATA_CUDA_CHECK(
+      cudaMemsetAsync(fs.flags, 0, static_cast<size_t>(nc * p.heads + 1) * sizeof(int), st));
+  mark_scan_stage("flags_reset");
+  wg_scan_kernel<NT>
+      <<<static_cast<unsigned>(nc * p.heads), kThreads, wg_smem(P), st>>>(p, fs, index_errors);
+  STRATA_CUDA_LAUNCH_CHECK();
+  mark_scan_stage("wgmma (chain)");
+}
+
+}  // namespace
+
+bool ssm_scan_wg_device() {
+  static std::atomic<int> cached[64];  // 0 unknown, 1 yes, 2 no
+  int dev = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64) return false;
+  int v = cached[dev].load(std::memory_order_relaxed);
+  if (v == 0) {
+    int major = 0, minor = 0;
+    const bool ok =
+        cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) == cudaSuccess &&
+        cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) == cudaSuccess &&
+        major == 9 && minor == 0;
+    v = ok ? 1 : 2;
+    cached[dev].store(v, std::memory_order_relaxed);
+  }
+  return v == 1;
+}
+
+void launch_ssm_scan_wg(const SsmLaunch& p, int* index_errors, void* stream) {
+  auto st = static_cast<cudaStream_t>(stream);
+  if (p.x.dt != DType::BF16) STRATA_CUDA_FAIL("ssm_scan_wg called with a non-bf16 act dtype");
+  if (p.chunk_size != kQ || p.state_size != kN)
+    STRATA_CUDA_FAIL("ssm_scan_wg called with an unsupported chunk or state size");
+  if (p.head_dim == 64)
+    launch_wg<8>(p, index_errors, st);
+  else if (p.head_dim == 80)
+    launch_wg<10>(p, index_errors, st);
+  else
+    STRATA_CUDA_FAIL("ssm_scan_wg called with an unsupported head_dim (checked in supports)");
+}
+
+}  // namespace strata::cuda
