@@ -44,9 +44,11 @@
 // T = 256), cuda.grouped_swap_split; neither, cuda.grouped_swap. Also measured and dropped
 // (docs/BENCHMARKS.md): the conversions split between the cvt and integer pipes, the pairs' rows
 // through the cp.async ring, a 4-way split, f16 activations (xq and h as f16: slower at every
-// T >= 16), and the down GEMM as a programmatic dependent launch (wrong results).
+// T >= 16), and the down GEMM as a programmatic dependent launch that read before its wait (wrong
+// results; both GEMMs are now launched by pdl.cuh's contract, the wait first).
 #include "ops/cuda/e4m3_f16_bits.h"
 #include "ops/cuda/moe_common.cuh"
+#include "ops/cuda/pdl.cuh"
 
 namespace strata::cuda::moe {
 
@@ -332,6 +334,7 @@ constexpr int block_features() {
 template <bool FP8, bool UP, int V>
 __global__ void __launch_bounds__(kThreads, 4) grouped_swap_kernel(MoeExpertsLaunch p, Scratch s) {
   extern __shared__ __align__(16) uint8_t smem[];
+  pdl_enter();  // the tile table and the activations come from the kernels before
   const int tile = blockIdx.x >> 1, half = blockIdx.x & 1;
   const int e = s.tiles[2 * tile];
   if (e < 0) return;
@@ -378,7 +381,7 @@ void launch_one(const MoeExpertsLaunch& p, const Scratch& s, int64_t max_tiles,
   const int64_t F = UP ? p.inter : p.hidden;
   const dim3 grid(static_cast<unsigned>(2 * max_tiles),
                   static_cast<unsigned>((F + block_features<V>() - 1) / block_features<V>()));
-  grouped_swap_kernel<FP8, UP, V><<<grid, kThreads, kSmemBytes, stream>>>(p, s);
+  launch_pdl(grouped_swap_kernel<FP8, UP, V>, grid, dim3(kThreads), kSmemBytes, stream, p, s);
   STRATA_CUDA_LAUNCH_CHECK();
 }
 
