@@ -1,7 +1,7 @@
 // Pieces of the one-pass tensor-core scans (ssm_scan_fused.cu: mma.sync, a block per (chunk,
 // head); ssm_scan_wg.cu: wgmma): the scratch they share, the flag protocol of the state hand-over
-// between a sequence's chunk blocks, the decay-weighted B fragment, and the slots of sequences
-// with no tokens.
+// between a sequence's chunk blocks, the decay-weighted B fragment, the slots of sequences with
+// no tokens, and the chunk's dt / cumsum prologue.
 #pragma once
 
 #include "ops/cuda/common.cuh"
@@ -79,6 +79,35 @@ __device__ void clear_empty_sequences(const SsmLaunch& p, const scan::Chunks& ch
     for (int64_t e = 0; e < PN; ++e)
       st[e] = 0.f;
   }
+}
+
+// The chunk's dt (softplus of dt_raw + dt_bias, zero past its len tokens) and the inclusive
+// cumsum of dt A over its Q positions by Hillis-Steele (the order of
+// scan::chunk_cumsum_kernel, so the same f32 values), then ws[l] = exp(cum[len-1] - cum[l]) *
+// dt[l], the decay weight of position l into the chunk's end state; returns cum[len - 1]. Threads
+// 0 .. Q - 1 of the block own one position each; every thread of the block must call it (it
+// synchronizes).
+__device__ __forceinline__ float chunk_dt_cumsum(const SsmLaunch& p, int64_t t0, int len, int64_t h,
+                                                 int Q, float* dts, float* cum, float* ws) {
+  const int l = static_cast<int>(threadIdx.x);
+  if (l < Q) {
+    float dt = 0.f;
+    if (l < len)
+      dt = softplusf_(to_f32(static_cast<const bf16*>(p.dt_raw.p)[(t0 + l) * p.dt_raw.ld + h]) +
+                      load_param(p.dt_bias.p, p.dt_bias.dt == DType::BF16, h));
+    dts[l] = dt;
+    cum[l] = dt * p.A[h];
+  }
+  __syncthreads();
+  for (int off = 1; off < Q; off <<= 1) {
+    const float add = l < Q && l >= off ? cum[l - off] : 0.f;
+    __syncthreads();
+    if (l < Q) cum[l] += add;
+    __syncthreads();
+  }
+  const float last = cum[len - 1];
+  if (l < Q) ws[l] = expf(last - cum[l]) * dts[l];
+  return last;
 }
 
 }  // namespace

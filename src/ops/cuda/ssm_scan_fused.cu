@@ -79,26 +79,8 @@ __global__ void __launch_bounds__(256, 2)
   scan::load_rows_async(xs, ldx, static_cast<const bf16*>(p.x.p), p.x.ld, t0, len, Q, h * P, P);
   scan::cp_async_commit();
 
-  // dt and the inclusive cumsum of dt A, as scan::chunk_cumsum_kernel forms them (the same
-  // Hillis-Steele order, so the same f32 values).
+  const float last = scan::chunk_dt_cumsum(p, t0, len, h, Q, dts, cum, ws);
   const int l = static_cast<int>(threadIdx.x);
-  if (l < Q) {
-    float dt = 0.f;
-    if (l < len)
-      dt = softplusf_(to_f32(static_cast<const bf16*>(p.dt_raw.p)[(t0 + l) * p.dt_raw.ld + h]) +
-                      load_param(p.dt_bias.p, p.dt_bias.dt == DType::BF16, h));
-    dts[l] = dt;
-    cum[l] = dt * p.A[h];
-  }
-  __syncthreads();
-  for (int off = 1; off < Q; off <<= 1) {
-    const float add = l < Q && l >= off ? cum[l - off] : 0.f;
-    __syncthreads();
-    if (l < Q) cum[l] += add;
-    __syncthreads();
-  }
-  const float last = cum[len - 1];
-  if (l < Q) ws[l] = expf(last - cum[l]) * dts[l];
   scan::cp_async_wait_all();
   __syncthreads();  // C, B, x, cum, dt and w staged
 

@@ -129,25 +129,8 @@ __global__ void __launch_bounds__(kThreads, 2)
   stage_core<P>(xs, static_cast<const bf16*>(p.x.p), p.x.ld, t0, len, kQ, h * P);
   scan::cp_async_commit();
 
-  // dt and the inclusive cumsum of dt A (the same Hillis-Steele order as ssm_scan_fused.cu).
+  const float last = scan::chunk_dt_cumsum(p, t0, len, h, kQ, dts, cum, ws);
   const int l = static_cast<int>(threadIdx.x);
-  if (l < kQ) {
-    float dt = 0.f;
-    if (l < len)
-      dt = softplusf_(to_f32(static_cast<const bf16*>(p.dt_raw.p)[(t0 + l) * p.dt_raw.ld + h]) +
-                      load_param(p.dt_bias.p, p.dt_bias.dt == DType::BF16, h));
-    dts[l] = dt;
-    cum[l] = dt * p.A[h];
-  }
-  __syncthreads();
-  for (int off = 1; off < kQ; off <<= 1) {
-    const float add = l < kQ && l >= off ? cum[l - off] : 0.f;
-    __syncthreads();
-    if (l < kQ) cum[l] += add;
-    __syncthreads();
-  }
-  const float last = cum[len - 1];
-  if (l < kQ) ws[l] = expf(last - cum[l]) * dts[l];
   scan::cp_async_wait_all();
   wg::fence_proxy_async();
   __syncthreads();  // C, B, x, cum, dt and w staged
