@@ -59,6 +59,24 @@ __device__ __forceinline__ uint32_t scale_pair(uint32_t r, float w0, float w1) {
   return mma::pack_bf16(w0 * __bfloat162float(e.x), w1 * __bfloat162float(e.y));
 }
 
+// What the one-pass kernels launch before their chunk blocks: the chunk table and the cleared
+// hand-over flags (and ticket). Returns false when the step has no tokens: the empty sequences'
+// slots are then finished here and there are no chunk blocks to launch.
+inline bool start_one_pass(const SsmLaunch& p, const FusedScratch& fs, int* index_errors,
+                           cudaStream_t st) {
+  const int64_t nc = fs.ch.max_chunks;
+  scan::launch_chunk_table(p, fs.ch, index_errors, st);
+  if (nc == 0) {
+    scan::launch_state_pass<float>(p, fs.ch, nullptr, static_cast<float*>(nullptr), index_errors,
+                                   st);
+    return false;
+  }
+  STRATA_CUDA_CHECK(
+      cudaMemsetAsync(fs.flags, 0, static_cast<size_t>(nc * p.heads + 1) * sizeof(int), st));
+  mark_scan_stage("flags_reset");
+  return true;
+}
+
 // A sequence of no tokens (or with offsets the chunk table refused) has no chunk blocks; the
 // blocks of chunk 0 do what the state passing does for it: head h of its slot is cleared unless
 // it continues (has_initial), and a slot out of range is counted. One thread per sequence: such

@@ -132,16 +132,22 @@ __global__ void state_pass_kernel(SsmLaunch p, Chunks s, const float* loc, OutT*
   *final_state = run;
 }
 
+// Launches the chunk table kernel (the first of every path).
+inline void launch_chunk_table(const SsmLaunch& p, const Chunks& ch, int* index_errors,
+                               cudaStream_t st) {
+  chunk_table_kernel<<<1, 32, 0, st>>>(
+      static_cast<const int32_t*>(p.cu_seqlens.p), static_cast<int>(p.slots.n), p.x.rows,
+      static_cast<int>(p.chunk_size), ch.max_chunks, ch.table, ch.seq_chunks, index_errors);
+  STRATA_CUDA_LAUNCH_CHECK();
+  mark_scan_stage("chunk_table");
+}
+
 // Launches the chunk table and the dt/cumsum kernels (the first two of both paths).
 template <class T>
 void launch_chunk_prologue(const SsmLaunch& p, const Chunks& ch, int* index_errors,
                            cudaStream_t st) {
   const int64_t Q = p.chunk_size;
-  chunk_table_kernel<<<1, 32, 0, st>>>(static_cast<const int32_t*>(p.cu_seqlens.p),
-                                       static_cast<int>(p.slots.n), p.x.rows, static_cast<int>(Q),
-                                       ch.max_chunks, ch.table, ch.seq_chunks, index_errors);
-  STRATA_CUDA_LAUNCH_CHECK();
-  mark_scan_stage("chunk_table");
+  launch_chunk_table(p, ch, index_errors, st);
   if (ch.max_chunks == 0) return;
   chunk_cumsum_kernel<T>
       <<<dim3(static_cast<unsigned>(ch.max_chunks), static_cast<unsigned>(p.heads)),

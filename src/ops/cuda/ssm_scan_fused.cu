@@ -244,20 +244,8 @@ void launch_fused(const SsmLaunch& p, int* index_errors, cudaStream_t st) {
   scan::allow_smem(fused_scan_kernel<NT, MT, kLookback>, fused_smem(kMaxQ, P, kMaxN), attr);
   const FusedScratch fs = fused_scratch_of(p);
   const int Q = static_cast<int>(p.chunk_size), N = static_cast<int>(p.state_size);
+  if (!start_one_pass(p, fs, index_errors, st)) return;
   const int64_t nc = fs.ch.max_chunks;
-  scan::chunk_table_kernel<<<1, 32, 0, st>>>(static_cast<const int32_t*>(p.cu_seqlens.p),
-                                             static_cast<int>(p.slots.n), p.x.rows, Q, nc,
-                                             fs.ch.table, fs.ch.seq_chunks, index_errors);
-  STRATA_CUDA_LAUNCH_CHECK();
-  mark_scan_stage("chunk_table");
-  if (nc == 0) {  // no tokens at all: only the slots of the (empty) sequences to finish
-    scan::launch_state_pass<float>(p, fs.ch, nullptr, static_cast<float*>(nullptr), index_errors,
-                                   st);
-    return;
-  }
-  STRATA_CUDA_CHECK(
-      cudaMemsetAsync(fs.flags, 0, static_cast<size_t>(nc * p.heads + 1) * sizeof(int), st));
-  mark_scan_stage("flags_reset");
   fused_scan_kernel<NT, MT, kLookback>
       <<<static_cast<unsigned>(nc * p.heads), static_cast<unsigned>(2 * Q), fused_smem(Q, P, N),
          st>>>(p, fs, index_errors);

@@ -352,20 +352,8 @@ void launch_wg(const SsmLaunch& p, int* index_errors, cudaStream_t st) {
   static std::atomic<uint64_t> attr{0};
   scan::allow_smem(wg_scan_kernel<NT>, wg_smem(P), attr);
   const FusedScratch fs = fused_scratch_of(p);
+  if (!start_one_pass(p, fs, index_errors, st)) return;
   const int64_t nc = fs.ch.max_chunks;
-  scan::chunk_table_kernel<<<1, 32, 0, st>>>(static_cast<const int32_t*>(p.cu_seqlens.p),
-                                             static_cast<int>(p.slots.n), p.x.rows, kQ, nc,
-                                             fs.ch.table, fs.ch.seq_chunks, index_errors);
-  STRATA_CUDA_LAUNCH_CHECK();
-  mark_scan_stage("chunk_table");
-  if (nc == 0) {  // no tokens at all: only the slots of the (empty) sequences to finish
-    scan::launch_state_pass<float>(p, fs.ch, nullptr, static_cast<float*>(nullptr), index_errors,
-                                   st);
-    return;
-  }
-  STRATA_CUDA_CHECK(
-      cudaMemsetAsync(fs.flags, 0, static_cast<size_t>(nc * p.heads + 1) * sizeof(int), st));
-  mark_scan_stage("flags_reset");
   wg_scan_kernel<NT>
       <<<static_cast<unsigned>(nc * p.heads), kThreads, wg_smem(P), st>>>(p, fs, index_errors);
   STRATA_CUDA_LAUNCH_CHECK();
