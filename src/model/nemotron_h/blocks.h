@@ -34,9 +34,9 @@ bool quantize_for(OpContext& ctx, const LinearWeight& consumer, int64_t T, int64
 // The input scale the norm before layer L quantizes its output with, for the block's first
 // linears (0 = none): Mamba in_proj, attention q/k/v (only when the three share it), MLP up; not
 // MoE (its shared expert's up quantizes beside the routed experts: w8a8_inputs.cpp says why).
+// Nonzero only where those linears are all the block reads of its input, so the norm then
+// writes the e4m3 copy alone.
 float layer_input_q_scale(const LayerWeights& L);
-// Whether layer L's block reads its act input besides that copy (MoE: router and experts).
-bool layer_reads_act_input(const LayerWeights& L);
 
 // A block's normalized input: `a` [T, H] act and, when the norm wrote one, its e4m3 copy `q`
 // (q_scale: layer_input_q_scale); `a` may be undefined when the block reads only q.

@@ -67,13 +67,13 @@ Tensor NemotronHModel::forward(OpContext& ctx, const engine::StepInput& step, ca
     norm.weight = L.norm;
     norm.eps = c.norm_eps;
     norm.out = a;
-    // The block's first W8A8 linears take the norm's e4m3 copy; act a only where read as well.
+    // The block's first W8A8 linears take the norm's e4m3 copy.
     const float q_scale = fuse_q ? layer_input_q_scale(L) : 0.f;
     if (q_scale > 0.f) {
       if (!a_q.defined()) a_q = workspace(ctx, Shape{T, H}, DType::F8E4M3);
       norm.out_q = a_q;
       norm.out_q_scale = q_scale;
-      if (!layer_reads_act_input(L)) norm.out = Tensor();
+      norm.out = Tensor();  // the block reads only the copy (layer_input_q_scale)
     }
     ops::run(ctx, norm);
     if (l == 0) residual = h;

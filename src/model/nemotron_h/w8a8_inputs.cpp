@@ -50,10 +50,6 @@ float layer_input_q_scale(const LayerWeights& L) {
   return 0.f;
 }
 
-bool layer_reads_act_input(const LayerWeights& L) {
-  return L.kind == LayerKind::Moe;
-}
-
 Tensor BlockInput::x_for(const LinearWeight& w) const {
   if (q.defined() && q_scale > 0.f && w8a8_input_scale(w) == q_scale) return q;
   STRATA_CHECK(a.defined());  // the norm wrote only the e4m3 copy, and w cannot take it
