@@ -14,6 +14,7 @@
 #include <tuple>
 #include <vector>
 
+#include "bench_kernels_gemm.h"
 #include "bench_kernels_scan.h"
 #include "bench_kernels_small.h"
 #include "bench_kernels_util.h"
@@ -529,6 +530,7 @@ void run_bench(const std::string& out_path, const std::string& only) {
   }
   const std::vector<ScanRow> scan_rows = run_scan_rows(only);
   const std::vector<SmallRow> small_rows = run_small_rows(only);
+  const std::vector<GemmSurveyRow> survey_rows = run_gemm_survey(only);
   if (!out_path.empty()) {
     std::ostringstream f;
     f << fmt::format("GPU: {}\n\n", cuda::device_description());
@@ -537,6 +539,7 @@ void run_bench(const std::string& out_path, const std::string& only) {
     for (const Row& r : rows) f << table_row(r);
     write_scan_rows(f, scan_rows);
     write_small_rows(f, small_rows);
+    write_gemm_survey(f, survey_rows);
     io::write_file_atomic(out_path, f.str());
   }
 }

@@ -52,4 +52,11 @@ void launch_rows_to_f32(const Mat& x, float* out, void* stream);
 // streams has its own workspace, so the two can run GEMMs at once.
 void linear_cublaslt(const LinearLaunch& p, DeviceContext& dc, void* stream);
 
+// The heuristic's other proposals, for bench-kernels' check that its first choice (the one
+// linear_cublaslt runs) is within reach of cuBLASLt's best on each shape: how many usable
+// algorithms it proposes for `p` (up to 16, best first; number 0 is linear_cublaslt's), and one
+// run of `p` with proposal number `algo`.
+int linear_cublaslt_survey_size(const LinearLaunch& p, DeviceContext& dc);
+void linear_cublaslt_survey_run(const LinearLaunch& p, DeviceContext& dc, void* stream, int algo);
+
 }  // namespace strata::cuda
