@@ -123,6 +123,9 @@ Plan make_plan(cublasLtHandle_t h, const LinearLaunch& p, uint32_t align_x, uint
   for (int i = 0; i < found; ++i)
     if (results[static_cast<size_t>(i)].state == CUBLAS_STATUS_SUCCESS)
       pl.algos.push_back(results[static_cast<size_t>(i)].algo);
+  if (pl.algos.empty())
+    fail("cuBLASLt proposed no usable algorithm for linear x {}[{}, {}] W {}[{}, {}] -> {}",
+         dtype_name(p.x.dt), T, K, dtype_name(p.wt), N, K, dtype_name(p.out.dt));
   return pl;
 }
 
