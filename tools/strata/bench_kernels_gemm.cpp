@@ -19,8 +19,8 @@ using namespace strata::ops;
 struct SurveyShape {
   const char* what;
   int64_t N, K;
-  bool fp8;      // W8A8 e4m3 weights and x; else bf16
-  DType out;     // bf16, or f32 for the lm_head
+  bool fp8;       // W8A8 e4m3 weights and x; else bf16
+  DType out;      // bf16, or f32 for the lm_head
   int64_t max_M;  // the largest M the model runs it at (the lm_head sees sampled rows only)
 };
 
@@ -84,14 +84,14 @@ GemmSurveyRow survey_one(const SurveyShape& s, int64_t M) {
   // The same product as cuda.cublaslt computes it (x already e4m3 for fp8: no quantize pass).
   const auto launch_of = [&](const LinearArgs& a) {
     cuda::LinearLaunch p;
-    p.x = cuda::Mat{a.x.raw(), a.x.dim(0), a.x.dim(1), a.x.stride(0), a.x.dtype()};
+    p.x = cuda::mat_of(a.x);
     p.w = a.w.weight.raw();
     p.wt = a.w.weight.dtype();
     p.n = s.N;
     p.k = s.K;
     p.scale = s.fp8 ? a.w.weight_scale * a.w.input_scale : 1.f;
     p.input_scale = s.fp8 ? a.w.input_scale : 0.f;
-    p.out = cuda::Mat{a.out.raw(), M, s.N, a.out.stride(0), a.out.dtype()};
+    p.out = cuda::mat_of(a.out);
     return p;
   };
   cuda::DeviceContext& dc = cuda::context_of(ctx);
@@ -117,11 +117,11 @@ GemmSurveyRow survey_one(const SurveyShape& s, int64_t M) {
 }
 
 void print_survey_row(const GemmSurveyRow& r) {
-  std::printf("gemm survey %-44s %-16s %9.2f us %7.1f TFLOP/s | first %9.2f | best %9.2f (#%d of %d) "
-              "| best/dispatched %.3f\n",
-              r.shape.c_str(), r.dispatched.c_str(), r.us_dispatched,
-              r.flops / r.us_dispatched / 1e6, r.us_first, r.us_best, r.best_index, r.proposals,
-              r.us_best / r.us_dispatched);
+  std::printf(
+      "gemm survey %-44s %-16s %9.2f us %7.1f TFLOP/s | first %9.2f | best %9.2f (#%d of %d) "
+      "| best/dispatched %.3f\n",
+      r.shape.c_str(), r.dispatched.c_str(), r.us_dispatched, r.flops / r.us_dispatched / 1e6,
+      r.us_first, r.us_best, r.best_index, r.proposals, r.us_best / r.us_dispatched);
   std::fflush(stdout);
 }
 
@@ -133,8 +133,8 @@ std::vector<GemmSurveyRow> run_gemm_survey(const std::string& only) {
   for (const SurveyShape& s : survey_shapes())
     for (int64_t M : {2, 3, 8, 17, 64, 255, 512, 2048, 4097, 16384}) {
       if (M > s.max_M) continue;
-      const std::string label = fmt::format("gemm survey {} {} M={}", s.what,
-                                            s.fp8 ? "fp8" : "bf16", M);
+      const std::string label =
+          fmt::format("gemm survey {} {} M={}", s.what, s.fp8 ? "fp8" : "bf16", M);
       if (label.find(only) == std::string::npos) continue;
       rows.push_back(survey_one(s, M));
       print_survey_row(rows.back());
@@ -144,13 +144,13 @@ std::vector<GemmSurveyRow> run_gemm_survey(const std::string& only) {
 
 void write_gemm_survey(std::ostringstream& f, const std::vector<GemmSurveyRow>& rows) {
   if (rows.empty()) return;
-  f << "\n| linear | dispatched | time (us) | TFLOP/s | heuristic's first (us) | best proposal (us) "
+  f << "\n| linear | dispatched | time (us) | TFLOP/s | heuristic's first (us) | best proposal "
+       "(us) "
        "| best / dispatched |\n|---|---|---|---|---|---|---|\n";
   for (const GemmSurveyRow& r : rows)
     f << fmt::format("| {} | {} | {:.2f} | {:.1f} | {:.2f} | {:.2f} (#{} of {}) | {:.3f} |\n",
                      r.shape, r.dispatched, r.us_dispatched, r.flops / r.us_dispatched / 1e6,
-                     r.us_first, r.us_best, r.best_index, r.proposals,
-                     r.us_best / r.us_dispatched);
+                     r.us_first, r.us_best, r.best_index, r.proposals, r.us_best / r.us_dispatched);
 }
 
 }  // namespace strata::cli::bench_kernels

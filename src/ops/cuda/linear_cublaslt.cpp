@@ -67,7 +67,7 @@ struct Lt {
   void* side_workspace = nullptr;  // for its side stream (made on first use)
   std::map<PlanKey, Plan> plans;
   std::map<PlanKey, Plan> survey_plans;  // all proposals (linear_cublaslt_survey)
-  ~Lt() {  // no checks: destructors must not throw
+  ~Lt() {                                // no checks: destructors must not throw
     for (auto* m : {&plans, &survey_plans})
       for (auto& [key, pl] : *m) {
         cublasLtMatrixLayoutDestroy(pl.a);
@@ -161,10 +161,10 @@ const Plan& plan_for(Lt& l, const LinearLaunch& p, DeviceContext& dc, void* stre
 void run_plan(Lt& l, const Plan& plan, size_t algo, const LinearLaunch& p, DeviceContext& dc,
               void* stream) {
   const float alpha = p.scale, beta = 0.f;
-  STRATA_CUBLAS_CHECK(cublasLtMatmul(
-      l.handle, plan.op, &alpha, p.w, plan.a, p.x.p, plan.b, &beta, p.out.p, plan.d, p.out.p,
-      plan.d, &plan.algos[algo], stream == dc.stream() ? l.workspace : l.side_workspace,
-      kWorkspaceBytes, static_cast<cudaStream_t>(stream)));
+  STRATA_CUBLAS_CHECK(cublasLtMatmul(l.handle, plan.op, &alpha, p.w, plan.a, p.x.p, plan.b, &beta,
+                                     p.out.p, plan.d, p.out.p, plan.d, &plan.algos[algo],
+                                     stream == dc.stream() ? l.workspace : l.side_workspace,
+                                     kWorkspaceBytes, static_cast<cudaStream_t>(stream)));
 }
 
 Lt& lt_of(DeviceContext& dc) {
@@ -185,8 +185,7 @@ int linear_cublaslt_survey_size(const LinearLaunch& p, DeviceContext& dc) {
   return static_cast<int>(plan_for(l, p, dc, dc.stream(), true).algos.size());
 }
 
-void linear_cublaslt_survey_run(const LinearLaunch& p, DeviceContext& dc, void* stream,
-                                int algo) {
+void linear_cublaslt_survey_run(const LinearLaunch& p, DeviceContext& dc, void* stream, int algo) {
   Lt& l = lt_of(dc);
   const Plan& plan = plan_for(l, p, dc, stream, true);
   if (algo < 0 || static_cast<size_t>(algo) >= plan.algos.size())
