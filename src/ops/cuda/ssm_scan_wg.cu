@@ -28,7 +28,13 @@
 // operands of C.B and Y_off), S_in [p][n] (K-major B of Y_off, written from registers).
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <atomic>
+#include <climits>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
 
 #include "ops/cuda/mma_bf16.cuh"
 #include "ops/cuda/ssm_scan_chain.cuh"
@@ -53,6 +59,11 @@ constexpr int kQ = 128;      // chunk
 constexpr int kN = 128;      // state size
 constexpr int kNC = kN / 8;  // core matrices per row of a [rows][N] tile
 constexpr int kThreads = 256;
+constexpr int kStamps = 16;  // diagnostic trace: clock64 per phase, [12] / [13] globaltimer
+#define STAMP(i) \
+  do {           \
+    if (tr) tr[i] = clock64(); \
+  } while (0)
 
 // Element offset of (r, c) in a tile of core matrices with `cb` of them per row: core
 // (r / 8, c / 8) is 128 contiguous bytes, its 8 rows 16 bytes apart.
@@ -96,16 +107,31 @@ int wg_smem(int P) {
 // grid nc * Hm (one block per (chunk, head), taken by ticket), block kThreads.
 template <int NT>  // P = 8 NT
 __global__ void __launch_bounds__(kThreads, 2)
-    wg_scan_kernel(SsmLaunch p, FusedScratch fs, int* errors) {
+    wg_scan_kernel(SsmLaunch p, FusedScratch fs, int* errors, long long* trace) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   constexpr int P = 8 * NT, R = 4 * NT;  // R: accumulator registers of a 64 x P product
   extern __shared__ __align__(128) unsigned char smem[];
   __shared__ int ticket;
+  const long long t_entry = clock64();
+  unsigned long long g_entry = 0;
+  if (trace != nullptr) asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(g_entry));
   if (threadIdx.x == 0) ticket = atomicAdd(fs.ticket, 1);
   __syncthreads();
-  const int64_t Hm = p.heads, c = ticket / Hm, h = ticket - c * Hm, g = h / (Hm / p.groups);
+  long long* tr = (trace != nullptr && (threadIdx.x & 127) == 0)
+                      ? trace + (static_cast<int64_t>(ticket) * 2 + (threadIdx.x >> 7)) * kStamps
+                      : nullptr;
+  if (tr) {
+    tr[0] = t_entry;
+    tr[12] = static_cast<long long>(g_entry);
+  }
+  STAMP(1);
+  // Values every thread of a warp shares go through a shuffle: ptxas then knows them warp-uniform
+  // and keeps the wgmma under conditions on them (l0 < len, the causal loop) pipelined instead of
+  // serializing every wgmma of the kernel (its warning C7518).
+  const int tk = __shfl_sync(0xffffffffu, ticket, 0);
+  const int64_t Hm = p.heads, c = tk / Hm, h = tk - c * Hm, g = h / (Hm / p.groups);
   if (c == 0) clear_empty_sequences<P>(p, fs.ch, h, errors);
-  const int len = fs.ch.table[3 * c + 2];
+  const int len = __shfl_sync(0xffffffffu, fs.ch.table[3 * c + 2], 0);
   if (len == 0) return;  // past every sequence: no block waits on it
   const int64_t t0 = fs.ch.table[3 * c + 1];
   const int b = fs.ch.table[3 * c];
@@ -128,14 +154,18 @@ __global__ void __launch_bounds__(kThreads, 2)
   // alias x (other blocks touch other rows or heads).
   stage_core<P>(xs, static_cast<const bf16*>(p.x.p), p.x.ld, t0, len, kQ, h * P);
   scan::cp_async_commit();
+  STAMP(2);
 
   const float last = scan::chunk_dt_cumsum(p, t0, len, h, kQ, dts, cum, ws);
+  STAMP(3);
   const int l = static_cast<int>(threadIdx.x);
   scan::cp_async_wait_all();
   wg::fence_proxy_async();
   __syncthreads();  // C, B, x, cum, dt and w staged
+  STAMP(4);
 
-  const int q = l >> 7, warp = (l >> 5) & 3, lane = l & 31;  // warpgroup, its warp, lane
+  const int q = __shfl_sync(0xffffffffu, l >> 7, 0);              // warpgroup (warp-uniform)
+  const int warp = (l >> 5) & 3, lane = l & 31;                    // its warp, lane
   const mma::Lane ln(lane);
 
   // S_loc^T rows n in [64 q, +64): A[n][s] = bf16(w_s B_s[n]) from registers (ldmatrix .trans
@@ -166,6 +196,7 @@ __global__ void __launch_bounds__(kThreads, 2)
     wg::wait_all();
     wg::fence_regs(own);
   }
+  STAMP(5);
 
   // C.B of the first 64 positions for this warpgroup's output rows (l0 ..), issued before the
   // hand-over (it reads only C and B) and waited for with Y_off: its latency hides behind the
@@ -175,7 +206,9 @@ __global__ void __launch_bounds__(kThreads, 2)
 #pragma unroll
   for (int k = 0; k < 32; ++k)
     cb[k] = 0.f;
-  if (l0 < len) {
+  // Issued even by a warpgroup with no rows in the chunk (its C rows are the zero fill): a
+  // wgmma under a condition makes ptxas wait for it where the branches join (warning C7517).
+  {
     wg::wgmma_fence();
 #pragma unroll
     for (int kk = 0; kk < kN / 16; ++kk)
@@ -183,6 +216,7 @@ __global__ void __launch_bounds__(kThreads, 2)
                  kmajor(bs + core_off(0, 16 * kk, kNC)), 1);
     wg::commit();
   }
+  STAMP(6);
 
   // The state entering the chunk: the slot's (or zero) for a sequence's first chunk, else the
   // predecessor's inclusive state, waited for. S_out = exp(cum_last) S_in + S_loc goes to the
@@ -196,6 +230,7 @@ __global__ void __launch_bounds__(kThreads, 2)
         __nanosleep(32);
     __syncthreads();
   }
+  STAMP(7);
   const bool from_slot =
       is_first && slot_ok && static_cast<const int32_t*>(p.has_initial.p)[b] != 0;
   float* slot_state = p.states + (static_cast<int64_t>(slot_ok ? slot : 0) * Hm + h) * PN;
@@ -258,9 +293,10 @@ __global__ void __launch_bounds__(kThreads, 2)
   wg::fence_proxy_async();  // S_in written by st.shared, read by the products below
   __syncthreads();          // S_in staged; S_out stored
   if (!is_last && threadIdx.x == 0) store_release(fs.flags + c * Hm + h, 2);
+  STAMP(8);
 
-  // Outputs of rows l in [64 q, +64) (none past the chunk: a warpgroup with no rows stops).
-  if (l0 >= len) return;
+  // Outputs of rows l in [64 q, +64); a warpgroup with no rows in the chunk computes them anyway
+  // and stores none (returning here would make ptxas wait for the early C.B at the branch).
   const int la = l0 + 16 * warp + ln.grp, lb = la + 8;  // this thread's two rows
   float acc[R];
 #pragma unroll
@@ -276,6 +312,7 @@ __global__ void __launch_bounds__(kThreads, 2)
   wg::wait_all();
   wg::fence_regs(acc);
   wg::fence_regs(cb);
+  STAMP(9);
   const float cum_a = cum[la], cum_b = cum[lb];
   const float ea = expf(cum_a), eb = expf(cum_b);
 #pragma unroll
@@ -324,6 +361,7 @@ __global__ void __launch_bounds__(kThreads, 2)
     wg::fence_regs(acc);
   }
 
+  STAMP(10);
   // y = bf16(Y_off + Y_diag + D x).
   const float Dh = load_param(p.D.p, p.D.dt == DType::BF16, h);
   bf16* ym = static_cast<bf16*>(p.out.p);
@@ -341,9 +379,57 @@ __global__ void __launch_bounds__(kThreads, 2)
                          acc[4 * j + 2] + Dh * __bfloat162float(xs[core_off(lb, pp, PC)]),
                          acc[4 * j + 3] + Dh * __bfloat162float(xs[core_off(lb, pp + 1, PC)]));
   }
+  STAMP(11);
+  if (tr) {
+    unsigned long long g_exit;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(g_exit));
+    tr[13] = static_cast<long long>(g_exit);
+    tr[14] = len;
+    tr[15] = c;
+  }
 #else
   __trap();  // built without sm_90a: supports() refuses every device this could run on
 #endif
+}
+
+// Diagnostic (STRATA_SSD_TRACE set, eager calls only): per-phase clocks of every block's two
+// warpgroups, summarized on stderr: the mean cycles of each phase, the mean block time, the
+// kernel's span and the mean number of blocks in flight.
+void report_trace(long long* trace, int64_t blocks, int64_t heads, cudaStream_t st) {
+  std::vector<long long> h(static_cast<size_t>(blocks * 2 * kStamps));
+  STRATA_CUDA_CHECK(cudaMemcpyAsync(h.data(), trace, h.size() * sizeof(long long),
+                                    cudaMemcpyDeviceToHost, st));
+  STRATA_CUDA_CHECK(cudaFreeAsync(trace, st));
+  STRATA_CUDA_CHECK(cudaStreamSynchronize(st));
+  static const char* names[] = {"",         "ticket",  "stage+tbl", "cumsum", "stage wait",
+                                "S_loc",    "early CB", "pred wait", "handover", "Y_off",
+                                "Y_diag",   "epilogue"};
+  for (int q = 0; q < 2; ++q) {
+    double sum[12] = {}, total = 0, n = 0, tokens = 0, chunks = 0;
+    long long g0 = LLONG_MAX, g1 = 0;
+    double busy_ns = 0;
+    for (int64_t b = 0; b < blocks; ++b) {
+      const long long* t = h.data() + (b * 2 + q) * kStamps;
+      if (t[13] == 0 || t[11] == 0) continue;
+      for (int i = 1; i < 12; ++i)
+        sum[i] += static_cast<double>(t[i] - t[i - 1]);
+      total += static_cast<double>(t[11] - t[0]);
+      g0 = std::min(g0, t[12]);
+      g1 = std::max(g1, t[13]);
+      busy_ns += static_cast<double>(t[13] - t[12]);
+      n += 1;
+      tokens += static_cast<double>(t[14]) / static_cast<double>(heads);
+      chunks = std::max(chunks, static_cast<double>(t[15] + 1));
+    }
+    if (n == 0) continue;
+    std::fprintf(stderr, "ssd_wg trace wg%d tokens %.0f chunks %.0f blocks %.0f cycles/block %.0f:",
+                 q, tokens, chunks, n, total / n);
+    for (int i = 1; i < 12; ++i)
+      std::fprintf(stderr, " %s %.0f", names[i], sum[i] / n);
+    std::fprintf(stderr, " | span %.1f us, mean block %.2f us, in flight %.1f\n",
+                 static_cast<double>(g1 - g0) / 1000.0, busy_ns / n / 1000.0,
+                 busy_ns / static_cast<double>(g1 - g0));
+  }
 }
 
 template <int NT>
@@ -354,10 +440,21 @@ void launch_wg(const SsmLaunch& p, int* index_errors, cudaStream_t st) {
   const FusedScratch fs = fused_scratch_of(p);
   if (!start_one_pass(p, fs, index_errors, st)) return;
   const int64_t nc = fs.ch.max_chunks;
-  wg_scan_kernel<NT>
-      <<<static_cast<unsigned>(nc * p.heads), kThreads, wg_smem(P), st>>>(p, fs, index_errors);
+  cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
+  STRATA_CUDA_CHECK(cudaStreamIsCapturing(st, &capturing));
+  const bool tracing = std::getenv("STRATA_SSD_TRACE") != nullptr &&
+                       capturing == cudaStreamCaptureStatusNone;
+  const int64_t blocks = nc * p.heads, stamps = blocks * 2 * kStamps;
+  long long* trace = nullptr;
+  if (tracing) {
+    STRATA_CUDA_CHECK(cudaMallocAsync(&trace, stamps * sizeof(long long), st));
+    STRATA_CUDA_CHECK(cudaMemsetAsync(trace, 0, stamps * sizeof(long long), st));
+  }
+  wg_scan_kernel<NT><<<static_cast<unsigned>(blocks), kThreads, wg_smem(P), st>>>(
+      p, fs, index_errors, trace);
   STRATA_CUDA_LAUNCH_CHECK();
   mark_scan_stage("wgmma (chain)");
+  if (tracing) report_trace(trace, blocks, p.heads, st);
 }
 
 }  // namespace
