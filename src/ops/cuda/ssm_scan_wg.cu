@@ -39,6 +39,7 @@
 #include "ops/cuda/mma_bf16.cuh"
 #include "ops/cuda/ssm_scan_chain.cuh"
 #include "ops/cuda/ssm_scan_common.cuh"
+#include "ops/cuda/ssm_scan_cumsum_warp.cuh"
 #include "ops/cuda/ssm_scan_mma_tiles.cuh"
 #include "ops/cuda/ssm_scan_staging.cuh"
 #include "ops/cuda/wgmma_bf16.cuh"
@@ -131,15 +132,13 @@ __global__ void __launch_bounds__(kThreads, 2)
   const int tk = __shfl_sync(0xffffffffu, ticket, 0);
   const int64_t Hm = p.heads, c = tk / Hm, h = tk - c * Hm, g = h / (Hm / p.groups);
   if (c == 0) clear_empty_sequences<P>(p, fs.ch, h, errors);
-  const int len = __shfl_sync(0xffffffffu, fs.ch.table[3 * c + 2], 0);
+  const int32_t* row = fs.ch.table + 3 * c;  // sequence, first token, length: one round trip
+  const int b = row[0];
+  const int64_t t0 = row[1];
+  const int len = __shfl_sync(0xffffffffu, row[2], 0);
   if (len == 0) return;  // past every sequence: no block waits on it
-  const int64_t t0 = fs.ch.table[3 * c + 1];
-  const int b = fs.ch.table[3 * c];
-  const int32_t first = fs.ch.seq_chunks[2 * b], count = fs.ch.seq_chunks[2 * b + 1];
-  const bool is_first = c == first, is_last = c == first + count - 1;
-  const int32_t slot = static_cast<const int32_t*>(p.slots.p)[b];
-  const bool slot_ok = slot >= 0 && slot < p.num_slots;
-  if (is_first && !slot_ok && h == 0 && threadIdx.x == 0) atomicAdd(errors, 1);
+  const int l = static_cast<int>(threadIdx.x);
+  const bool dt_warp = l < 32;  // warp 0 takes the chunk's dt and cumsum
 
   bf16* xs = reinterpret_cast<bf16*>(smem);            // [Q][P] cores: x_s[p]
   bf16* cs = xs + kQ * P;                              // [Q][N] cores: the chunk's C rows
@@ -148,6 +147,10 @@ __global__ void __launch_bounds__(kThreads, 2)
   float* cum = reinterpret_cast<float*>(ss + P * kN);  // [Q]
   float* dts = cum + kQ;                               // [Q]
   float* ws = dts + kQ;                                // [Q]: exp(cum_last - cum_s) dt_s
+  // The dt loads go out before the staging copies (behind which they would queue), and the
+  // sequence's bookkeeping after them (it is needed only at the hand-over).
+  scan::WarpChunkDt dtw;
+  if (dt_warp) dtw = scan::load_chunk_dt_warp(p, t0, len, h);
   stage_core<kN>(cs, static_cast<const bf16*>(p.C.p), p.C.ld, t0, len, kQ, g * kN);
   stage_core<kN>(bs, static_cast<const bf16*>(p.B.p), p.B.ld, t0, len, kQ, g * kN);
   // Every read of x precedes the first barrier and every write of y follows the last: out may
@@ -155,14 +158,19 @@ __global__ void __launch_bounds__(kThreads, 2)
   stage_core<P>(xs, static_cast<const bf16*>(p.x.p), p.x.ld, t0, len, kQ, h * P);
   scan::cp_async_commit();
   STAMP(2);
-
-  const float last = scan::chunk_dt_cumsum(p, t0, len, h, kQ, dts, cum, ws);
+  const int32_t first = fs.ch.seq_chunks[2 * b], count = fs.ch.seq_chunks[2 * b + 1];
+  const int32_t slot = static_cast<const int32_t*>(p.slots.p)[b];
+  const int32_t has_initial = static_cast<const int32_t*>(p.has_initial.p)[b];
+  if (dt_warp) scan::chunk_cumsum_warp(p, dtw, len, h, dts, cum, ws);
   STAMP(3);
-  const int l = static_cast<int>(threadIdx.x);
   scan::cp_async_wait_all();
   wg::fence_proxy_async();
   __syncthreads();  // C, B, x, cum, dt and w staged
   STAMP(4);
+  const float last = cum[len - 1];
+  const bool is_first = c == first, is_last = c == first + count - 1;
+  const bool slot_ok = slot >= 0 && slot < p.num_slots;
+  if (is_first && !slot_ok && h == 0 && threadIdx.x == 0) atomicAdd(errors, 1);
 
   const int q = __shfl_sync(0xffffffffu, l >> 7, 0);              // warpgroup (warp-uniform)
   const int warp = (l >> 5) & 3, lane = l & 31;                    // its warp, lane
@@ -231,8 +239,7 @@ __global__ void __launch_bounds__(kThreads, 2)
     __syncthreads();
   }
   STAMP(7);
-  const bool from_slot =
-      is_first && slot_ok && static_cast<const int32_t*>(p.has_initial.p)[b] != 0;
+  const bool from_slot = is_first && slot_ok && has_initial != 0;
   float* slot_state = p.states + (static_cast<int64_t>(slot_ok ? slot : 0) * Hm + h) * PN;
   const int64_t pred = is_first ? c : c - 1;  // read only when not the first
   const float4* in = reinterpret_cast<const float4*>(fs.carried + (pred * Hm + h) * PN);
@@ -289,9 +296,10 @@ __global__ void __launch_bounds__(kThreads, 2)
         discard_l2_line(in + j * kThreads + l);
     }
   }
-  if (!is_last) __threadfence();
   wg::fence_proxy_async();  // S_in written by st.shared, read by the products below
   __syncthreads();          // S_in staged; S_out stored
+  // The barrier orders every thread's S_out stores before thread 0's release at gpu scope (a
+  // release is cumulative): one release instead of a fence per thread on the chain's path.
   if (!is_last && threadIdx.x == 0) store_release(fs.flags + c * Hm + h, 2);
   STAMP(8);
 
@@ -365,19 +373,48 @@ __global__ void __launch_bounds__(kThreads, 2)
   // y = bf16(Y_off + Y_diag + D x).
   const float Dh = load_param(p.D.p, p.D.dt == DType::BF16, h);
   bf16* ym = static_cast<bf16*>(p.out.p);
-  const bool pairs = (reinterpret_cast<uintptr_t>(ym) & 3u) == 0 && (p.out.ld & 1) == 0;
   constexpr int PC = P / 8;
+  bf16* yrow = ym + t0 * p.out.ld + h * P;  // row 0 of the chunk's y, this head's columns
+  if ((reinterpret_cast<uintptr_t>(yrow) & 15u) == 0 && (p.out.ld & 7) == 0) {
+    // Through shared memory, then 16-byte row-contiguous stores (a thread's own pairs are 4
+    // bytes in 8 rows). The tile takes this warpgroup's C rows, which only its own products
+    // read, all waited for above; rows P + 8 apart keep the pair stores conflict-free.
+    constexpr int LY = P + 8;
+    bf16* yt = cs + core_off(l0, 0, kNC);  // [64][LY]
 #pragma unroll
-  for (int j = 0; j < NT; ++j) {
-    const int pp = 8 * j + 2 * ln.tig;
-    if (la < len)
-      scan::store_y_pair(ym + (t0 + la) * p.out.ld + h * P + pp, pairs,
-                         acc[4 * j + 0] + Dh * __bfloat162float(xs[core_off(la, pp, PC)]),
-                         acc[4 * j + 1] + Dh * __bfloat162float(xs[core_off(la, pp + 1, PC)]));
-    if (lb < len)
-      scan::store_y_pair(ym + (t0 + lb) * p.out.ld + h * P + pp, pairs,
-                         acc[4 * j + 2] + Dh * __bfloat162float(xs[core_off(lb, pp, PC)]),
-                         acc[4 * j + 3] + Dh * __bfloat162float(xs[core_off(lb, pp + 1, PC)]));
+    for (int j = 0; j < NT; ++j) {
+      const int pp = 8 * j + 2 * ln.tig, ra = la - l0, rb = lb - l0;
+      *reinterpret_cast<__nv_bfloat162*>(yt + ra * LY + pp) = __floats2bfloat162_rn(
+          acc[4 * j + 0] + Dh * __bfloat162float(xs[core_off(la, pp, PC)]),
+          acc[4 * j + 1] + Dh * __bfloat162float(xs[core_off(la, pp + 1, PC)]));
+      *reinterpret_cast<__nv_bfloat162*>(yt + rb * LY + pp) = __floats2bfloat162_rn(
+          acc[4 * j + 2] + Dh * __bfloat162float(xs[core_off(lb, pp, PC)]),
+          acc[4 * j + 3] + Dh * __bfloat162float(xs[core_off(lb, pp + 1, PC)]));
+    }
+    if (q == 0)  // this warpgroup's tile written (named barriers 1 and 2; 0 is __syncthreads)
+      asm volatile("bar.sync 1, 128;\n" ::: "memory");
+    else
+      asm volatile("bar.sync 2, 128;\n" ::: "memory");
+    const int rows = min(64, len - l0);
+    for (int i = l & 127; i < rows * PC; i += 128) {
+      const int r = i / PC, v = i - r * PC;
+      *reinterpret_cast<uint4*>(yrow + (l0 + r) * p.out.ld + 8 * v) =
+          *reinterpret_cast<const uint4*>(yt + r * LY + 8 * v);
+    }
+  } else {
+    const bool pairs = (reinterpret_cast<uintptr_t>(ym) & 3u) == 0 && (p.out.ld & 1) == 0;
+#pragma unroll
+    for (int j = 0; j < NT; ++j) {
+      const int pp = 8 * j + 2 * ln.tig;
+      if (la < len)
+        scan::store_y_pair(ym + (t0 + la) * p.out.ld + h * P + pp, pairs,
+                           acc[4 * j + 0] + Dh * __bfloat162float(xs[core_off(la, pp, PC)]),
+                           acc[4 * j + 1] + Dh * __bfloat162float(xs[core_off(la, pp + 1, PC)]));
+      if (lb < len)
+        scan::store_y_pair(ym + (t0 + lb) * p.out.ld + h * P + pp, pairs,
+                           acc[4 * j + 2] + Dh * __bfloat162float(xs[core_off(lb, pp, PC)]),
+                           acc[4 * j + 3] + Dh * __bfloat162float(xs[core_off(lb, pp + 1, PC)]));
+    }
   }
   STAMP(11);
   if (tr) {
