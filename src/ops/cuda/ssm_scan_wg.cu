@@ -8,8 +8,12 @@
 // issues ~3.7K instructions per warp and is latency-bound at 2 blocks per SM (docs/BENCHMARKS.md,
 // "Prefill scan, round 5"). Measured ("round 6"): as fast as the chain on one sequence, 3-15%
 // faster on several; ~3.2K instructions per warp remain (staging, cumsum, scores, hand-over,
-// epilogue), issued at the same low rate. Shapes: chunk 128, state 128, head_dim 64 or 80
-// (every Nemotron-H member), x, B and C views 16-byte aligned (ssm_scan_wg_shape, in supports).
+// epilogue), issued at the same low rate. Round 8 (docs/BENCHMARKS.md, seventh session): the
+// wgmma conditions made warp-uniform (ptxas had serialized every wgmma), the dt loads ahead of the
+// staging copies, the cumsum in one warp, one release per hand-over, y stored through shared
+// memory: 6-12% faster. STRATA_SSD_TRACE=1 prints each phase's cycles per block (eager calls).
+// Shapes: chunk 128, state 128, head_dim 64 or 80 (every Nemotron-H member), x, B and C views
+// 16-byte aligned (ssm_scan_wg_shape, in supports).
 //
 // Same math and rounding points as ssm_scan_mma.cu (its header; the exact-emulation cases of
 // tests/ops/cases_ssd_mma_exact.cpp run this kernel too): bf16(w_s B_s[n]) rounded in the A
@@ -61,8 +65,8 @@ constexpr int kN = 128;      // state size
 constexpr int kNC = kN / 8;  // core matrices per row of a [rows][N] tile
 constexpr int kThreads = 256;
 constexpr int kStamps = 16;  // diagnostic trace: clock64 per phase, [12] / [13] globaltimer
-#define STAMP(i) \
-  do {           \
+#define STAMP(i)               \
+  do {                         \
     if (tr) tr[i] = clock64(); \
   } while (0)
 
@@ -172,8 +176,8 @@ __global__ void __launch_bounds__(kThreads, 2)
   const bool slot_ok = slot >= 0 && slot < p.num_slots;
   if (is_first && !slot_ok && h == 0 && threadIdx.x == 0) atomicAdd(errors, 1);
 
-  const int q = __shfl_sync(0xffffffffu, l >> 7, 0);              // warpgroup (warp-uniform)
-  const int warp = (l >> 5) & 3, lane = l & 31;                    // its warp, lane
+  const int q = __shfl_sync(0xffffffffu, l >> 7, 0);  // warpgroup (warp-uniform)
+  const int warp = (l >> 5) & 3, lane = l & 31;       // its warp, lane
   const mma::Lane ln(lane);
 
   // S_loc^T rows n in [64 q, +64): A[n][s] = bf16(w_s B_s[n]) from registers (ldmatrix .trans
@@ -434,13 +438,13 @@ __global__ void __launch_bounds__(kThreads, 2)
 // kernel's span and the mean number of blocks in flight.
 void report_trace(long long* trace, int64_t blocks, int64_t heads, cudaStream_t st) {
   std::vector<long long> h(static_cast<size_t>(blocks * 2 * kStamps));
-  STRATA_CUDA_CHECK(cudaMemcpyAsync(h.data(), trace, h.size() * sizeof(long long),
-                                    cudaMemcpyDeviceToHost, st));
+  STRATA_CUDA_CHECK(
+      cudaMemcpyAsync(h.data(), trace, h.size() * sizeof(long long), cudaMemcpyDeviceToHost, st));
   STRATA_CUDA_CHECK(cudaFreeAsync(trace, st));
   STRATA_CUDA_CHECK(cudaStreamSynchronize(st));
-  static const char* names[] = {"",         "ticket",  "stage+tbl", "cumsum", "stage wait",
-                                "S_loc",    "early CB", "pred wait", "handover", "Y_off",
-                                "Y_diag",   "epilogue"};
+  static const char* names[] = {"",           "ticket", "stage+tbl", "cumsum",
+                                "stage wait", "S_loc",  "early CB",  "pred wait",
+                                "handover",   "Y_off",  "Y_diag",    "epilogue"};
   for (int q = 0; q < 2; ++q) {
     double sum[12] = {}, total = 0, n = 0, tokens = 0, chunks = 0;
     long long g0 = LLONG_MAX, g1 = 0;
@@ -459,8 +463,9 @@ void report_trace(long long* trace, int64_t blocks, int64_t heads, cudaStream_t 
       chunks = std::max(chunks, static_cast<double>(t[15] + 1));
     }
     if (n == 0) continue;
-    std::fprintf(stderr, "ssd_wg trace wg%d tokens %.0f chunks %.0f blocks %.0f cycles/block %.0f:",
-                 q, tokens, chunks, n, total / n);
+    std::fprintf(stderr,
+                 "ssd_wg trace wg%d tokens %.0f chunks %.0f blocks %.0f cycles/block %.0f:", q,
+                 tokens, chunks, n, total / n);
     for (int i = 1; i < 12; ++i)
       std::fprintf(stderr, " %s %.0f", names[i], sum[i] / n);
     std::fprintf(stderr, " | span %.1f us, mean block %.2f us, in flight %.1f\n",
@@ -477,18 +482,18 @@ void launch_wg(const SsmLaunch& p, int* index_errors, cudaStream_t st) {
   const FusedScratch fs = fused_scratch_of(p);
   if (!start_one_pass(p, fs, index_errors, st)) return;
   const int64_t nc = fs.ch.max_chunks;
+  static const bool want_trace = std::getenv("STRATA_SSD_TRACE") != nullptr;
   cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
-  STRATA_CUDA_CHECK(cudaStreamIsCapturing(st, &capturing));
-  const bool tracing = std::getenv("STRATA_SSD_TRACE") != nullptr &&
-                       capturing == cudaStreamCaptureStatusNone;
+  if (want_trace) STRATA_CUDA_CHECK(cudaStreamIsCapturing(st, &capturing));
+  const bool tracing = want_trace && capturing == cudaStreamCaptureStatusNone;
   const int64_t blocks = nc * p.heads, stamps = blocks * 2 * kStamps;
   long long* trace = nullptr;
   if (tracing) {
     STRATA_CUDA_CHECK(cudaMallocAsync(&trace, stamps * sizeof(long long), st));
     STRATA_CUDA_CHECK(cudaMemsetAsync(trace, 0, stamps * sizeof(long long), st));
   }
-  wg_scan_kernel<NT><<<static_cast<unsigned>(blocks), kThreads, wg_smem(P), st>>>(
-      p, fs, index_errors, trace);
+  wg_scan_kernel<NT>
+      <<<static_cast<unsigned>(blocks), kThreads, wg_smem(P), st>>>(p, fs, index_errors, trace);
   STRATA_CUDA_LAUNCH_CHECK();
   mark_scan_stage("wgmma (chain)");
   if (tracing) report_trace(trace, blocks, p.heads, st);
