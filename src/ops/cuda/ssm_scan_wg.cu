@@ -10,10 +10,10 @@
 // faster on several; ~3.2K instructions per warp remain (staging, cumsum, scores, hand-over,
 // epilogue), issued at the same low rate. Round 8 (docs/BENCHMARKS.md, seventh session): the
 // wgmma conditions made warp-uniform (ptxas had serialized every wgmma), the dt loads ahead of the
-// staging copies, the cumsum in one warp, one release per hand-over, y stored through shared
-// memory: 6-12% faster. STRATA_SSD_TRACE=1 prints each phase's cycles per block (eager calls).
-// Shapes: chunk 128, state 128, head_dim 64 or 80 (every Nemotron-H member), x, B and C views
-// 16-byte aligned (ssm_scan_wg_shape, in supports).
+// staging copies, the cumsum in one warp beside the copies, one release per hand-over, y stored
+// through shared memory: 6-12% faster. STRATA_SSD_TRACE=1 prints each phase's cycles per block
+// (eager calls). Shapes: chunk 128, state 128, head_dim 64 or 80 (every Nemotron-H member), x, B
+// and C views 16-byte aligned (ssm_scan_wg_shape, in supports).
 //
 // Same math and rounding points as ssm_scan_mma.cu (its header; the exact-emulation cases of
 // tests/ops/cases_ssd_mma_exact.cpp run this kernel too): bf16(w_s B_s[n]) rounded in the A
@@ -88,16 +88,23 @@ __device__ __forceinline__ uint64_t x_desc(const bf16* xs, int ks) {  // rows s 
   return wg::desc(xs + 16 * ks * P, (P / 8) * 128, 128);
 }
 
+// The staging copies are issued by warps 1..7: warp 0 takes the chunk's dt and cumsum meanwhile,
+// which then no longer wait behind its share of the copies.
+constexpr int kStageFirst = 32;
+constexpr int kStageThreads = kThreads - kStageFirst;
+
 // tile(r, k) = src[(t0 + r) ld + col0 + k] for r < valid, 0 for valid <= r < rows (a multiple of
-// 8), k < W; left in flight (the caller commits, waits, fences and synchronizes). Lanes 8 apart
-// take 8 consecutive rows of one 16-byte column, i.e. one core matrix (conflict-free stores),
-// and a warp 64 contiguous bytes of each of 8 rows.
+// 8), k < W; left in flight (the caller commits, waits, fences and synchronizes); threads below
+// kStageFirst copy nothing. Lanes 8 apart take 8 consecutive rows of one 16-byte column, i.e. one
+// core matrix (conflict-free stores), and a warp 64 contiguous bytes of each of 8 rows.
 template <int W>
 __device__ __forceinline__ void stage_core(bf16* tile, const bf16* src, int64_t ld, int64_t t0,
                                            int valid, int rows, int64_t col0) {
   constexpr int V = W / 8;
   const bf16* base = src + t0 * ld + col0;
-  for (int i = static_cast<int>(threadIdx.x); i < rows * V; i += kThreads) {
+  const int first = static_cast<int>(threadIdx.x) - kStageFirst;
+  if (first < 0) return;
+  for (int i = first; i < rows * V; i += kStageThreads) {
     const int rest = i >> 3, rb = rest / V, v = rest - rb * V, r = 8 * rb + (i & 7);
     scan::cp_async16(tile + core_off(r, 8 * v, V), r < valid ? base + r * ld + 8 * v : base,
                      r < valid);
@@ -142,7 +149,7 @@ __global__ void __launch_bounds__(kThreads, 2)
   const int len = __shfl_sync(0xffffffffu, row[2], 0);
   if (len == 0) return;  // past every sequence: no block waits on it
   const int l = static_cast<int>(threadIdx.x);
-  const bool dt_warp = l < 32;  // warp 0 takes the chunk's dt and cumsum
+  const bool dt_warp = l < kStageFirst;  // warp 0 takes the chunk's dt and cumsum
 
   bf16* xs = reinterpret_cast<bf16*>(smem);            // [Q][P] cores: x_s[p]
   bf16* cs = xs + kQ * P;                              // [Q][N] cores: the chunk's C rows
@@ -151,8 +158,8 @@ __global__ void __launch_bounds__(kThreads, 2)
   float* cum = reinterpret_cast<float*>(ss + P * kN);  // [Q]
   float* dts = cum + kQ;                               // [Q]
   float* ws = dts + kQ;                                // [Q]: exp(cum_last - cum_s) dt_s
-  // The dt loads go out before the staging copies (behind which they would queue), and the
-  // sequence's bookkeeping after them (it is needed only at the hand-over).
+  // Warp 0 loads dt while warps 1..7 issue the staging copies (dt queued behind them cost ~4K
+  // cycles a block); the sequence's bookkeeping comes after (needed only at the hand-over).
   scan::WarpChunkDt dtw;
   if (dt_warp) dtw = scan::load_chunk_dt_warp(p, t0, len, h);
   stage_core<kN>(cs, static_cast<const bf16*>(p.C.p), p.C.ld, t0, len, kQ, g * kN);
