@@ -46,6 +46,8 @@
 #include "ops/cuda/ssm_scan_cumsum_warp.cuh"
 #include "ops/cuda/ssm_scan_mma_tiles.cuh"
 #include "ops/cuda/ssm_scan_staging.cuh"
+#include "ops/cuda/tma_map.h"
+#include "ops/cuda/tma_sm90.cuh"
 #include "ops/cuda/wgmma_bf16.cuh"
 
 namespace strata::cuda {
@@ -111,19 +113,36 @@ __device__ __forceinline__ void stage_core(bf16* tile, const bf16* src, int64_t 
   }
 }
 
+// C and B tiles: two 128-byte-swizzled atoms each ([Q][64] columns n in [0, 64), then [64,
+// 128)), loaded by TMA; the rest as before. + 1 KB: the atoms start 1024-byte aligned.
+constexpr int kAtom = kQ * 64;  // elements of one atom
+constexpr uint32_t kTmaBytes = 4 * kAtom * sizeof(bf16);
 int wg_smem(int P) {
-  return (kQ * P + 2 * kQ * kN + P * kN) * static_cast<int>(sizeof(bf16)) +
-         3 * kQ * static_cast<int>(sizeof(float));
+  return (2 * kQ * kN + kQ * P + P * kN) * static_cast<int>(sizeof(bf16)) +
+         3 * kQ * static_cast<int>(sizeof(float)) + 1024;
+}
+
+// The 16-byte piece of rows r, columns [n0, n0 + 8) (n0 a multiple of 8) of a swizzled C or B
+// tile.
+__device__ __forceinline__ const bf16* sw_at(const bf16* tile, int r, int n0) {
+  return reinterpret_cast<const bf16*>(reinterpret_cast<const char*>(tile + (n0 >> 6) * kAtom) +
+                                       tma::sw128_piece(r, (n0 & 63) >> 3));
+}
+// K-major descriptor of rows [row0, row0 + 64) of a swizzled tile, K-columns [16 kk, +16).
+__device__ __forceinline__ uint64_t sw_desc(const bf16* tile, int row0, int kk) {
+  return tma::desc_sw128(tile + (kk >> 2) * kAtom, row0, 16 * (kk & 3));
 }
 
 // grid nc * Hm (one block per (chunk, head), taken by ticket), block kThreads.
 template <int NT>  // P = 8 NT
 __global__ void __launch_bounds__(kThreads, 2)
-    wg_scan_kernel(SsmLaunch p, FusedScratch fs, int* errors, long long* trace) {
+    wg_scan_kernel(SsmLaunch p, FusedScratch fs, int* errors, long long* trace,
+                   const __grid_constant__ CUtensorMap tm_c, const __grid_constant__ CUtensorMap tm_b) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   constexpr int P = 8 * NT, R = 4 * NT;  // R: accumulator registers of a 64 x P product
-  extern __shared__ __align__(128) unsigned char smem[];
+  extern __shared__ __align__(128) unsigned char smem_raw[];
   __shared__ int ticket;
+  __shared__ uint64_t staged;  // mbarrier of the TMA loads of C and B
   const long long t_entry = clock64();
   unsigned long long g_entry = 0;
   if (trace != nullptr) asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(g_entry));
@@ -151,10 +170,11 @@ __global__ void __launch_bounds__(kThreads, 2)
   const int l = static_cast<int>(threadIdx.x);
   const bool dt_warp = l < kStageFirst;  // warp 0 takes the chunk's dt and cumsum
 
-  bf16* xs = reinterpret_cast<bf16*>(smem);            // [Q][P] cores: x_s[p]
-  bf16* cs = xs + kQ * P;                              // [Q][N] cores: the chunk's C rows
-  bf16* bs = cs + kQ * kN;                             // [Q][N] cores: its B rows
-  bf16* ss = bs + kQ * kN;                             // [P][N] cores: S_in (bf16)
+  unsigned char* smem = smem_raw + ((1024u - (tma::smem_u32(smem_raw) & 1023u)) & 1023u);
+  bf16* cs = reinterpret_cast<bf16*>(smem);  // [2][Q][64] swizzled: the chunk's C rows
+  bf16* bs = cs + kQ * kN;                   // [2][Q][64] swizzled: its B rows
+  bf16* xs = bs + kQ * kN;                   // [Q][P] cores: x_s[p]
+  bf16* ss = xs + kQ * P;                    // [P][N] cores: S_in (bf16)
   float* cum = reinterpret_cast<float*>(ss + P * kN);  // [Q]
   float* dts = cum + kQ;                               // [Q]
   float* ws = dts + kQ;                                // [Q]: exp(cum_last - cum_s) dt_s
@@ -162,8 +182,17 @@ __global__ void __launch_bounds__(kThreads, 2)
   // cycles a block); the sequence's bookkeeping comes after (needed only at the hand-over).
   scan::WarpChunkDt dtw;
   if (dt_warp) dtw = scan::load_chunk_dt_warp(p, t0, len, h);
-  stage_core<kN>(cs, static_cast<const bf16*>(p.C.p), p.C.ld, t0, len, kQ, g * kN);
-  stage_core<kN>(bs, static_cast<const bf16*>(p.B.p), p.B.ld, t0, len, kQ, g * kN);
+  // C and B by TMA: one thread issues the four boxes (rows past the tensor arrive as zeros,
+  // rows of a following sequence are cleared below); x by warps 1..7's 16-byte copies.
+  if (threadIdx.x == kStageFirst) {
+    tma::bar_init(&staged);
+    tma::bar_arrive_expect(&staged, kTmaBytes);
+    const int col = static_cast<int>(g * kN), row = static_cast<int>(t0);
+    tma::load_2d(cs, &tm_c, col, row, &staged);
+    tma::load_2d(cs + kAtom, &tm_c, col + 64, row, &staged);
+    tma::load_2d(bs, &tm_b, col, row, &staged);
+    tma::load_2d(bs + kAtom, &tm_b, col + 64, row, &staged);
+  }
   // Every read of x precedes the first barrier and every write of y follows the last: out may
   // alias x (other blocks touch other rows or heads).
   stage_core<P>(xs, static_cast<const bf16*>(p.x.p), p.x.ld, t0, len, kQ, h * P);
@@ -176,7 +205,15 @@ __global__ void __launch_bounds__(kThreads, 2)
   STAMP(3);
   scan::cp_async_wait_all();
   wg::fence_proxy_async();
-  __syncthreads();  // C, B, x, cum, dt and w staged
+  __syncthreads();  // x, cum, dt and w staged; the mbarrier initialized
+  tma::bar_wait(&staged, 0);  // C and B landed
+  if (len < kQ) {  // B rows past the chunk hold the next sequence: zeros (w_s = 0 there)
+    const uint4 zero = make_uint4(0, 0, 0, 0);
+    for (int i = l + 16 * len; i < 16 * kQ; i += kThreads)  // 16 pieces of 16 bytes per row
+      *reinterpret_cast<uint4*>(bs + (i & 8 ? kAtom : 0) + (i >> 4) * 64 + 8 * (i & 7)) = zero;
+    wg::fence_proxy_async();
+    __syncthreads();
+  }
   STAMP(4);
   const float last = cum[len - 1];
   const bool is_first = c == first, is_last = c == first + count - 1;
@@ -195,8 +232,7 @@ __global__ void __launch_bounds__(kThreads, 2)
     uint32_t a[kQ / 16][4];
 #pragma unroll
     for (int ks = 0; ks < kQ / 16; ++ks) {
-      mma::ldsm_x4_trans(a[ks],
-                         bs + core_off(16 * ks + ((j >> 1) << 3) + i, m0 + ((j & 1) << 3), kNC));
+      mma::ldsm_x4_trans(a[ks], sw_at(bs, 16 * ks + ((j >> 1) << 3) + i, m0 + ((j & 1) << 3)));
       const int s = 16 * ks + 2 * ln.tig;
       const float w0 = ws[s], w1 = ws[s + 1], w8 = ws[s + 8], w9 = ws[s + 9];
       a[ks][0] = scale_pair(a[ks][0], w0, w1);
@@ -231,8 +267,7 @@ __global__ void __launch_bounds__(kThreads, 2)
     wg::wgmma_fence();
 #pragma unroll
     for (int kk = 0; kk < kN / 16; ++kk)
-      wg::mma_ss(cb, kmajor(cs + core_off(l0, 16 * kk, kNC)),
-                 kmajor(bs + core_off(0, 16 * kk, kNC)), 1);
+      wg::mma_ss(cb, sw_desc(cs, l0, kk), sw_desc(bs, 0, kk), 1);
     wg::commit();
   }
   STAMP(6);
@@ -325,8 +360,7 @@ __global__ void __launch_bounds__(kThreads, 2)
   wg::wgmma_fence();
 #pragma unroll
   for (int kk = 0; kk < kN / 16; ++kk)
-    wg::mma_ss(acc, kmajor(cs + core_off(l0, 16 * kk, kNC)), kmajor(ss + core_off(0, 16 * kk, kNC)),
-               1);
+    wg::mma_ss(acc, sw_desc(cs, l0, kk), kmajor(ss + core_off(0, 16 * kk, kNC)), 1);
   wg::commit();
   wg::wait_all();
   wg::fence_regs(acc);
@@ -351,8 +385,7 @@ __global__ void __launch_bounds__(kThreads, 2)
       wg::wgmma_fence();
 #pragma unroll
       for (int kk = 0; kk < kN / 16; ++kk)
-        wg::mma_ss(cb, kmajor(cs + core_off(l0, 16 * kk, kNC)),
-                   kmajor(bs + core_off(64 * hb, 16 * kk, kNC)), kk > 0 ? 1 : 0);
+        wg::mma_ss(cb, sw_desc(cs, l0, kk), sw_desc(bs, 64 * hb, kk), kk > 0 ? 1 : 0);
       wg::commit();
       wg::wait_all();
       wg::fence_regs(cb);
@@ -389,16 +422,18 @@ __global__ void __launch_bounds__(kThreads, 2)
   if ((reinterpret_cast<uintptr_t>(yrow) & 15u) == 0 && (p.out.ld & 7) == 0) {
     // Through shared memory, then 16-byte row-contiguous stores (a thread's own pairs are 4
     // bytes in 8 rows). The tile takes this warpgroup's C rows, which only its own products
-    // read, all waited for above; rows P + 8 apart keep the pair stores conflict-free.
+    // read, all waited for above: rows 0..31 in the first atom's rows l0.., 32..63 in the
+    // second's (8 KB each); rows P + 8 apart keep the pair stores conflict-free.
     constexpr int LY = P + 8;
-    bf16* yt = cs + core_off(l0, 0, kNC);  // [64][LY]
+    static_assert(32 * LY <= 64 * 64, "half the y tile fits in 64 rows of one atom");
+    const auto yt = [&](int r) { return cs + (r < 32 ? 0 : kAtom) + l0 * 64 + (r & 31) * LY; };
 #pragma unroll
     for (int j = 0; j < NT; ++j) {
       const int pp = 8 * j + 2 * ln.tig, ra = la - l0, rb = lb - l0;
-      *reinterpret_cast<__nv_bfloat162*>(yt + ra * LY + pp) = __floats2bfloat162_rn(
+      *reinterpret_cast<__nv_bfloat162*>(yt(ra) + pp) = __floats2bfloat162_rn(
           acc[4 * j + 0] + Dh * __bfloat162float(xs[core_off(la, pp, PC)]),
           acc[4 * j + 1] + Dh * __bfloat162float(xs[core_off(la, pp + 1, PC)]));
-      *reinterpret_cast<__nv_bfloat162*>(yt + rb * LY + pp) = __floats2bfloat162_rn(
+      *reinterpret_cast<__nv_bfloat162*>(yt(rb) + pp) = __floats2bfloat162_rn(
           acc[4 * j + 2] + Dh * __bfloat162float(xs[core_off(lb, pp, PC)]),
           acc[4 * j + 3] + Dh * __bfloat162float(xs[core_off(lb, pp + 1, PC)]));
     }
@@ -410,7 +445,7 @@ __global__ void __launch_bounds__(kThreads, 2)
     for (int i = l & 127; i < rows * PC; i += 128) {
       const int r = i / PC, v = i - r * PC;
       *reinterpret_cast<uint4*>(yrow + (l0 + r) * p.out.ld + 8 * v) =
-          *reinterpret_cast<const uint4*>(yt + r * LY + 8 * v);
+          *reinterpret_cast<const uint4*>(yt(r) + 8 * v);
     }
   } else {
     const bool pairs = (reinterpret_cast<uintptr_t>(ym) & 3u) == 0 && (p.out.ld & 1) == 0;
@@ -499,8 +534,9 @@ void launch_wg(const SsmLaunch& p, int* index_errors, cudaStream_t st) {
     STRATA_CUDA_CHECK(cudaMallocAsync(&trace, stamps * sizeof(long long), st));
     STRATA_CUDA_CHECK(cudaMemsetAsync(trace, 0, stamps * sizeof(long long), st));
   }
-  wg_scan_kernel<NT>
-      <<<static_cast<unsigned>(blocks), kThreads, wg_smem(P), st>>>(p, fs, index_errors, trace);
+  const CUtensorMap tm_c = tma_map_bf16_sw128(p.C, kQ), tm_b = tma_map_bf16_sw128(p.B, kQ);
+  wg_scan_kernel<NT><<<static_cast<unsigned>(blocks), kThreads, wg_smem(P), st>>>(
+      p, fs, index_errors, trace, tm_c, tm_b);
   STRATA_CUDA_LAUNCH_CHECK();
   mark_scan_stage("wgmma (chain)");
   if (tracing) report_trace(trace, blocks, p.heads, st);
