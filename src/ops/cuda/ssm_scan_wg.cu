@@ -27,9 +27,11 @@
 //   Y = exp(cum_l) C . S_in^T  +  scores . x,   scores = bf16(C.B decayed), causal.
 // C.B is formed per 64 x 64 block of (l, s) on or below the diagonal (q + 1 blocks), turned
 // into the A fragments of Y_diag in registers (the accumulator and A layouts coincide).
-// Shared tiles hold 8 x 8 core matrices (wgmma_bf16.cuh), staged as they lie in memory by
-// 16-byte cp.async copies: x [s][p] (B operand, MN-major), C and B [token][n] (K-major A and B
-// operands of C.B and Y_off), S_in [p][n] (K-major B of Y_off, written from registers).
+// C and B [token][n] (K-major A and B operands of C.B, Y_off and S_loc's ldmatrix) arrive by TMA
+// in the 128-byte swizzle (tma_sm90.cuh: four boxes issued by one thread, 64 KB, instead of
+// 4,096 16-byte copies by 224 threads); x [s][p] (B operand, MN-major) is staged in 8 x 8 core
+// matrices (wgmma_bf16.cuh) by 16-byte cp.async copies, and S_in [p][n] (K-major B of Y_off) is
+// written there from registers.
 #include <cuda_runtime.h>
 
 #include <algorithm>
