@@ -60,10 +60,11 @@ __device__ __forceinline__ uint32_t scale_pair(uint32_t r, float w0, float w1) {
 }
 
 // What the one-pass kernels launch before their chunk blocks: the chunk table and the cleared
-// hand-over flags (and ticket). Returns false when the step has no tokens: the empty sequences'
-// slots are then finished here and there are no chunk blocks to launch.
+// hand-over flags (and ticket) unless the caller's next kernel clears them. Returns false when the
+// step has no tokens: the empty sequences' slots are then finished here and there are no chunk
+// blocks to launch.
 inline bool start_one_pass(const SsmLaunch& p, const FusedScratch& fs, int* index_errors,
-                           cudaStream_t st) {
+                           cudaStream_t st, bool clear_flags = true) {
   const int64_t nc = fs.ch.max_chunks;
   scan::launch_chunk_table(p, fs.ch, index_errors, st);
   if (nc == 0) {
@@ -71,6 +72,7 @@ inline bool start_one_pass(const SsmLaunch& p, const FusedScratch& fs, int* inde
                                    st);
     return false;
   }
+  if (!clear_flags) return true;
   STRATA_CUDA_CHECK(
       cudaMemsetAsync(fs.flags, 0, static_cast<size_t>(nc * p.heads + 1) * sizeof(int), st));
   mark_scan_stage("flags_reset");

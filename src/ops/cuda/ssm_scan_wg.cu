@@ -92,23 +92,16 @@ __device__ __forceinline__ uint64_t x_desc(const bf16* xs, int ks) {  // rows s 
   return wg::desc(xs + 16 * ks * P, (P / 8) * 128, 128);
 }
 
-// The staging copies are issued by warps 1..7: warp 0 takes the chunk's dt and cumsum meanwhile,
-// which then no longer wait behind its share of the copies.
-constexpr int kStageFirst = 32;
-constexpr int kStageThreads = kThreads - kStageFirst;
-
 // tile(r, k) = src[(t0 + r) ld + col0 + k] for r < valid, 0 for valid <= r < rows (a multiple of
-// 8), k < W; left in flight (the caller commits, waits, fences and synchronizes); threads below
-// kStageFirst copy nothing. Lanes 8 apart take 8 consecutive rows of one 16-byte column, i.e. one
-// core matrix (conflict-free stores), and a warp 64 contiguous bytes of each of 8 rows.
+// 8), k < W; left in flight (the caller commits, waits, fences and synchronizes). Lanes 8 apart
+// take 8 consecutive rows of one 16-byte column, i.e. one core matrix (conflict-free stores), and
+// a warp 64 contiguous bytes of each of 8 rows.
 template <int W>
 __device__ __forceinline__ void stage_core(bf16* tile, const bf16* src, int64_t ld, int64_t t0,
                                            int valid, int rows, int64_t col0) {
   constexpr int V = W / 8;
   const bf16* base = src + t0 * ld + col0;
-  const int first = static_cast<int>(threadIdx.x) - kStageFirst;
-  if (first < 0) return;
-  for (int i = first; i < rows * V; i += kStageThreads) {
+  for (int i = static_cast<int>(threadIdx.x); i < rows * V; i += kThreads) {
     const int rest = i >> 3, rb = rest / V, v = rest - rb * V, r = 8 * rb + (i & 7);
     scan::cp_async16(tile + core_off(r, 8 * v, V), r < valid ? base + r * ld + 8 * v : base,
                      r < valid);
@@ -119,6 +112,10 @@ __device__ __forceinline__ void stage_core(bf16* tile, const bf16* src, int64_t 
 // 128)), loaded by TMA; the rest as before. + 1 KB: the atoms start 1024-byte aligned.
 constexpr int kAtom = kQ * 64;  // elements of one atom
 constexpr uint32_t kTmaBytes = 4 * kAtom * sizeof(bf16);
+// dt_rows_kernel's output per (chunk, head): cum, dt and w, Q floats each (the order of the
+// shared arrays), in FusedScratch::aggregate (which only the look-back kernel uses otherwise).
+constexpr int kDtRow = 3 * kQ;
+constexpr uint32_t kDtRowBytes = kDtRow * sizeof(float);
 int wg_smem(int P) {
   return (2 * kQ * kN + kQ * P + P * kN) * static_cast<int>(sizeof(bf16)) +
          3 * kQ * static_cast<int>(sizeof(float)) + 1024;
@@ -133,6 +130,27 @@ __device__ __forceinline__ const bf16* sw_at(const bf16* tile, int r, int n0) {
 // K-major descriptor of rows [row0, row0 + 64) of a swizzled tile, K-columns [16 kk, +16).
 __device__ __forceinline__ uint64_t sw_desc(const bf16* tile, int row0, int kk) {
   return tma::desc_sw128(tile + (kk >> 2) * kAtom, row0, 16 * (kk & 3));
+}
+
+// The chunk's dt prologue for every (chunk, head), one warp each, ahead of the chain: cum, dt
+// and w (scan::chunk_cumsum_warp, the values the kernel formed itself before) into
+// fs.aggregate [nc][Hm][3][Q], so a block's critical path no longer holds the dt loads and the
+// cumsum (~6-8K cycles of ~26K, docs/BENCHMARKS.md "eighth session"). It also clears the
+// hand-over flags and the ticket (the memset the other one-pass kernels launch).
+// grid ceil(nc Hm / 8), block 256.
+__global__ void __launch_bounds__(256) dt_rows_kernel(SsmLaunch p, FusedScratch fs) {
+  const int64_t Hm = p.heads, units = fs.ch.max_chunks * Hm;
+  const int64_t u = static_cast<int64_t>(blockIdx.x) * 8 + (threadIdx.x >> 5);
+  if (u == 0 && threadIdx.x == 0) *fs.ticket = 0;
+  if (u >= units) return;
+  if ((threadIdx.x & 31) == 0) fs.flags[u] = 0;
+  const int64_t c = u / Hm, h = u - c * Hm;
+  const int32_t* row = fs.ch.table + 3 * c;
+  const int len = row[2];
+  if (len == 0) return;  // past every sequence: its block returns before reading the rows
+  float* out = fs.aggregate + u * kDtRow;
+  const scan::WarpChunkDt d = scan::load_chunk_dt_warp(p, row[1], len, h);
+  scan::chunk_cumsum_warp(p, d, len, h, out + kQ, out, out + 2 * kQ);
 }
 
 // grid nc * Hm (one block per (chunk, head), taken by ticket), block kThreads.
@@ -170,7 +188,6 @@ __global__ void __launch_bounds__(kThreads, 2)
   const int len = __shfl_sync(0xffffffffu, row[2], 0);
   if (len == 0) return;  // past every sequence: no block waits on it
   const int l = static_cast<int>(threadIdx.x);
-  const bool dt_warp = l < kStageFirst;  // warp 0 takes the chunk's dt and cumsum
 
   unsigned char* smem = smem_raw + ((1024u - (tma::smem_u32(smem_raw) & 1023u)) & 1023u);
   bf16* cs = reinterpret_cast<bf16*>(smem);  // [2][Q][64] swizzled: the chunk's C rows
@@ -180,15 +197,13 @@ __global__ void __launch_bounds__(kThreads, 2)
   float* cum = reinterpret_cast<float*>(ss + P * kN);  // [Q]
   float* dts = cum + kQ;                               // [Q]
   float* ws = dts + kQ;                                // [Q]: exp(cum_last - cum_s) dt_s
-  // Warp 0 loads dt while warps 1..7 issue the staging copies (dt queued behind them cost ~4K
-  // cycles a block); the sequence's bookkeeping comes after (needed only at the hand-over).
-  scan::WarpChunkDt dtw;
-  if (dt_warp) dtw = scan::load_chunk_dt_warp(p, t0, len, h);
-  // C and B by TMA: one thread issues the four boxes (rows past the tensor arrive as zeros,
-  // rows of a following sequence are cleared below); x by warps 1..7's 16-byte copies.
-  if (threadIdx.x == kStageFirst) {
+  // C and B by TMA and the chunk's cum / dt / w rows (dt_rows_kernel's) by one bulk copy, all
+  // issued by one thread (rows past the tensor arrive as zeros, rows of a following sequence
+  // are cleared below); x by the block's 16-byte copies.
+  if (threadIdx.x == 0) {
     tma::bar_init(&staged);
-    tma::bar_arrive_expect(&staged, kTmaBytes);
+    tma::bar_arrive_expect(&staged, kTmaBytes + kDtRowBytes);
+    tma::load_1d(cum, fs.aggregate + (c * Hm + h) * kDtRow, kDtRowBytes, &staged);
     const int col = static_cast<int>(g * kN), row = static_cast<int>(t0);
     tma::load_2d(cs, &tm_c, col, row, &staged);
     tma::load_2d(cs + kAtom, &tm_c, col + 64, row, &staged);
@@ -203,12 +218,11 @@ __global__ void __launch_bounds__(kThreads, 2)
   const int32_t first = fs.ch.seq_chunks[2 * b], count = fs.ch.seq_chunks[2 * b + 1];
   const int32_t slot = static_cast<const int32_t*>(p.slots.p)[b];
   const int32_t has_initial = static_cast<const int32_t*>(p.has_initial.p)[b];
-  if (dt_warp) scan::chunk_cumsum_warp(p, dtw, len, h, dts, cum, ws);
   STAMP(3);
   scan::cp_async_wait_all();
   wg::fence_proxy_async();
-  __syncthreads();  // x, cum, dt and w staged; the mbarrier initialized
-  tma::bar_wait(&staged, 0);  // C and B landed
+  __syncthreads();  // x staged; the mbarrier initialized
+  tma::bar_wait(&staged, 0);  // C, B and the dt rows landed
   if (len < kQ) {  // B rows past the chunk hold the next sequence: zeros (w_s = 0 there)
     const uint4 zero = make_uint4(0, 0, 0, 0);
     for (int i = l + 16 * len; i < 16 * kQ; i += kThreads)  // 16 pieces of 16 bytes per row
@@ -486,7 +500,7 @@ void report_trace(long long* trace, int64_t blocks, int64_t heads, cudaStream_t 
       cudaMemcpyAsync(h.data(), trace, h.size() * sizeof(long long), cudaMemcpyDeviceToHost, st));
   STRATA_CUDA_CHECK(cudaFreeAsync(trace, st));
   STRATA_CUDA_CHECK(cudaStreamSynchronize(st));
-  static const char* names[] = {"",           "ticket", "stage+tbl", "cumsum",
+  static const char* names[] = {"",           "ticket", "stage+tbl", "bookkeep",
                                 "stage wait", "S_loc",  "early CB",  "pred wait",
                                 "handover",   "Y_off",  "Y_diag",    "epilogue"};
   for (int q = 0; q < 2; ++q) {
@@ -524,8 +538,11 @@ void launch_wg(const SsmLaunch& p, int* index_errors, cudaStream_t st) {
   static std::atomic<uint64_t> attr{0};
   scan::allow_smem(wg_scan_kernel<NT>, wg_smem(P), attr);
   const FusedScratch fs = fused_scratch_of(p);
-  if (!start_one_pass(p, fs, index_errors, st)) return;
+  if (!start_one_pass(p, fs, index_errors, st, /*clear_flags=*/false)) return;
   const int64_t nc = fs.ch.max_chunks;
+  dt_rows_kernel<<<static_cast<unsigned>((nc * p.heads + 7) / 8), 256, 0, st>>>(p, fs);
+  STRATA_CUDA_LAUNCH_CHECK();
+  mark_scan_stage("dt_rows");
   static const bool want_trace = std::getenv("STRATA_SSD_TRACE") != nullptr;
   cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
   if (want_trace) STRATA_CUDA_CHECK(cudaStreamIsCapturing(st, &capturing));

@@ -58,6 +58,15 @@ __device__ __forceinline__ void bar_wait(uint64_t* bar, uint32_t phase) {
       : "memory");
 }
 
+// dst[0, bytes) = src[0, bytes): one bulk copy (16-byte aligned addresses, bytes % 16 == 0).
+__device__ __forceinline__ void load_1d(void* dst, const void* src, uint32_t bytes, uint64_t* bar) {
+  asm volatile(
+      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::
+          "r"(smem_u32(dst)),
+      "l"(src), "r"(bytes), "r"(smem_u32(bar))
+      : "memory");
+}
+
 // tile = the box of `map` at (column c0, row r0); rows past the tensor arrive as zeros.
 __device__ __forceinline__ void load_2d(void* tile, const CUtensorMap* map, int c0, int r0,
                                         uint64_t* bar) {
