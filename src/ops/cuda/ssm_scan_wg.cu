@@ -396,16 +396,6 @@ __global__ void __launch_bounds__(kThreads, 2)
   // warpgroup's rows (A = C [l][n], B = B [s][n]), the decayed scores rounded into A fragments
   // (cb[8 t .. 8 t + 7] = the k-step t of positions 64 hb + 16 t ..), then scores . x.
   for (int hb = 0; hb <= q && 64 * hb < len; ++hb) {
-    if (hb > 0) {  // hb = 0 was issued before the hand-over
-      wg::fence_regs(cb);
-      wg::wgmma_fence();
-#pragma unroll
-      for (int kk = 0; kk < kN / 16; ++kk)
-        wg::mma_ss(cb, sw_desc(cs, l0, kk), sw_desc(bs, 64 * hb, kk), kk > 0 ? 1 : 0);
-      wg::commit();
-      wg::wait_all();
-      wg::fence_regs(cb);
-    }
     uint32_t a[4][4];
 #pragma unroll
     for (int t = 0; t < 4; ++t) {
@@ -419,14 +409,24 @@ __global__ void __launch_bounds__(kThreads, 2)
       a[t][3] = scan::score_pair(make_float2(cb[8 * t + 6], cb[8 * t + 7]), lb, s + 8, cum_b, cum,
                                  dts, len);
     }
+    // The next block's C.B is issued beside this block's scores . x (cb is free once the
+    // scores are formed): one wait for both instead of one each.
+    const bool next = hb < q && 64 * (hb + 1) < len;  // warp-uniform
+    wg::fence_regs(cb);
     wg::fence_regs(acc);
     wg::wgmma_fence();
+    if (next) {
+#pragma unroll
+      for (int kk = 0; kk < kN / 16; ++kk)
+        wg::mma_ss(cb, sw_desc(cs, l0, kk), sw_desc(bs, 64 * (hb + 1), kk), kk > 0 ? 1 : 0);
+    }
 #pragma unroll
     for (int t = 0; t < 4; ++t)
       wg::mma_rs_bmn(acc, a[t], x_desc<P>(xs, 4 * hb + t), 1);
     wg::commit();
     wg::wait_all();
     wg::fence_regs(acc);
+    wg::fence_regs(cb);
   }
 
   STAMP(10);
