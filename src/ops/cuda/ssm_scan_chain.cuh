@@ -20,8 +20,7 @@ struct FusedScratch {
   float* carried = nullptr;    // [nc, Hm, P * N]: the state leaving each chunk (inclusive)
   float* aggregate = nullptr;  // [nc, Hm, P * N]: look-back only: each chunk's own S_loc
   float* decays = nullptr;     // [nc, Hm]: look-back only: exp(cum_last) of each chunk
-  int* flags = nullptr;        // [nc, Hm, 2]: 1 = aggregate and decay published, 2 = carried
-                               // (ssd_wg: one per warpgroup; the others use [nc, Hm] of it)
+  int* flags = nullptr;        // [nc, Hm]: 1 = aggregate and decay published, 2 = carried
   int* ticket = nullptr;       // [1]: blocks started so far
 };
 
@@ -32,7 +31,7 @@ FusedScratch fused_scratch_of(const SsmLaunch& p) {
   s.ch.table = p.scratch_i32;
   s.ch.seq_chunks = s.ch.table + nc * 3;
   s.flags = p.scratch_i32 + scan::chunks_i32(p);
-  s.ticket = s.flags + 2 * nc * p.heads;
+  s.ticket = s.flags + nc * p.heads;
   s.carried = p.scratch_f32;
   s.aggregate = s.carried + nc * p.heads * p.head_dim * p.state_size;
   s.decays = s.aggregate + nc * p.heads * p.head_dim * p.state_size;
@@ -75,7 +74,7 @@ inline bool start_one_pass(const SsmLaunch& p, const FusedScratch& fs, int* inde
   }
   if (!clear_flags) return true;
   STRATA_CUDA_CHECK(
-      cudaMemsetAsync(fs.flags, 0, static_cast<size_t>(2 * nc * p.heads + 1) * sizeof(int), st));
+      cudaMemsetAsync(fs.flags, 0, static_cast<size_t>(nc * p.heads + 1) * sizeof(int), st));
   mark_scan_stage("flags_reset");
   return true;
 }

@@ -280,8 +280,7 @@ int64_t ssm_scan_fused_scratch_f32(const SsmLaunch& p) {
 }
 
 int64_t ssm_scan_fused_scratch_i32(const SsmLaunch& p) {
-  return scan::chunks_i32(p) +
-         2 * ssm_scan_max_chunks(p.x.rows, p.slots.n, p.chunk_size) * p.heads + 1;
+  return scan::chunks_i32(p) + ssm_scan_max_chunks(p.x.rows, p.slots.n, p.chunk_size) * p.heads + 1;
 }
 
 void launch_ssm_scan_fused(const SsmLaunch& p, bool lookback, int* index_errors, void* stream) {

@@ -76,14 +76,6 @@ constexpr int kStamps = 16;  // diagnostic trace: clock64 per phase, [12] / [13]
 
 // Element offset of (r, c) in a tile of core matrices with `cb` of them per row: core
 // (r / 8, c / 8) is 128 contiguous bytes, its 8 rows 16 bytes apart.
-// Barrier of warpgroup q's 128 threads (named barriers 1 and 2; 0 is __syncthreads).
-__device__ __forceinline__ void wg_bar(int q) {
-  if (q == 0)
-    asm volatile("bar.sync 1, 128;\n" ::: "memory");
-  else
-    asm volatile("bar.sync 2, 128;\n" ::: "memory");
-}
-
 __device__ __forceinline__ int core_off(int r, int c, int cb) {
   return (((r >> 3) * cb + (c >> 3)) << 6) + ((r & 7) << 3) + (c & 7);
 }
@@ -151,7 +143,7 @@ __global__ void __launch_bounds__(256) dt_rows_kernel(SsmLaunch p, FusedScratch 
   const int64_t u = static_cast<int64_t>(blockIdx.x) * 8 + (threadIdx.x >> 5);
   if (u == 0 && threadIdx.x == 0) *fs.ticket = 0;
   if (u >= units) return;
-  if ((threadIdx.x & 31) < 2) fs.flags[2 * u + (threadIdx.x & 31)] = 0;
+  if ((threadIdx.x & 31) == 0) fs.flags[u] = 0;
   const int64_t c = u / Hm, h = u - c * Hm;
   const int32_t* row = fs.ch.table + 3 * c;
   const int len = row[2];
@@ -299,16 +291,14 @@ __global__ void __launch_bounds__(kThreads, 2)
   // The state entering the chunk: the slot's (or zero) for a sequence's first chunk, else the
   // predecessor's inclusive state, waited for. S_out = exp(cum_last) S_in + S_loc goes to the
   // successor (or the slot after the last chunk). The hand-over slot holds float4 number
-  // j * kThreads + thread: this thread's accumulator values of column group j. Warpgroup q
-  // hands over state rows [64 q, +64) only and the successor's warpgroup q reads only those: a
-  // flag per (chunk, head, warpgroup), so the two chains of a head never wait for each other.
+  // j * kThreads + thread: this thread's accumulator values of column group j.
   const int64_t PN = static_cast<int64_t>(P) * kN;
   const float decay = expf(last);
   if (!is_first) {
-    if ((l & 127) == 0)
-      while (load_acquire(fs.flags + ((c - 1) * Hm + h) * 2 + q) != 2)
+    if (threadIdx.x == 0)
+      while (load_acquire(fs.flags + (c - 1) * Hm + h) != 2)
         __nanosleep(32);
-    wg_bar(q);
+    __syncthreads();
   }
   STAMP(7);
   const bool from_slot = is_first && slot_ok && has_initial != 0;
@@ -369,11 +359,10 @@ __global__ void __launch_bounds__(kThreads, 2)
     }
   }
   wg::fence_proxy_async();  // S_in written by st.shared, read by the products below
-  // The warpgroup's barrier orders its threads' S_out stores before its first thread's release
-  // at gpu scope (a release is cumulative): one release instead of a fence per thread.
-  wg_bar(q);
-  if (!is_last && (l & 127) == 0) store_release(fs.flags + (c * Hm + h) * 2 + q, 2);
-  __syncthreads();  // both halves of S_in staged
+  __syncthreads();          // S_in staged; S_out stored
+  // The barrier orders every thread's S_out stores before thread 0's release at gpu scope (a
+  // release is cumulative): one release instead of a fence per thread on the chain's path.
+  if (!is_last && threadIdx.x == 0) store_release(fs.flags + c * Hm + h, 2);
   STAMP(8);
 
   // Outputs of rows l in [64 q, +64); a warpgroup with no rows in the chunk computes them anyway
@@ -464,7 +453,10 @@ __global__ void __launch_bounds__(kThreads, 2)
           acc[4 * j + 2] + Dh * __bfloat162float(xs[core_off(lb, pp, PC)]),
           acc[4 * j + 3] + Dh * __bfloat162float(xs[core_off(lb, pp + 1, PC)]));
     }
-    wg_bar(q);  // this warpgroup's tile written
+    if (q == 0)  // this warpgroup's tile written (named barriers 1 and 2; 0 is __syncthreads)
+      asm volatile("bar.sync 1, 128;\n" ::: "memory");
+    else
+      asm volatile("bar.sync 2, 128;\n" ::: "memory");
     const int rows = min(64, len - l0);
     for (int i = l & 127; i < rows * PC; i += 128) {
       const int r = i / PC, v = i - r * PC;
