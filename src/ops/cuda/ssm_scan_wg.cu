@@ -157,7 +157,8 @@ __global__ void __launch_bounds__(256) dt_rows_kernel(SsmLaunch p, FusedScratch 
 template <int NT>  // P = 8 NT
 __global__ void __launch_bounds__(kThreads, 2)
     wg_scan_kernel(SsmLaunch p, FusedScratch fs, int* errors, long long* trace,
-                   const __grid_constant__ CUtensorMap tm_c, const __grid_constant__ CUtensorMap tm_b) {
+                   const __grid_constant__ CUtensorMap tm_c,
+                   const __grid_constant__ CUtensorMap tm_b) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   constexpr int P = 8 * NT, R = 4 * NT;  // R: accumulator registers of a 64 x P product
   extern __shared__ __align__(128) unsigned char smem_raw[];
@@ -190,10 +191,10 @@ __global__ void __launch_bounds__(kThreads, 2)
   const int l = static_cast<int>(threadIdx.x);
 
   unsigned char* smem = smem_raw + ((1024u - (tma::smem_u32(smem_raw) & 1023u)) & 1023u);
-  bf16* cs = reinterpret_cast<bf16*>(smem);  // [2][Q][64] swizzled: the chunk's C rows
-  bf16* bs = cs + kQ * kN;                   // [2][Q][64] swizzled: its B rows
-  bf16* xs = bs + kQ * kN;                   // [Q][P] cores: x_s[p]
-  bf16* ss = xs + kQ * P;                    // [P][N] cores: S_in (bf16)
+  bf16* cs = reinterpret_cast<bf16*>(smem);            // [2][Q][64] swizzled: the chunk's C rows
+  bf16* bs = cs + kQ * kN;                             // [2][Q][64] swizzled: its B rows
+  bf16* xs = bs + kQ * kN;                             // [Q][P] cores: x_s[p]
+  bf16* ss = xs + kQ * P;                              // [P][N] cores: S_in (bf16)
   float* cum = reinterpret_cast<float*>(ss + P * kN);  // [Q]
   float* dts = cum + kQ;                               // [Q]
   float* ws = dts + kQ;                                // [Q]: exp(cum_last - cum_s) dt_s
@@ -221,9 +222,9 @@ __global__ void __launch_bounds__(kThreads, 2)
   STAMP(3);
   scan::cp_async_wait_all();
   wg::fence_proxy_async();
-  __syncthreads();  // x staged; the mbarrier initialized
+  __syncthreads();            // x staged; the mbarrier initialized
   tma::bar_wait(&staged, 0);  // C, B and the dt rows landed
-  if (len < kQ) {  // B rows past the chunk hold the next sequence: zeros (w_s = 0 there)
+  if (len < kQ) {             // B rows past the chunk hold the next sequence: zeros (w_s = 0 there)
     const uint4 zero = make_uint4(0, 0, 0, 0);
     for (int i = l + 16 * len; i < 16 * kQ; i += kThreads)  // 16 pieces of 16 bytes per row
       *reinterpret_cast<uint4*>(bs + (i & 8 ? kAtom : 0) + (i >> 4) * 64 + 8 * (i & 7)) = zero;

@@ -1,8 +1,8 @@
 // cuTensorMapEncodeTiled for the TMA loads (tma_map.h).
 #include "ops/cuda/tma_map.h"
 
-#include <cuda_runtime.h>
 #include <cudaTypedefs.h>
+#include <cuda_runtime.h>
 #include <cstdio>
 #include <mutex>
 
@@ -41,8 +41,10 @@ CUtensorMap tma_map_bf16_sw128(const Mat& m, int box_rows) {
                         CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   if (r != CUDA_SUCCESS) {
     char what[160];
-    std::snprintf(what, sizeof what, "cuTensorMapEncodeTiled refused a %lld x %lld (ld %lld) bf16 "
-                  "view: CUresult %d", static_cast<long long>(m.rows), static_cast<long long>(m.cols),
+    std::snprintf(what, sizeof what,
+                  "cuTensorMapEncodeTiled refused a %lld x %lld (ld %lld) bf16 "
+                  "view: CUresult %d",
+                  static_cast<long long>(m.rows), static_cast<long long>(m.cols),
                   static_cast<long long>(m.ld), static_cast<int>(r));
     STRATA_CUDA_FAIL(what);
   }

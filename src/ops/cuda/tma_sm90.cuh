@@ -26,8 +26,7 @@ __device__ __forceinline__ uint32_t sw128_piece(int r, int j) {
 // moves by the K offset unswizzled: the hardware applies the XOR from the address bits, as the
 // TMA did when it wrote the atom.
 __device__ __forceinline__ uint64_t desc_sw128(const void* atom, int row0, int k0) {
-  const uint32_t a =
-      static_cast<uint32_t>(__cvta_generic_to_shared(atom)) + row0 * 128 + k0 * 2;
+  const uint32_t a = static_cast<uint32_t>(__cvta_generic_to_shared(atom)) + row0 * 128 + k0 * 2;
   return static_cast<uint64_t>((a & 0x3FFFF) >> 4) | (static_cast<uint64_t>(1) << 16) |
          (static_cast<uint64_t>(1024 >> 4) << 32) | (static_cast<uint64_t>(1) << 62);
 }
