@@ -1,7 +1,7 @@
-// The chunk's dt / cumsum prologue of the warpgroup scan (ssm_scan_wg.cu) in one warp: the same
-// values as scan::chunk_dt_cumsum (the same Hillis-Steele additions in the same order), without
-// its 14 block barriers. Split in two so the dt loads can be issued before the block's staging
-// copies (behind which they would otherwise queue) and the arithmetic done after.
+// The chunk's dt / cumsum prologue of the warpgroup scan (ssm_scan_wg.cu's dt_rows_kernel) in one
+// warp: the same values as scan::chunk_dt_cumsum (the same Hillis-Steele additions in the same
+// order), without its 14 block barriers. The loads and the arithmetic are two calls so a caller
+// can put other work between them.
 #pragma once
 
 #include "ops/cuda/common.cuh"
