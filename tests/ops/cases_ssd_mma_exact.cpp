@@ -29,7 +29,7 @@ namespace {
 using namespace strata::ops;
 
 constexpr const char* kMmaKernels[] = {"cuda.ssd_mma", "cuda.ssd_fused", "cuda.ssd_chain",
-                                       "cuda.ssd_wg"};
+                                       "cuda.ssd_wg", "cuda.ssd_seq", "cuda.ssd_seq1"};
 constexpr int64_t kMinSlots = 5;
 
 struct Shape5 {
@@ -323,6 +323,18 @@ std::vector<OpCase> all() {
        {1, 0},
        false,
        true},
+      // One sequence over every head: cuda.ssd_seq takes it with a cluster of 2 blocks per
+      // head on a 132-SM device (64 heads), handing the state from block to block.
+      {"nano3 one sequence",
+       Nano3::heads,
+       Nano3::head_dim,
+       Nano3::groups,
+       Nano3::state,
+       128,
+       {700},
+       {1},
+       false,
+       true},
       {"9b",
        Nano9B::heads,
        Nano9B::head_dim,
@@ -394,9 +406,12 @@ std::vector<OpCase> all() {
   std::vector<OpCase> out;
   for (const char* kernel : kMmaKernels)
     for (const Shape5& s : shapes) {
-      // cuda.ssd_wg takes chunk 128, state 128, head_dim 64 / 80 at aligned columns only.
+      // cuda.ssd_wg and cuda.ssd_seq(1) take chunk 128, state 128, head_dim 64 / 80 at aligned
+      // columns only.
       const bool wg_shape = s.aligned && s.chunk == 128 && s.N == 128 && (s.P == 64 || s.P == 80);
-      if (std::string_view(kernel) == "cuda.ssd_wg" && !wg_shape) continue;
+      const std::string_view name(kernel);
+      if (name.starts_with("cuda.ssd_wg") || name.starts_with("cuda.ssd_seq"))
+        if (!wg_shape) continue;
       out.push_back(
           {"ssm_scan_mma_exact",
            fmt::format("{} {} heads={}x{} groups={} N={} chunk={} lens {} has_initial {}{}{}",

@@ -45,6 +45,11 @@ __device__ __forceinline__ void cp_async_commit() {
 __device__ __forceinline__ void cp_async_wait_all() {
   asm volatile("cp.async.wait_group 0;\n" ::: "memory");
 }
+// Waits until at most `kPending` of this thread's newest commit groups are still in flight.
+template <int kPending>
+__device__ __forceinline__ void cp_async_wait_group() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending) : "memory");
+}
 
 // tile[r][k] = src[(t0 + r) * ld + col0 + k] for r < valid, 0 for valid <= r < rows; k < width.
 // The copies are left in flight on the 16-byte path (width a multiple of 8, tile rows 16-byte

@@ -1,0 +1,377 @@
+// Mamba2 chunked scan (SSD) for bf16 activations, one block per (sequence, head) walking the
+// sequence's chunks in order with the state in registers (sm_90a wgmma, TMA). Why: the chain of
+// ssm_scan_wg.cu (a block per (chunk, head), the state handed on through L2 and a flag) spends
+// most of each ~25K-cycle block waiting: staging its tiles, its predecessor, the hand-over
+// (docs/BENCHMARKS.md, "eighth session"). Here the tiles of a block's next chunk (C and B by
+// TMA, the dt rows by a bulk copy, x by 16-byte copies) land in a second stage while it
+// computes the current one, and no block polls another.
+//
+// Parallelism is a block per (sequence, head): one Nano-3 sequence (64 heads) would fill 64 of
+// the H200's 132 SMs. So a (sequence, head) may take a cluster of `cs` blocks (2 or 4; head_dim
+// 64): block r takes chunks r, r + cs, ..., and hands the state leaving each chunk to block
+// r + 1 (mod cs) through its shared memory (st.async on its mbarrier, dsmem_sm90.cuh): the
+// serial part between two chunks is that hand-over and one f32 multiply-add per state element,
+// while everything else of a chunk (S_loc, C.B, Y_diag) runs in parallel on the cs SMs.
+//
+// Per chunk, warpgroup q (rows n and l in [64 q, +64)), with the products of ssm_scan_wg.cu:
+//   S_loc^T = (B w)^T . x and C.B of the first 64 positions issued; the state entering the chunk
+//   (registers, or received) written to ss in bf16; Y_off = C . S_in^T;
+//   S_out = exp(cum_last) S_in + S_loc (f32) kept (cs = 1) or sent (cs > 1);
+//   Y = exp(cum_l) Y_off + Y_diag (wgscan::y_diag), y stored (wgscan::store_y).
+// Same math and rounding points as ssm_scan_wg.cu (its header): the exact-emulation cases of
+// tests/ops/cases_ssd_mma_exact.cpp run this kernel too. Shapes: chunk 128, state 128, head_dim
+// 64 or 80, x, B and C views 16-byte aligned (ssm_scan_wg_shape, in supports).
+#include <cuda_runtime.h>
+
+#include <atomic>
+#include <cstdlib>
+
+#include "ops/cuda/dsmem_sm90.cuh"
+#include "ops/cuda/ssm_scan_wg_tiles.cuh"
+#include "ops/cuda/tma_map.h"
+
+namespace strata::cuda {
+
+namespace {
+
+using namespace wgscan;
+using scan::fused_scratch_of;
+using scan::FusedScratch;
+
+// Shared memory: two stages of {C [2][Q][64] swizzled, B the same, x [Q][P] cores, the dt rows
+// cum / dt / w [3][Q] f32}, each rounded up to 1 KB (the next stage's atoms stay 1024-byte
+// aligned), then ss [P][N] cores (bf16 S_in, the B operand of Y_off), then with a cluster the
+// received state [NT][kThreads] float4 (f32, in the senders' register order). + 1 KB: the atoms
+// start 1024-byte aligned. P = 64: 181 KB, 213 KB with a cluster; P = 80: 193 KB (no cluster:
+// 233 KB would not fit).
+__host__ __device__ constexpr int stage_bytes(int P) {
+  return ((2 * kQ * kN + kQ * P) * 2 + kDtRow * 4 + 1023) / 1024 * 1024;
+}
+__host__ __device__ constexpr int seq_smem(int P, bool cluster) {
+  return 2 * stage_bytes(P) + P * kN * 2 + (cluster ? P * kN * 4 : 0) + 1024;
+}
+constexpr int kMaxSmem = 227 * 1024;  // sm_90's opt-in limit per block
+
+// grid S * Hm * cs (cs consecutive blocks per (sequence b, head h), a cluster when cs > 1),
+// block kThreads, seq_smem(P, cs > 1) bytes.
+template <int NT, bool kCluster>  // P = 8 NT
+__global__ void __launch_bounds__(kThreads, 1)
+    seq_scan_kernel(SsmLaunch p, FusedScratch fs, int* errors,
+                    const __grid_constant__ CUtensorMap tm_c,
+                    const __grid_constant__ CUtensorMap tm_b) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  constexpr int P = 8 * NT, R = 4 * NT;  // R: accumulator registers of a 64 x P product
+  constexpr int kStageBytes = stage_bytes(P);
+  constexpr uint32_t kStateBytes = P * kN * 4;
+  extern __shared__ __align__(128) unsigned char smem_raw[];
+  __shared__ uint64_t full[2];  // mbarriers of the two stages' bulk loads
+  __shared__ uint64_t received;  // mbarrier of the state sent by the previous block (cluster)
+  const int cs = kCluster ? static_cast<int>(dsmem::size()) : 1;
+  const int rank = kCluster ? static_cast<int>(dsmem::rank()) : 0;
+  const int64_t Hm = p.heads, unit = blockIdx.x / cs;
+  const int64_t b = unit / Hm, h = unit - b * Hm, g = h / (Hm / p.groups);
+  const int l = static_cast<int>(threadIdx.x);
+  // Warp-uniform through a shuffle, so ptxas keeps the wgmma under conditions on them pipelined.
+  const int32_t first = fs.ch.seq_chunks[2 * b];
+  const int count = __shfl_sync(0xffffffffu, fs.ch.seq_chunks[2 * b + 1], 0);
+  const int32_t slot = static_cast<const int32_t*>(p.slots.p)[b];
+  const int32_t has_initial = static_cast<const int32_t*>(p.has_initial.p)[b];
+  const bool slot_ok = slot >= 0 && slot < p.num_slots;
+  if (!slot_ok && h == 0 && rank == 0 && l == 0) atomicAdd(errors, 1);
+  const int64_t PN = static_cast<int64_t>(P) * kN;
+  float* slot_state = p.states + (static_cast<int64_t>(slot_ok ? slot : 0) * Hm + h) * PN;
+  if (count == 0) {  // no tokens (or offsets the chunk table refused): what the state pass does
+    if (slot_ok && has_initial == 0 && rank == 0)
+      for (int64_t e = l; e < PN; e += kThreads)
+        slot_state[e] = 0.f;
+    return;  // the whole cluster (count is the sequence's): no block waits on another
+  }
+
+  unsigned char* smem = smem_raw + ((1024u - (tma::smem_u32(smem_raw) & 1023u)) & 1023u);
+  const auto cs_of = [&](int st) { return reinterpret_cast<bf16*>(smem + st * kStageBytes); };
+  const auto bs_of = [&](int st) { return cs_of(st) + kQ * kN; };
+  const auto xs_of = [&](int st) { return cs_of(st) + 2 * kQ * kN; };
+  const auto dt_of = [&](int st) { return reinterpret_cast<float*>(xs_of(st) + kQ * P); };
+  bf16* ss = reinterpret_cast<bf16*>(smem + 2 * kStageBytes);    // [P][N] cores
+  float4* inbox = reinterpret_cast<float4*>(ss + P * kN);          // [NT][kThreads] (cluster)
+  const int32_t* table = fs.ch.table;                              // [nc][seq, t0, len]
+
+  // The block's i-th chunk (k = rank + i cs of the sequence) into stage i & 1: C, B and the dt
+  // rows by one thread on the stage's mbarrier, x by every thread's 16-byte copies (one commit
+  // group per chunk, empty past the last, so the waits below count groups uniformly). Every
+  // read of x precedes the stores of its chunk's y: out may alias x (other blocks touch other
+  // heads or chunks).
+  const auto issue = [&](int i) {
+    const int k = rank + i * cs;
+    if (k < count) {
+      const int64_t c = first + k;
+      const int64_t t0 = table[3 * c + 1];
+      const int len = table[3 * c + 2];
+      const int st = i & 1;
+      if (l == 0) {
+        tma::bar_arrive_expect(&full[st], kTmaBytes + kDtRowBytes);
+        tma::load_1d(dt_of(st), fs.aggregate + (c * Hm + h) * kDtRow, kDtRowBytes, &full[st]);
+        const int col = static_cast<int>(g * kN), row = static_cast<int>(t0);
+        tma::load_2d(cs_of(st), &tm_c, col, row, &full[st]);
+        tma::load_2d(cs_of(st) + kAtom, &tm_c, col + 64, row, &full[st]);
+        tma::load_2d(bs_of(st), &tm_b, col, row, &full[st]);
+        tma::load_2d(bs_of(st) + kAtom, &tm_b, col + 64, row, &full[st]);
+      }
+      stage_core<P>(xs_of(st), static_cast<const bf16*>(p.x.p), p.x.ld, t0, len, kQ, h * P);
+    }
+    scan::cp_async_commit();
+  };
+
+  const int q = __shfl_sync(0xffffffffu, l >> 7, 0);  // warpgroup (warp-uniform)
+  const int warp = (l >> 5) & 3, lane = l & 31;       // its warp, lane
+  const mma::Lane ln(lane);
+  const int l0 = 64 * q;
+  const int la = l0 + 16 * warp + ln.grp, lb = la + 8;  // this thread's two output rows
+  const int n = 64 * q + 16 * warp + ln.grp;            // its state rows n, n + 8 of S^T
+
+  if (l == 0) {
+    tma::bar_init(&full[0]);
+    tma::bar_init(&full[1]);
+    if (kCluster) {
+      tma::bar_init(&received);
+      tma::bar_arrive_expect(&received, kStateBytes);  // the first state sent here
+    }
+  }
+  if (kCluster)
+    dsmem::sync();  // every block's mbarriers initialized before any block sends
+  else
+    __syncthreads();
+  issue(0);
+  issue(1);
+
+  // The state entering the sequence (the slot's, or zero), in the accumulator layout of
+  // S_loc^T: s_in[4 j + 0, 1] = S[p = 8 j + 2 tig, +1][n], s_in[4 j + 2, 3] = the same at n + 8.
+  float s_in[R];
+  const bool from_slot = slot_ok && has_initial != 0;
+#pragma unroll
+  for (int j = 0; j < NT; ++j) {
+    const int pp = 8 * j + 2 * ln.tig;
+    s_in[4 * j + 0] = from_slot ? slot_state[pp * kN + n] : 0.f;
+    s_in[4 * j + 1] = from_slot ? slot_state[(pp + 1) * kN + n] : 0.f;
+    s_in[4 * j + 2] = from_slot ? slot_state[pp * kN + n + 8] : 0.f;
+    s_in[4 * j + 3] = from_slot ? slot_state[(pp + 1) * kN + n + 8] : 0.f;
+  }
+  uint32_t next_inbox = 0, next_received = 0;  // the next block's, as cluster addresses
+  if (kCluster) {
+    const uint32_t to = static_cast<uint32_t>((rank + 1) % cs);
+    next_inbox = dsmem::map(inbox, to);
+    next_received = dsmem::map(&received, to);
+  }
+  scan::cp_async_wait_group<1>();  // the first chunk's x (the second's may still be in flight)
+  wg::fence_proxy_async();
+  __syncthreads();
+
+  int receives = 0;
+  for (int i = 0; rank + i * cs < count; ++i) {
+    const int k = rank + i * cs, st = i & 1;
+    const int64_t c = first + k;
+    const int64_t t0 = table[3 * c + 1];
+    const int len = __shfl_sync(0xffffffffu, table[3 * c + 2], 0);
+    bf16* cs_t = cs_of(st);
+    bf16* bs = bs_of(st);
+    const bf16* xs = xs_of(st);
+    const float* cum = dt_of(st);  // [Q] cum, then [Q] dt, then [Q] w
+    const float* dts = cum + kQ;
+    const float* ws = dts + kQ;
+    tma::bar_wait(&full[st], (i >> 1) & 1);  // C, B and the dt rows landed
+    if (len < kQ) {  // the sequence's last chunk: B rows past it hold the next sequence: zeros
+      const uint4 zero = make_uint4(0, 0, 0, 0);
+      for (int e = l + 16 * len; e < 16 * kQ; e += kThreads)  // 16 pieces of 16 bytes per row
+        *reinterpret_cast<uint4*>(bs + (e & 8 ? kAtom : 0) + (e >> 4) * 64 + 8 * (e & 7)) = zero;
+      wg::fence_proxy_async();
+      __syncthreads();
+    }
+
+    // S_loc and the first C.B block first: they do not need the entering state.
+    float own[R], cb[32], acc[R];
+    uint32_t a[kQ / 16][4];
+    s_loc_fragments(a, bs, ws, q, warp, lane);
+    wg::wgmma_fence();
+#pragma unroll
+    for (int ks = 0; ks < kQ / 16; ++ks)
+      wg::mma_rs_bmn(own, a[ks], x_desc<P>(xs, ks), ks > 0 ? 1 : 0);
+    issue_cb(cb, cs_t, bs, l0, 0);
+    wg::commit();
+
+    // The state entering chunk k: in the registers (cs = 1, or the sequence's first chunk), or
+    // sent by the block of chunk k - 1 (its register order is this block's).
+    if (kCluster && k > 0) {
+      tma::bar_wait(&received, receives & 1);
+      ++receives;
+#pragma unroll
+      for (int j = 0; j < NT; ++j) {
+        const float4 v = inbox[j * kThreads + l];
+        s_in[4 * j + 0] = v.x;
+        s_in[4 * j + 1] = v.y;
+        s_in[4 * j + 2] = v.z;
+        s_in[4 * j + 3] = v.w;
+      }
+      __syncthreads();  // every thread has read the inbox
+      if (l == 0) tma::bar_arrive_expect(&received, kStateBytes);  // the next state sent here
+    }
+#pragma unroll
+    for (int j = 0; j < NT; ++j) {
+      const int pp = 8 * j + 2 * ln.tig;
+      ss[core_off(pp, n, kNC)] = __float2bfloat16_rn(s_in[4 * j + 0]);
+      ss[core_off(pp + 1, n, kNC)] = __float2bfloat16_rn(s_in[4 * j + 1]);
+      ss[core_off(pp, n + 8, kNC)] = __float2bfloat16_rn(s_in[4 * j + 2]);
+      ss[core_off(pp + 1, n + 8, kNC)] = __float2bfloat16_rn(s_in[4 * j + 3]);
+    }
+    wg::fence_proxy_async();  // ss written by st.shared, read by Y_off
+    __syncthreads();
+
+    // Y_off before the decay: C_l . S_in[p] over the state columns.
+    wg::wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < kN / 16; ++kk)
+      wg::mma_ss(acc, sw_desc(cs_t, l0, kk), kmajor(ss + core_off(0, 16 * kk, kNC)),
+                 kk > 0 ? 1 : 0);
+    wg::commit();
+    wg::wait_all();
+    wg::fence_regs(own);
+    wg::fence_regs(cb);
+    wg::fence_regs(acc);
+
+    // The state leaving the chunk: S_out = exp(cum_last) S_in + S_loc, to the block of chunk
+    // k + 1 (the next in the cluster) or kept here, or after the last chunk to the slot.
+    const float decay = expf(cum[len - 1]);
+#pragma unroll
+    for (int e = 0; e < R; ++e)
+      s_in[e] = decay * s_in[e] + own[e];
+    if (k + 1 < count) {
+      if (kCluster) {
+#pragma unroll
+        for (int j = 0; j < NT; ++j)
+          dsmem::store_async(next_inbox + 16u * static_cast<uint32_t>(j * kThreads + l),
+                             make_float4(s_in[4 * j], s_in[4 * j + 1], s_in[4 * j + 2],
+                                         s_in[4 * j + 3]),
+                             next_received);
+      }
+    } else if (slot_ok) {
+#pragma unroll
+      for (int j = 0; j < NT; ++j) {
+        const int pp = 8 * j + 2 * ln.tig;
+        slot_state[pp * kN + n] = s_in[4 * j + 0];
+        slot_state[(pp + 1) * kN + n] = s_in[4 * j + 1];
+        slot_state[pp * kN + n + 8] = s_in[4 * j + 2];
+        slot_state[(pp + 1) * kN + n + 8] = s_in[4 * j + 3];
+      }
+    }
+
+    // Y = exp(cum_l) Y_off + Y_diag + D x; a warpgroup with no rows in the chunk computes them
+    // anyway and stores none (a wgmma under a condition makes ptxas wait for it at the join).
+    const float cum_a = cum[la], cum_b = cum[lb];
+    const float ea = expf(cum_a), eb = expf(cum_b);
+#pragma unroll
+    for (int j = 0; j < NT; ++j) {
+      acc[4 * j + 0] *= ea;
+      acc[4 * j + 1] *= ea;
+      acc[4 * j + 2] *= eb;
+      acc[4 * j + 3] *= eb;
+    }
+    y_diag<NT>(acc, cb, cs_t, bs, xs, cum, dts, len, q, la, lb, cum_a, cum_b, lane);
+    if (l0 < len) store_y<NT>(acc, p, xs, cs_t, t0, len, h, q, la, lb, lane);
+
+    // End of the chunk: its stage is free for the block's chunk after next, and ss for the
+    // next chunk's state. The next chunk's x copies (issued a chunk ago) are waited for first,
+    // so the barrier also publishes them. Generic writes to the stage (B zeros, the y tile)
+    // are ordered before the async proxy's loads into it.
+    scan::cp_async_wait_group<0>();
+    wg::fence_proxy_async();
+    __syncthreads();
+    issue(i + 2);
+  }
+  // A block may not leave while another of its cluster can still send to it: every state
+  // sent here was waited for above, but the exit waits for the cluster all the same.
+  if (kCluster) dsmem::sync();
+#else
+  __trap();  // built without sm_90a: supports() refuses every device this could run on
+#endif
+}
+
+int sm_count() {
+  static std::atomic<int> cached{0};
+  int v = cached.load(std::memory_order_relaxed);
+  if (v == 0) {
+    int dev = 0;
+    STRATA_CUDA_CHECK(cudaGetDevice(&dev));
+    STRATA_CUDA_CHECK(cudaDeviceGetAttribute(&v, cudaDevAttrMultiProcessorCount, dev));
+    cached.store(v, std::memory_order_relaxed);
+  }
+  return v;
+}
+
+// Blocks per (sequence, head): as many as fit the SMs at one block each, up to 4 (a cluster),
+// head_dim 64 only (the inbox does not fit beside head_dim 80's stages). `force_single`: 1.
+int cluster_size(const SsmLaunch& p, bool force_single) {
+  if (force_single || p.head_dim != 64 || seq_smem(64, true) > kMaxSmem) return 1;
+  const int64_t units = p.slots.n * p.heads, sms = sm_count();
+  return units * 4 <= sms ? 4 : units * 2 <= sms ? 2 : 1;
+}
+
+template <int NT, bool kCluster>
+void launch_seq_kernel(const SsmLaunch& p, const FusedScratch& fs, int* index_errors, int cs,
+                       cudaStream_t st) {
+  constexpr int P = 8 * NT;
+  constexpr int smem = seq_smem(P, kCluster);
+  static_assert(smem <= kMaxSmem, "the stages, ss and the inbox fit one block's shared memory");
+  static std::atomic<uint64_t> attr{0};
+  scan::allow_smem(seq_scan_kernel<NT, kCluster>, smem, attr);
+  const CUtensorMap tm_c = tma_map_bf16_sw128(p.C, kQ), tm_b = tma_map_bf16_sw128(p.B, kQ);
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3(static_cast<unsigned>(p.slots.n * p.heads * cs));
+  cfg.blockDim = dim3(kThreads);
+  cfg.dynamicSmemBytes = smem;
+  cfg.stream = st;
+  cudaLaunchAttribute at[1];
+  at[0].id = cudaLaunchAttributeClusterDimension;
+  at[0].val.clusterDim.x = static_cast<unsigned>(cs);
+  at[0].val.clusterDim.y = 1;
+  at[0].val.clusterDim.z = 1;
+  cfg.attrs = at;
+  cfg.numAttrs = kCluster ? 1 : 0;
+  STRATA_CUDA_CHECK(
+      cudaLaunchKernelEx(&cfg, seq_scan_kernel<NT, kCluster>, p, fs, index_errors, tm_c, tm_b));
+}
+
+template <int NT>
+void launch_seq(const SsmLaunch& p, int* index_errors, bool single, cudaStream_t st) {
+  const FusedScratch fs = fused_scratch_of(p);
+  if (!start_one_pass(p, fs, index_errors, st, /*clear_flags=*/false)) return;
+  const int64_t nc = fs.ch.max_chunks;
+  dt_rows_kernel<<<static_cast<unsigned>((nc * p.heads + 7) / 8), 256, 0, st>>>(p, fs);
+  STRATA_CUDA_LAUNCH_CHECK();
+  mark_scan_stage("dt_rows");
+  const int cs = cluster_size(p, single);
+  if constexpr (NT == 8) {
+    if (cs > 1) {
+      launch_seq_kernel<NT, true>(p, fs, index_errors, cs, st);
+      mark_scan_stage("wgmma (per sequence, cluster)");
+      return;
+    }
+  }
+  launch_seq_kernel<NT, false>(p, fs, index_errors, 1, st);
+  mark_scan_stage("wgmma (per sequence)");
+}
+
+}  // namespace
+
+void launch_ssm_scan_seq(const SsmLaunch& p, bool single_block, int* index_errors, void* stream) {
+  auto st = static_cast<cudaStream_t>(stream);
+  if (p.x.dt != DType::BF16) STRATA_CUDA_FAIL("ssm_scan_seq called with a non-bf16 act dtype");
+  if (p.chunk_size != kQ || p.state_size != kN)
+    STRATA_CUDA_FAIL("ssm_scan_seq called with an unsupported chunk or state size");
+  if (p.head_dim == 64)
+    launch_seq<8>(p, index_errors, single_block, st);
+  else if (p.head_dim == 80)
+    launch_seq<10>(p, index_errors, single_block, st);
+  else
+    STRATA_CUDA_FAIL("ssm_scan_seq called with an unsupported head_dim (checked in supports)");
+}
+
+}  // namespace strata::cuda

@@ -1,0 +1,241 @@
+// Pieces of the sm_90a wgmma SSD scans (ssm_scan_wg.cu: a block per (chunk, head) with the state
+// handed on between blocks; ssm_scan_seq.cu: a block per (sequence, head) walking its chunks with
+// the state in registers): the tile layouts and their wgmma descriptors, the x staging copies,
+// the dt rows kernel both run ahead, and the per-chunk products they share (S_loc's A fragments,
+// Y_diag, the y store). Same math and rounding points as ssm_scan_mma.cu (ssm_scan_wg.cu's
+// header).
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include "ops/cuda/mma_bf16.cuh"
+#include "ops/cuda/ssm_scan_chain.cuh"
+#include "ops/cuda/ssm_scan_common.cuh"
+#include "ops/cuda/ssm_scan_cumsum_warp.cuh"
+#include "ops/cuda/ssm_scan_mma_tiles.cuh"
+#include "ops/cuda/ssm_scan_staging.cuh"
+#include "ops/cuda/tma_sm90.cuh"
+#include "ops/cuda/wgmma_bf16.cuh"
+
+namespace strata::cuda::wgscan {
+
+namespace {
+
+using scan::FusedScratch;
+using scan::scale_pair;
+
+constexpr int kQ = 128;      // chunk
+constexpr int kN = 128;      // state size
+constexpr int kNC = kN / 8;  // core matrices per row of a [rows][N] tile
+constexpr int kThreads = 256;
+// Element offset of (r, c) in a tile of core matrices with `cb` of them per row: core
+// (r / 8, c / 8) is 128 contiguous bytes, its 8 rows 16 bytes apart.
+__device__ __forceinline__ int core_off(int r, int c, int cb) {
+  return (((r >> 3) * cb + (c >> 3)) << 6) + ((r & 7) << 3) + (c & 7);
+}
+
+// Descriptors of the two operand forms. K-major ([rows][K] tile, K contiguous, kNC cores per
+// row): LBO = the next core along K (128 bytes), SBO = the next 8 rows. MN-major (x: [s][p]
+// tile, s = K, p = N contiguous, P / 8 cores per row): SBO = the next 8 columns p (128 bytes),
+// LBO = the next 8 rows s.
+__device__ __forceinline__ uint64_t kmajor(const bf16* at) {
+  return wg::desc(at, 128, kNC * 128);
+}
+template <int P>
+__device__ __forceinline__ uint64_t x_desc(const bf16* xs, int ks) {  // rows s in [16 ks, +16)
+  return wg::desc(xs + 16 * ks * P, (P / 8) * 128, 128);
+}
+
+// tile(r, k) = src[(t0 + r) ld + col0 + k] for r < valid, 0 for valid <= r < rows (a multiple of
+// 8), k < W; left in flight (the caller commits, waits, fences and synchronizes). Lanes 8 apart
+// take 8 consecutive rows of one 16-byte column, i.e. one core matrix (conflict-free stores), and
+// a warp 64 contiguous bytes of each of 8 rows.
+template <int W>
+__device__ __forceinline__ void stage_core(bf16* tile, const bf16* src, int64_t ld, int64_t t0,
+                                           int valid, int rows, int64_t col0) {
+  constexpr int V = W / 8;
+  const bf16* base = src + t0 * ld + col0;
+  for (int i = static_cast<int>(threadIdx.x); i < rows * V; i += kThreads) {
+    const int rest = i >> 3, rb = rest / V, v = rest - rb * V, r = 8 * rb + (i & 7);
+    scan::cp_async16(tile + core_off(r, 8 * v, V), r < valid ? base + r * ld + 8 * v : base,
+                     r < valid);
+  }
+}
+
+// C and B tiles: two 128-byte-swizzled atoms each ([Q][64] columns n in [0, 64), then [64,
+// 128)), loaded by TMA; the rest as before. + 1 KB: the atoms start 1024-byte aligned.
+constexpr int kAtom = kQ * 64;  // elements of one atom
+constexpr uint32_t kTmaBytes = 4 * kAtom * sizeof(bf16);
+// dt_rows_kernel's output per (chunk, head): cum, dt and w, Q floats each (the order of the
+// shared arrays), in FusedScratch::aggregate (which only the look-back kernel uses otherwise).
+constexpr int kDtRow = 3 * kQ;
+constexpr uint32_t kDtRowBytes = kDtRow * sizeof(float);
+// The 16-byte piece of rows r, columns [n0, n0 + 8) (n0 a multiple of 8) of a swizzled C or B
+// tile.
+__device__ __forceinline__ const bf16* sw_at(const bf16* tile, int r, int n0) {
+  return reinterpret_cast<const bf16*>(reinterpret_cast<const char*>(tile + (n0 >> 6) * kAtom) +
+                                       tma::sw128_piece(r, (n0 & 63) >> 3));
+}
+// K-major descriptor of rows [row0, row0 + 64) of a swizzled tile, K-columns [16 kk, +16).
+__device__ __forceinline__ uint64_t sw_desc(const bf16* tile, int row0, int kk) {
+  return tma::desc_sw128(tile + (kk >> 2) * kAtom, row0, 16 * (kk & 3));
+}
+
+// The chunk's dt prologue for every (chunk, head), one warp each, ahead of the chain: cum, dt
+// and w (scan::chunk_cumsum_warp, the values the kernel formed itself before) into
+// fs.aggregate [nc][Hm][3][Q], so a block's critical path no longer holds the dt loads and the
+// cumsum (~6-8K cycles of ~26K, docs/BENCHMARKS.md "eighth session"). It also clears the
+// hand-over flags and the ticket (the memset the other one-pass kernels launch).
+// grid ceil(nc Hm / 8), block 256.
+__global__ void __launch_bounds__(256) dt_rows_kernel(SsmLaunch p, FusedScratch fs) {
+  const int64_t Hm = p.heads, units = fs.ch.max_chunks * Hm;
+  const int64_t u = static_cast<int64_t>(blockIdx.x) * 8 + (threadIdx.x >> 5);
+  if (u == 0 && threadIdx.x == 0) *fs.ticket = 0;
+  if (u >= units) return;
+  if ((threadIdx.x & 31) == 0) fs.flags[u] = 0;
+  const int64_t c = u / Hm, h = u - c * Hm;
+  const int32_t* row = fs.ch.table + 3 * c;
+  const int len = row[2];
+  if (len == 0) return;  // past every sequence: its block returns before reading the rows
+  float* out = fs.aggregate + u * kDtRow;
+  const scan::WarpChunkDt d = scan::load_chunk_dt_warp(p, row[1], len, h);
+  scan::chunk_cumsum_warp(p, d, len, h, out + kQ, out, out + 2 * kQ);
+}
+
+
+// wgmma and TMA exist only in the sm_90a build; every function below is called from kernels whose
+// bodies are compiled for it alone.
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+
+// S_loc^T rows n in [64 q + 16 warp, +16) as wgmma A fragments: A[n][s] = bf16(w_s B_s[n])
+// (ldmatrix .trans of the swizzled [s][n] B tile, scaled by w), one [4] per k-step of 16 s.
+__device__ __forceinline__ void s_loc_fragments(uint32_t (&a)[kQ / 16][4], const bf16* bs,
+                                                const float* ws, int q, int warp, int lane) {
+  const mma::Lane ln(lane);
+  const int m0 = 64 * q + 16 * warp, j = lane >> 3, i = lane & 7;
+#pragma unroll
+  for (int ks = 0; ks < kQ / 16; ++ks) {
+    mma::ldsm_x4_trans(a[ks], sw_at(bs, 16 * ks + ((j >> 1) << 3) + i, m0 + ((j & 1) << 3)));
+    const int s = 16 * ks + 2 * ln.tig;
+    const float w0 = ws[s], w1 = ws[s + 1], w8 = ws[s + 8], w9 = ws[s + 9];
+    a[ks][0] = scale_pair(a[ks][0], w0, w1);
+    a[ks][1] = scale_pair(a[ks][1], w0, w1);
+    a[ks][2] = scale_pair(a[ks][2], w8, w9);
+    a[ks][3] = scale_pair(a[ks][3], w8, w9);
+  }
+}
+
+// The C.B block of a warpgroup's 64 output rows l0.. against positions [s0, s0 + 64), issued
+// into cb (not committed): A = C [l][n], B = B [s][n], both swizzled K-major.
+__device__ __forceinline__ void issue_cb(float (&cb)[32], const bf16* cs, const bf16* bs, int l0,
+                                         int s0) {
+#pragma unroll
+  for (int kk = 0; kk < kN / 16; ++kk)
+    wg::mma_ss(cb, sw_desc(cs, l0, kk), sw_desc(bs, s0, kk), kk > 0 ? 1 : 0);
+}
+
+// Y_diag into acc for the warpgroup's rows la, lb (this thread's two), per 64-position block
+// s in [64 hb, +64) up to the diagonal block q: the C.B block in cb (issued by the caller for
+// hb = 0, committed and waited for) turned into the decayed scores' A fragments
+// (cb[8 t .. 8 t + 7] = the k-step t of positions 64 hb + 16 t ..), then scores . x. The next
+// block's C.B is issued beside this block's scores . x (cb is free once the scores are formed):
+// one wait for both instead of one each.
+template <int NT>
+__device__ __forceinline__ void y_diag(float (&acc)[4 * NT], float (&cb)[32], const bf16* cs,
+                                       const bf16* bs, const bf16* xs, const float* cum,
+                                       const float* dts, int len, int q, int la, int lb,
+                                       float cum_a, float cum_b, int lane) {
+  constexpr int P = 8 * NT;
+  const mma::Lane ln(lane);
+  const int l0 = 64 * q;
+  for (int hb = 0; hb <= q && 64 * hb < len; ++hb) {
+    uint32_t a[4][4];
+#pragma unroll
+    for (int t = 0; t < 4; ++t) {
+      const int s = 64 * hb + 16 * t + 2 * ln.tig;
+      a[t][0] =
+          scan::score_pair(make_float2(cb[8 * t + 0], cb[8 * t + 1]), la, s, cum_a, cum, dts, len);
+      a[t][1] =
+          scan::score_pair(make_float2(cb[8 * t + 2], cb[8 * t + 3]), lb, s, cum_b, cum, dts, len);
+      a[t][2] = scan::score_pair(make_float2(cb[8 * t + 4], cb[8 * t + 5]), la, s + 8, cum_a, cum,
+                                 dts, len);
+      a[t][3] = scan::score_pair(make_float2(cb[8 * t + 6], cb[8 * t + 7]), lb, s + 8, cum_b, cum,
+                                 dts, len);
+    }
+    const bool next = hb < q && 64 * (hb + 1) < len;  // warp-uniform
+    wg::fence_regs(cb);
+    wg::fence_regs(acc);
+    wg::wgmma_fence();
+    if (next) issue_cb(cb, cs, bs, l0, 64 * (hb + 1));
+#pragma unroll
+    for (int t = 0; t < 4; ++t)
+      wg::mma_rs_bmn(acc, a[t], x_desc<P>(xs, 4 * hb + t), 1);
+    wg::commit();
+    wg::wait_all();
+    wg::fence_regs(acc);
+    wg::fence_regs(cb);
+  }
+}
+
+// y = bf16(acc + D x) for the warpgroup's rows l0 .. l0 + 63 of a chunk of `len` rows starting at
+// token t0, head h. Through shared memory when the rows allow 16-byte stores (a thread's own
+// pairs are 4 bytes in 8 rows): the tile takes this warpgroup's C rows, which only its own
+// products read, all waited for by the caller; rows 0..31 in the first atom's rows l0.., 32..63
+// in the second's (8 KB each); rows P + 8 apart keep the pair stores conflict-free. Named
+// barrier 1 + q (0 is __syncthreads) orders the warpgroup's tile writes before its reads.
+template <int NT>
+__device__ __forceinline__ void store_y(const float (&acc)[4 * NT], const SsmLaunch& p,
+                                        const bf16* xs, bf16* cs, int64_t t0, int len, int64_t h,
+                                        int q, int la, int lb, int lane) {
+  constexpr int P = 8 * NT, PC = P / 8;
+  const mma::Lane ln(lane);
+  const int l0 = 64 * q;
+  const float Dh = load_param(p.D.p, p.D.dt == DType::BF16, h);
+  bf16* ym = static_cast<bf16*>(p.out.p);
+  bf16* yrow = ym + t0 * p.out.ld + h * P;  // row 0 of the chunk's y, this head's columns
+  if ((reinterpret_cast<uintptr_t>(yrow) & 15u) == 0 && (p.out.ld & 7) == 0) {
+    constexpr int LY = P + 8;
+    static_assert(32 * LY <= 64 * 64, "half the y tile fits in 64 rows of one atom");
+    const auto yt = [&](int r) { return cs + (r < 32 ? 0 : kAtom) + l0 * 64 + (r & 31) * LY; };
+#pragma unroll
+    for (int j = 0; j < NT; ++j) {
+      const int pp = 8 * j + 2 * ln.tig, ra = la - l0, rb = lb - l0;
+      *reinterpret_cast<__nv_bfloat162*>(yt(ra) + pp) = __floats2bfloat162_rn(
+          acc[4 * j + 0] + Dh * __bfloat162float(xs[core_off(la, pp, PC)]),
+          acc[4 * j + 1] + Dh * __bfloat162float(xs[core_off(la, pp + 1, PC)]));
+      *reinterpret_cast<__nv_bfloat162*>(yt(rb) + pp) = __floats2bfloat162_rn(
+          acc[4 * j + 2] + Dh * __bfloat162float(xs[core_off(lb, pp, PC)]),
+          acc[4 * j + 3] + Dh * __bfloat162float(xs[core_off(lb, pp + 1, PC)]));
+    }
+    if (q == 0)
+      asm volatile("bar.sync 1, 128;\n" ::: "memory");
+    else
+      asm volatile("bar.sync 2, 128;\n" ::: "memory");
+    const int rows = min(64, len - l0);
+    const int t = static_cast<int>(threadIdx.x) & 127;
+    for (int i = t; i < rows * PC; i += 128) {
+      const int r = i / PC, v = i - r * PC;
+      *reinterpret_cast<uint4*>(yrow + (l0 + r) * p.out.ld + 8 * v) =
+          *reinterpret_cast<const uint4*>(yt(r) + 8 * v);
+    }
+  } else {
+    const bool pairs = (reinterpret_cast<uintptr_t>(ym) & 3u) == 0 && (p.out.ld & 1) == 0;
+#pragma unroll
+    for (int j = 0; j < NT; ++j) {
+      const int pp = 8 * j + 2 * ln.tig;
+      if (la < len)
+        scan::store_y_pair(ym + (t0 + la) * p.out.ld + h * P + pp, pairs,
+                           acc[4 * j + 0] + Dh * __bfloat162float(xs[core_off(la, pp, PC)]),
+                           acc[4 * j + 1] + Dh * __bfloat162float(xs[core_off(la, pp + 1, PC)]));
+      if (lb < len)
+        scan::store_y_pair(ym + (t0 + lb) * p.out.ld + h * P + pp, pairs,
+                           acc[4 * j + 2] + Dh * __bfloat162float(xs[core_off(lb, pp, PC)]),
+                           acc[4 * j + 3] + Dh * __bfloat162float(xs[core_off(lb, pp + 1, PC)]));
+    }
+  }
+}
+
+#endif  // __CUDA_ARCH_FEAT_SM90_ALL
+
+}  // namespace
+}  // namespace strata::cuda::wgscan
