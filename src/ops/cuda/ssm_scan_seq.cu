@@ -147,7 +147,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   // The state entering the sequence (the slot's, or zero), in the accumulator layout of
   // S_loc^T: s_in[4 j + 0, 1] = S[p = 8 j + 2 tig, +1][n], s_in[4 j + 2, 3] = the same at n + 8.
   float s_in[R];
-  const bool from_slot = slot_ok && has_initial != 0;
+  const bool from_slot = slot_ok && has_initial != 0 && rank == 0;  // the others receive it
 #pragma unroll
   for (int j = 0; j < NT; ++j) {
     const int pp = 8 * j + 2 * ln.tig;
@@ -199,7 +199,9 @@ __global__ void __launch_bounds__(kThreads, 1)
     wg::commit();
 
     // The state entering chunk k: in the registers (cs = 1, or the sequence's first chunk), or
-    // sent by the block of chunk k - 1 (its register order is this block's).
+    // sent by the block of chunk k - 1 (its register order is this block's). The inbox is
+    // re-armed at once: the next state sent here follows the one this block sends below, which
+    // every thread sends after reading its part of the inbox.
     if (kCluster && k > 0) {
       tma::bar_wait(&received, receives & 1);
       ++receives;
@@ -211,35 +213,23 @@ __global__ void __launch_bounds__(kThreads, 1)
         s_in[4 * j + 2] = v.z;
         s_in[4 * j + 3] = v.w;
       }
-      __syncthreads();  // every thread has read the inbox
-      if (l == 0) tma::bar_arrive_expect(&received, kStateBytes);  // the next state sent here
+      if (l == 0) tma::bar_arrive_expect(&received, kStateBytes);
     }
+    wg::wait_all();  // S_loc and the C.B block
+    wg::fence_regs(own);
+    wg::fence_regs(cb);
+    const float decay = expf(cum[len - 1]);
 #pragma unroll
-    for (int j = 0; j < NT; ++j) {
+    for (int j = 0; j < NT; ++j) {  // bf16(S_in) [p][n]: the B operand of Y_off
       const int pp = 8 * j + 2 * ln.tig;
       ss[core_off(pp, n, kNC)] = __float2bfloat16_rn(s_in[4 * j + 0]);
       ss[core_off(pp + 1, n, kNC)] = __float2bfloat16_rn(s_in[4 * j + 1]);
       ss[core_off(pp, n + 8, kNC)] = __float2bfloat16_rn(s_in[4 * j + 2]);
       ss[core_off(pp + 1, n + 8, kNC)] = __float2bfloat16_rn(s_in[4 * j + 3]);
     }
-    wg::fence_proxy_async();  // ss written by st.shared, read by Y_off
-    __syncthreads();
-
-    // Y_off before the decay: C_l . S_in[p] over the state columns.
-    wg::wgmma_fence();
-#pragma unroll
-    for (int kk = 0; kk < kN / 16; ++kk)
-      wg::mma_ss(acc, sw_desc(cs_t, l0, kk), kmajor(ss + core_off(0, 16 * kk, kNC)),
-                 kk > 0 ? 1 : 0);
-    wg::commit();
-    wg::wait_all();
-    wg::fence_regs(own);
-    wg::fence_regs(cb);
-    wg::fence_regs(acc);
-
-    // The state leaving the chunk: S_out = exp(cum_last) S_in + S_loc, to the block of chunk
-    // k + 1 (the next in the cluster) or kept here, or after the last chunk to the slot.
-    const float decay = expf(cum[len - 1]);
+    // The state leaving the chunk: S_out = exp(cum_last) S_in + S_loc, sent to the block of
+    // chunk k + 1 (the next in the cluster) or kept here, or after the last chunk stored to the
+    // slot. This is the whole serial part between two chunks.
 #pragma unroll
     for (int e = 0; e < R; ++e)
       s_in[e] = decay * s_in[e] + own[e];
@@ -262,6 +252,18 @@ __global__ void __launch_bounds__(kThreads, 1)
         slot_state[(pp + 1) * kN + n + 8] = s_in[4 * j + 3];
       }
     }
+    wg::fence_proxy_async();  // ss written by st.shared, read by Y_off
+    __syncthreads();
+
+    // Y_off before the decay: C_l . S_in[p] over the state columns.
+    wg::wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < kN / 16; ++kk)
+      wg::mma_ss(acc, sw_desc(cs_t, l0, kk), kmajor(ss + core_off(0, 16 * kk, kNC)),
+                 kk > 0 ? 1 : 0);
+    wg::commit();
+    wg::wait_all();
+    wg::fence_regs(acc);
 
     // Y = exp(cum_l) Y_off + Y_diag + D x; a warpgroup with no rows in the chunk computes them
     // anyway and stores none (a wgmma under a condition makes ptxas wait for it at the join).
