@@ -18,8 +18,8 @@ namespace {
 
 // Harness cases per op at the last count (see TableCoversEveryOp); sample's belong to the
 // sampler's own file and are only required to exist.
-constexpr int kCasesEmbedding = 6, kCasesRmsNorm = 14, kCasesLinear = 67, kCasesConvPrefill = 8,
-              kCasesConvUpdate = 18, kCasesSsmScan = 30, kCasesSsmUpdate = 14,
+constexpr int kCasesEmbedding = 6, kCasesRmsNorm = 14, kCasesLinear = 67, kCasesConvPrefill = 38,
+              kCasesConvUpdate = 24, kCasesSsmScan = 52, kCasesSsmUpdate = 22,
               kCasesGatedRmsNorm = 12, kCasesKvWrite = 8, kCasesAttention = 94, kCasesRelu2 = 9,
               kCasesAdd = 8, kCasesMoeRoute = 6, kCasesMoeExperts = 16, kCasesCast = 12;
 // Checks of one kernel's arithmetic against an emulation of it (cases_ssd_mma_exact.cpp,

@@ -1,0 +1,715 @@
+// Cases "isolation": in a batch of several sequences (packed prefill rows or decode rows), ONE
+// sequence's input rows hold non-finite values (NaN, +Inf, -Inf in turn over x, B, C and dt_raw
+// of ssm_scan / ssm_update, or x of conv1d_prefill / conv1d_update), sometimes its state slot
+// too. Every OTHER sequence's output rows and final state must be finite and match the host op
+// run on that sequence alone (a fresh copy of its rows and its slot: the reference never sees
+// the poisoned rows); the poisoned sequence's rows and slot may hold anything. Why: the
+// tensor-core scans load whole chunk boxes (TMA, 16-byte staging) that reach into the next
+// sequence's rows, and a masked product 0 * Inf is NaN, so another request's non-finite
+// activations could reach this one's outputs or state. Also poisoned: the initial state of
+// every slot no sequence names (must stay bit-exact) and of each fresh (has_initial = 0)
+// sequence (must be ignored). The GPU harness runs every CUDA kernel that takes a case; the
+// host op is checked against itself (batch against single sequences, bit-exact) without a GPU
+// (HostKernelsIsolateSequences). Select the GPU cases with STRATA_OPS_FILTER=isolation.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "cases_ssm.h"
+#include "cases_util.h"
+
+namespace strata::opstest {
+namespace {
+
+using namespace strata::ops;
+
+constexpr int64_t kConvK = 4;
+
+// NaN, +Inf and -Inf in turn along a row, shifted per row.
+float poison_value(int64_t r, int64_t c) {
+  switch ((r + c) % 3) {
+    case 0:
+      return std::numeric_limits<float>::quiet_NaN();
+    case 1:
+      return std::numeric_limits<float>::infinity();
+    default:
+      return -std::numeric_limits<float>::infinity();
+  }
+}
+
+// Rows r0 .. r0+n of a [T, W] row view (its columns only: neighbours in the wider row stay).
+void poison_rows(Tensor& t, int64_t r0, int64_t n) {
+  for (int64_t r = r0; r < r0 + n; ++r)
+    for (int64_t c = 0; c < t.dim(1); ++c)
+      store_from_f32(t.raw(), t.dtype(), static_cast<size_t>(r * t.stride(0) + c),
+                     poison_value(r, c));
+}
+
+// Every element of state slot `slot` of a contiguous [S, ...] state tensor.
+void poison_slot(Tensor& states, int64_t slot) {
+  const int64_t per = states.numel() / states.dim(0);
+  for (int64_t i = 0; i < per; ++i)
+    store_from_f32(states.raw(), states.dtype(), static_cast<size_t>(slot * per + i),
+                   poison_value(slot, i));
+}
+
+// A fresh contiguous host copy of rows r0 .. r0+n of a [T, W] row view: shares no storage with
+// the batch, so the single-sequence reference cannot read the poisoned rows.
+Tensor fresh_rows(const Tensor& t, int64_t r0, int64_t n) {
+  Tensor o = Tensor::empty(Shape{n, t.dim(1)}, t.dtype());
+  const size_t es = dtype_size(t.dtype()), row = static_cast<size_t>(t.dim(1)) * es;
+  for (int64_t r = 0; r < n; ++r)
+    std::memcpy(
+        static_cast<char*>(o.raw()) + static_cast<size_t>(r) * row,
+        static_cast<const char*>(t.raw()) + static_cast<size_t>((r0 + r) * t.stride(0)) * es, row);
+  return o;
+}
+
+// Slot `slot` of a contiguous [S, ...] state tensor as a fresh [1, ...] tensor.
+Tensor fresh_slot(const Tensor& states, int64_t slot) {
+  std::vector<int64_t> dims = states.shape().vec();
+  dims[0] = 1;
+  Tensor o = Tensor::empty(Shape(dims), states.dtype());
+  std::memcpy(o.raw(),
+              static_cast<const char*>(states.raw()) + static_cast<size_t>(slot) * o.nbytes(),
+              o.nbytes());
+  return o;
+}
+
+Tensor fresh_copy(const Tensor& t) {
+  Tensor o = Tensor::empty(t.shape(), t.dtype());
+  std::memcpy(o.raw(), t.raw(), t.nbytes());
+  return o;
+}
+
+// One sequence of the batch: rows t0 .. t0+len of the row tensors, state slot, has_initial.
+struct Seq {
+  int64_t t0 = 0, len = 0, slot = 0;
+  int32_t init = 1;
+};
+
+// A case: the (poisoned) batch, its sequences, which one is poisoned, the tolerance of the clean
+// ones' outputs and the CUDA kernels that must take it.
+template <class Args>
+struct Iso {
+  Args a;
+  std::vector<Seq> seqs;
+  size_t bad = 0;
+  DType act = DType::F32;
+  Tolerance tol;
+  std::vector<std::string> need;
+};
+
+// ---- per-op access: the row output, the state tensor, one sequence as its own batch ----
+
+template <class Args>
+Tensor& states_of(Args& a) {
+  if constexpr (requires { a.ssm_states; })
+    return a.ssm_states;
+  else
+    return a.conv_states;
+}
+
+SsmScanArgs single(const SsmScanArgs& a, const Seq& s) {
+  SsmScanArgs o = a;
+  o.x = fresh_rows(a.x, s.t0, s.len);
+  o.dt_raw = fresh_rows(a.dt_raw, s.t0, s.len);
+  o.B = fresh_rows(a.B, s.t0, s.len);
+  o.C = fresh_rows(a.C, s.t0, s.len);
+  o.ssm_states = fresh_slot(a.ssm_states, s.slot);
+  o.cu_seqlens = i32_tensor({0, static_cast<int32_t>(s.len)});
+  o.slots = i32_tensor({0});
+  o.has_initial = i32_tensor({s.init});
+  o.out = Tensor::empty(Shape{s.len, a.out.dim(1)}, a.out.dtype());
+  return o;
+}
+
+SsmUpdateArgs single(const SsmUpdateArgs& a, const Seq& s) {
+  SsmUpdateArgs o = a;
+  o.x = fresh_rows(a.x, s.t0, 1);
+  o.dt_raw = fresh_rows(a.dt_raw, s.t0, 1);
+  o.B = fresh_rows(a.B, s.t0, 1);
+  o.C = fresh_rows(a.C, s.t0, 1);
+  o.ssm_states = fresh_slot(a.ssm_states, s.slot);
+  o.slots = i32_tensor({0});
+  o.out = Tensor::empty(Shape{1, a.out.dim(1)}, a.out.dtype());
+  return o;
+}
+
+Conv1dPrefillArgs single(const Conv1dPrefillArgs& a, const Seq& s) {
+  Conv1dPrefillArgs o = a;
+  o.x = fresh_rows(a.x, s.t0, s.len);
+  o.conv_states = fresh_slot(a.conv_states, s.slot);
+  o.cu_seqlens = i32_tensor({0, static_cast<int32_t>(s.len)});
+  o.slots = i32_tensor({0});
+  o.has_initial = i32_tensor({s.init});
+  o.out = Tensor::empty(Shape{s.len, a.out.dim(1)}, a.out.dtype());
+  return o;
+}
+
+Conv1dUpdateArgs single(const Conv1dUpdateArgs& a, const Seq& s) {
+  Conv1dUpdateArgs o = a;
+  o.x = fresh_rows(a.x, s.t0, 1);
+  o.conv_states = fresh_slot(a.conv_states, s.slot);
+  o.slots = i32_tensor({0});
+  o.out = Tensor::empty(Shape{1, a.out.dim(1)}, a.out.dtype());
+  return o;
+}
+
+template <class Args>
+void run_host(Args& a) {
+  for (const auto& k : OpTable<Args>::kernels()) {
+    if (k.device != Device::Host) continue;
+    std::string why;
+    STRATA_CHECK(k.supports(a, &why), "host {} refuses an isolation case: {}", Args::kName, why);
+    OpContext ctx;
+    ctx.device = Device::Host;
+    k.run(a, ctx);
+    return;
+  }
+  STRATA_CHECK(false, "no host kernel for {}", Args::kName);
+}
+
+// The expected results of the clean sequences, each from its own single-sequence host run, and
+// the state tensor as it was before any run.
+struct Ref {
+  std::vector<Tensor> y, st;  // per sequence (undefined for the poisoned one)
+  Tensor init;
+};
+
+template <class Args>
+Ref reference(Iso<Args>& iso) {
+  Ref r;
+  r.init = fresh_copy(states_of(iso.a));
+  r.y.resize(iso.seqs.size());
+  r.st.resize(iso.seqs.size());
+  for (size_t i = 0; i < iso.seqs.size(); ++i) {
+    if (i == iso.bad) continue;
+    Args s = single(iso.a, iso.seqs[i]);
+    run_host(s);
+    r.y[i] = s.out;
+    r.st[i] = states_of(s);
+  }
+  return r;
+}
+
+std::string seq_name(const Seq& s, size_t i) {
+  return fmt::format("sequence {} (rows {}..{}, slot {}, has_initial {})", i, s.t0, s.t0 + s.len,
+                     s.slot, s.init);
+}
+
+// Compares `got` with `want` (contiguous, same shape): by the tolerance, or bit for bit.
+void compare_part(const std::string& what, const Tensor& want, const Tensor& got, DType act,
+                  const Tolerance& tol, bool exact, Outcome& out) {
+  if (!exact) {
+    Outcome one;
+    detail::compare_output(0, want, got, act, tol, {}, one);
+    out.compared += one.compared;
+    out.worst = std::max(out.worst, one.worst);
+    if (one.status == Outcome::Failed) {
+      out.status = Outcome::Failed;
+      out.detail += "  " + what + ":\n" + one.detail;
+    }
+    return;
+  }
+  int64_t bad = 0;
+  const int64_t n = want.numel();
+  for (int64_t i = 0; i < n; ++i) {
+    const double w = load_as_f64(want.raw(), want.dtype(), static_cast<size_t>(i));
+    const double g = load_as_f64(got.raw(), got.dtype(), static_cast<size_t>(i));
+    if (!std::isfinite(w) || !(w == g) || std::signbit(w) != std::signbit(g)) {
+      if (++bad <= 3)
+        out.detail += fmt::format("  {}: element {}: batch {} vs alone {}\n", what, i, g, w);
+    }
+  }
+  out.compared += n;
+  if (bad) {
+    out.status = Outcome::Failed;
+    out.detail += fmt::format("  {}: {} of {} elements differ\n", what, bad, n);
+  }
+}
+
+// The clean sequences' rows of y [T, W] (a host copy of the batch's output).
+template <class Args>
+void compare_rows(const Iso<Args>& iso, const Ref& r, const Tensor& y, bool exact, Outcome& out) {
+  for (size_t i = 0; i < iso.seqs.size(); ++i) {
+    if (i == iso.bad) continue;
+    const Seq& s = iso.seqs[i];
+    compare_part(seq_name(s, i) + " output rows", r.y[i], fresh_rows(y, s.t0, s.len), iso.act,
+                 iso.tol, exact, out);
+  }
+}
+
+// The clean sequences' slots by the tolerance, every slot no sequence names bit for bit.
+template <class Args>
+void compare_slots(const Iso<Args>& iso, const Ref& r, const Tensor& st, bool exact, Outcome& out) {
+  const int64_t S = st.dim(0);
+  for (size_t i = 0; i < iso.seqs.size(); ++i) {
+    if (i == iso.bad) continue;
+    const Seq& s = iso.seqs[i];
+    compare_part(seq_name(s, i) + " final state", r.st[i], fresh_slot(st, s.slot), iso.act, iso.tol,
+                 exact, out);
+  }
+  for (int64_t slot = 0; slot < S; ++slot) {
+    bool named = false;
+    for (const Seq& s : iso.seqs)
+      named = named || s.slot == slot;
+    if (named) continue;
+    const Tensor was = fresh_slot(r.init, slot), now = fresh_slot(st, slot);
+    out.compared += was.numel();
+    if (std::memcmp(was.raw(), now.raw(), was.nbytes()) != 0) {
+      out.status = Outcome::Failed;
+      out.detail += fmt::format("  slot {}, named by no sequence, changed\n", slot);
+    }
+  }
+}
+
+// Elements one run compares: the clean rows of y, the clean and the unnamed slots.
+template <class Args>
+int64_t per_run(Iso<Args>& iso) {
+  const Tensor& st = states_of(iso.a);
+  const int64_t per_slot = st.numel() / st.dim(0);
+  int64_t rows = 0;
+  for (size_t i = 0; i < iso.seqs.size(); ++i)
+    if (i != iso.bad) rows += iso.seqs[i].len;
+  // Every slot but the poisoned sequence's: the clean ones by value, the unnamed ones by bits.
+  return rows * iso.a.out.dim(1) + (st.dim(0) - 1) * per_slot;
+}
+
+// The host op on the poisoned batch against itself on the clean sequences alone: bit-exact
+// (its work items are per sequence).
+template <class Args>
+Outcome host_case(Iso<Args> iso) {
+  const Ref r = reference(iso);
+  run_host(iso.a);
+  Outcome o;
+  o.kernels = "host";
+  // The poison reaches the op: the poisoned sequence's own rows come out non-finite.
+  const Seq& b = iso.seqs[iso.bad];
+  const Tensor bad_rows = fresh_rows(iso.a.out, b.t0, b.len);
+  bool reached = false;
+  for (int64_t i = 0; i < bad_rows.numel() && !reached; ++i)
+    reached = !std::isfinite(load_as_f64(bad_rows.raw(), bad_rows.dtype(), static_cast<size_t>(i)));
+  if (!reached) {
+    o.status = Outcome::Failed;
+    o.detail = "the poisoned sequence's outputs are all finite: the poison did not reach the op\n";
+  }
+  compare_rows(iso, r, iso.a.out, true, o);
+  compare_slots(iso, r, states_of(iso.a), true, o);
+  // The GPU cases' comparison by tolerance, on the same results: passes and counts alike.
+  Outcome tol;
+  compare_rows(iso, r, iso.a.out, false, tol);
+  compare_slots(iso, r, states_of(iso.a), false, tol);
+  if (tol.status != Outcome::Passed || tol.compared != o.compared) {
+    o.status = Outcome::Failed;
+    o.detail += fmt::format("by tolerance: compared {} (bit-exact: {}):\n{}", tol.compared,
+                            o.compared, tol.detail);
+  }
+  if (o.status == Outcome::Passed && o.compared != per_run(iso)) {
+    o.status = Outcome::Failed;
+    o.detail = fmt::format("compared {} elements, expected {}", o.compared, per_run(iso));
+  }
+  return o;
+}
+
+// Every CUDA kernel that takes the batch, against the single-sequence host results.
+template <class Args>
+Outcome gpu_case(Iso<Args> iso) {
+  const Ref r = reference(iso);
+  int out_idx = -1, st_idx = -1, i = 0;
+  iso.a.visit([&](Tensor& t, Role) {
+    if (&t == &iso.a.out) out_idx = i;
+    if (&t == &states_of(iso.a)) st_idx = i;
+    ++i;
+  });
+  Outcome mine;  // what the check compared, over all kernels
+  OutputCheck check = [&](int index, const Tensor&, const Tensor& dev) -> std::string {
+    Outcome one;
+    if (index == out_idx)
+      compare_rows(iso, r, dev, false, one);
+    else if (index == st_idx)
+      compare_slots(iso, r, dev, false, one);
+    else
+      return "skip";
+    mine.compared += one.compared;
+    mine.worst = std::max(mine.worst, one.worst);
+    return one.status == Outcome::Failed ? one.detail : "";
+  };
+  Outcome o = run_case(iso.a, iso.act, Tolerance{}, {}, check);
+  o.compared = mine.compared;
+  o.worst = mine.worst;
+  if (o.status != Outcome::Passed) return o;
+  for (const std::string& k : iso.need)
+    if (("," + o.kernels + ",").find("," + k + ",") == std::string::npos) {
+      o.status = Outcome::Failed;
+      o.detail = fmt::format("{} did not take this case (ran: {})", k, o.kernels);
+      return o;
+    }
+  const int64_t runs = 1 + std::count(o.kernels.begin(), o.kernels.end(), ',');
+  if (o.compared != runs * per_run(iso)) {
+    o.status = Outcome::Failed;
+    o.detail = fmt::format("compared {} elements, expected {} kernel run(s) x {}", o.compared, runs,
+                           per_run(iso));
+  }
+  return o;
+}
+
+// ---- building the batches ----
+
+// Sequences of `lens` packed from row 0; slots distinct among S = B + 2 (two named by none).
+std::vector<Seq> pack(Rng& rng, const std::vector<int32_t>& lens,
+                      const std::vector<int32_t>& has_initial, int64_t slots) {
+  const std::vector<int32_t> ids = distinct(rng, static_cast<int64_t>(lens.size()), slots);
+  std::vector<Seq> out;
+  int64_t t = 0;
+  for (size_t i = 0; i < lens.size(); ++i) {
+    out.push_back({t, lens[i], ids[i], has_initial[i]});
+    t += lens[i];
+  }
+  return out;
+}
+
+// The state poison every case shares: the unnamed slots, the slots of fresh sequences (their
+// old contents must be ignored) and, when `bad_state`, the poisoned sequence's own slot.
+void poison_states(Tensor& states, const std::vector<Seq>& seqs, size_t bad, bool bad_state) {
+  for (int64_t slot = 0; slot < states.dim(0); ++slot) {
+    bool named = false;
+    for (const Seq& s : seqs)
+      named = named || s.slot == slot;
+    if (!named) poison_slot(states, slot);
+  }
+  for (size_t i = 0; i < seqs.size(); ++i)
+    if (seqs[i].init == 0 || (i == bad && bad_state)) poison_slot(states, seqs[i].slot);
+}
+
+std::vector<int32_t> inits_of(const std::vector<Seq>& seqs) {
+  std::vector<int32_t> v;
+  for (const Seq& s : seqs)
+    v.push_back(s.init);
+  return v;
+}
+
+struct SsmSpec {
+  const char* name;
+  int64_t Hm, P, G;
+  std::vector<int32_t> lens, has_initial;  // update: lens all 1, has_initial ignored
+  size_t bad;
+  bool bad_state;  // the poisoned sequence's initial state too (has_initial forced to 1)
+  bool aligned;    // x, B, C at 16-byte aligned columns and row stride (what cuda.ssd_wg takes)
+};
+constexpr int64_t kN = 128, kChunk = 128;
+
+// x, B, C and dt_raw as column ranges of one in_proj-like row [T, width].
+template <class A>
+void ssm_rows(A& a, Rng& rng, const SsmSpec& s, int64_t T, DType act) {
+  const int64_t xw = s.Hm * s.P, bw = s.G * kN, lead = s.aligned ? 8 : 17;
+  const int64_t used = lead + xw + 2 * bw + s.Hm, width = s.aligned ? (used + 7) / 8 * 8 : used;
+  const Tensor row = normal_tensor(rng, Shape{T, width}, act, 1.f);
+  a.x = row.slice(1, lead, xw);
+  a.B = row.slice(1, lead + xw, bw);
+  a.C = row.slice(1, lead + xw + bw, bw);
+  a.dt_raw = row.slice(1, lead + xw + 2 * bw, s.Hm);
+}
+
+template <class A>
+void ssm_poison(Iso<A>& iso, const SsmSpec& s) {
+  const Seq& b = iso.seqs[iso.bad];
+  for (Tensor* t : {&iso.a.x, &iso.a.B, &iso.a.C, &iso.a.dt_raw})
+    poison_rows(*t, b.t0, b.len);
+  poison_states(iso.a.ssm_states, iso.seqs, iso.bad, s.bad_state);
+}
+
+template <class A>
+void ssm_dims(A& a, const SsmSpec& s, int64_t slots, int64_t T, DType act, Rng& rng) {
+  a.heads = s.Hm;
+  a.head_dim = s.P;
+  a.groups = s.G;
+  a.state_size = kN;
+  a.ssm_states = normal_tensor(rng, Shape{slots, s.Hm, s.P, kN}, DType::F32, 0.5f);
+  a.out = Tensor::empty(Shape{T, s.Hm * s.P}, act);
+}
+
+Iso<SsmScanArgs> make_scan(const SsmSpec& s, DType act, Rng& rng) {
+  Iso<SsmScanArgs> iso;
+  iso.act = act;
+  iso.bad = s.bad;
+  const int64_t slots = static_cast<int64_t>(s.lens.size()) + 2;
+  std::vector<int32_t> init = s.has_initial;
+  if (s.bad_state) init[s.bad] = 1;
+  iso.seqs = pack(rng, s.lens, init, slots);
+  const int64_t T = iso.seqs.back().t0 + iso.seqs.back().len;
+  SsmScanArgs& a = iso.a;
+  ssm_rows(a, rng, s, T, act);
+  ssm_params(a, rng, s.Hm, DType::F32);
+  ssm_dims(a, s, slots, T, act, rng);
+  std::vector<int32_t> cu{0}, ids;
+  for (const Seq& q : iso.seqs) {
+    cu.push_back(static_cast<int32_t>(q.t0 + q.len));
+    ids.push_back(static_cast<int32_t>(q.slot));
+  }
+  a.cu_seqlens = i32_tensor(cu);
+  a.slots = i32_tensor(ids);
+  a.has_initial = i32_tensor(inits_of(iso.seqs));
+  a.chunk_size = kChunk;
+  // The tolerance of the clean sequences (the decay term from their own dt only).
+  iso.tol = ssm_tolerance(kChunk, kN);
+  for (size_t i = 0; i < iso.seqs.size(); ++i)
+    if (i != iso.bad)
+      iso.tol.extra_rel =
+          std::max(iso.tol.extra_rel, scan_decay_rel(single(a, iso.seqs[i]), {s.lens[i]}));
+  add_bf16_operand_rounding(iso.tol, act);
+  ssm_poison(iso, s);
+  iso.need = {"cuda"};
+  if (act == DType::BF16) {
+    for (const char* k : {"cuda.ssd_mma", "cuda.ssd_fused", "cuda.ssd_chain"})
+      iso.need.emplace_back(k);
+    if (s.aligned) iso.need.emplace_back("cuda.ssd_wg");
+  }
+  return iso;
+}
+
+Iso<SsmUpdateArgs> make_update(const SsmSpec& s, DType act, Rng& rng) {
+  Iso<SsmUpdateArgs> iso;
+  iso.act = act;
+  iso.bad = s.bad;
+  const int64_t B = static_cast<int64_t>(s.lens.size()), slots = B + 2;
+  iso.seqs = pack(rng, s.lens, std::vector<int32_t>(static_cast<size_t>(B), 1), slots);
+  SsmUpdateArgs& a = iso.a;
+  ssm_rows(a, rng, s, B, act);
+  ssm_params(a, rng, s.Hm, DType::F32);
+  ssm_dims(a, s, slots, B, act, rng);
+  std::vector<int32_t> ids;
+  for (const Seq& q : iso.seqs)
+    ids.push_back(static_cast<int32_t>(q.slot));
+  a.slots = i32_tensor(ids);
+  iso.tol = ssm_tolerance(1, kN);
+  ssm_poison(iso, s);
+  iso.need = {"cuda"};
+  return iso;
+}
+
+struct ConvSpec {
+  const char* name;
+  int64_t C;
+  std::vector<int32_t> lens, has_initial;  // update: lens all 1, has_initial ignored
+  size_t bad;
+  bool bad_state;
+};
+
+template <class A>
+void conv_common(Iso<A>& iso, const ConvSpec& s, int64_t T, int64_t slots, DType act, Rng& rng) {
+  A& a = iso.a;
+  a.x = wide_rows(rng, T, s.C, 64, 24, act, 1.f);
+  a.weight = normal_tensor(rng, Shape{s.C, kConvK}, act, 0.5f);
+  a.bias = normal_tensor(rng, Shape{s.C}, act, 0.5f);
+  a.conv_states = normal_tensor(rng, Shape{slots, kConvK - 1, s.C}, act, 1.f);
+  a.out = Tensor::empty(Shape{T, s.C}, act);
+  iso.tol.reduction = kConvK + 1;  // K products and the bias; silu's exp
+  iso.tol.math = 1;
+  const Seq& b = iso.seqs[iso.bad];
+  poison_rows(a.x, b.t0, b.len);
+  poison_states(a.conv_states, iso.seqs, iso.bad, s.bad_state);
+  iso.need = {"cuda"};
+}
+
+Iso<Conv1dPrefillArgs> make_conv_prefill(const ConvSpec& s, DType act, Rng& rng) {
+  Iso<Conv1dPrefillArgs> iso;
+  iso.act = act;
+  iso.bad = s.bad;
+  const int64_t slots = static_cast<int64_t>(s.lens.size()) + 2;
+  std::vector<int32_t> init = s.has_initial;
+  if (s.bad_state) init[s.bad] = 1;
+  iso.seqs = pack(rng, s.lens, init, slots);
+  const int64_t T = iso.seqs.back().t0 + iso.seqs.back().len;
+  std::vector<int32_t> cu{0}, ids;
+  for (const Seq& q : iso.seqs) {
+    cu.push_back(static_cast<int32_t>(q.t0 + q.len));
+    ids.push_back(static_cast<int32_t>(q.slot));
+  }
+  iso.a.cu_seqlens = i32_tensor(cu);
+  iso.a.slots = i32_tensor(ids);
+  iso.a.has_initial = i32_tensor(inits_of(iso.seqs));
+  conv_common(iso, s, T, slots, act, rng);
+  return iso;
+}
+
+Iso<Conv1dUpdateArgs> make_conv_update(const ConvSpec& s, DType act, Rng& rng) {
+  Iso<Conv1dUpdateArgs> iso;
+  iso.act = act;
+  iso.bad = s.bad;
+  const int64_t B = static_cast<int64_t>(s.lens.size()), slots = B + 2;
+  iso.seqs = pack(rng, s.lens, std::vector<int32_t>(static_cast<size_t>(B), 1), slots);
+  std::vector<int32_t> ids;
+  for (const Seq& q : iso.seqs)
+    ids.push_back(static_cast<int32_t>(q.slot));
+  iso.a.slots = i32_tensor(ids);
+  conv_common(iso, s, B, slots, act, rng);
+  return iso;
+}
+
+// ---- the table ----
+
+// One case in both modes: on the GPU (every CUDA kernel) or the host op against itself.
+struct IsoCase {
+  std::string op, label;
+  std::function<Outcome(Rng&, bool host)> run;
+};
+
+template <class Spec, class Make>
+IsoCase iso_case(const char* op, std::string label, Spec s, DType act, Make make) {
+  return {op, "isolation: " + label + " " + dt(act), [s, act, make](Rng& rng, bool host) {
+            auto iso = make(s, act, rng);
+            return host ? host_case(std::move(iso)) : gpu_case(std::move(iso));
+          }};
+}
+
+std::string spec_label(const char* name, const std::vector<int32_t>& lens,
+                       const std::vector<int32_t>& init, size_t bad, bool bad_state) {
+  return fmt::format("{} lens {} has_initial {} poisoned #{}{}", name, fmt::join(lens, ","),
+                     fmt::join(init, ","), bad, bad_state ? " (rows and state)" : " (rows)");
+}
+
+const std::vector<IsoCase>& iso_cases() {
+  static const std::vector<IsoCase> all = [] {
+    std::vector<IsoCase> out;
+    // Odd lengths: sequences start mid-box (37, 165, 365, 366) and end mid-box; the poisoned
+    // one first, in the middle (after a partial box), the one-token one and last.
+    const std::vector<int32_t> lens5{37, 128, 200, 1, 300}, init5{1, 0, 1, 1, 0};
+    std::vector<SsmSpec> scans;
+    for (size_t bad = 0; bad < lens5.size(); ++bad)
+      scans.push_back(
+          {"nano3 dims 8 heads", 8, Nano3::head_dim, 4, lens5, init5, bad, bad == 2, true});
+    scans.push_back({"nano3 dims 8 heads", 8, Nano3::head_dim, 4, lens5, init5, 1, true, false});
+    // Several sequences inside one 128-row box around the poisoned one.
+    scans.push_back({"nano3 dims 8 heads, short",
+                     8,
+                     Nano3::head_dim,
+                     2,
+                     {5, 3, 7, 2, 100},
+                     {1, 0, 1, 0, 1},
+                     2,
+                     false,
+                     true});
+    scans.push_back(
+        {"nano3", Nano3::heads, Nano3::head_dim, Nano3::groups, lens5, init5, 1, true, true});
+    const std::vector<int32_t> lens9{129, 1, 250, 37}, init9{0, 1, 1, 1};
+    for (size_t bad : {size_t{0}, size_t{1}, size_t{3}})
+      scans.push_back(
+          {"9b dims 8 heads", 8, Nano9B::head_dim, 2, lens9, init9, bad, bad == 1, true});
+    for (const SsmSpec& s : scans)
+      for (DType act : acts())
+        out.push_back(iso_case("ssm_scan",
+                               spec_label(s.name, s.lens, s.has_initial, s.bad, s.bad_state) +
+                                   fmt::format(" heads={}x{} groups={}{}", s.Hm, s.P, s.G,
+                                               s.aligned ? " aligned" : ""),
+                               s, act, make_scan));
+
+    const std::vector<SsmSpec> updates = {
+        {"nano3",
+         Nano3::heads,
+         Nano3::head_dim,
+         Nano3::groups,
+         {1, 1, 1, 1, 1},
+         {},
+         0,
+         false,
+         true},
+        {"nano3",
+         Nano3::heads,
+         Nano3::head_dim,
+         Nano3::groups,
+         {1, 1, 1, 1, 1},
+         {},
+         2,
+         true,
+         false},
+        {"nano3",
+         Nano3::heads,
+         Nano3::head_dim,
+         Nano3::groups,
+         {1, 1, 1, 1, 1},
+         {},
+         4,
+         false,
+         true},
+        {"9b", Nano9B::heads, Nano9B::head_dim, Nano9B::groups, {1, 1, 1}, {}, 1, true, true},
+    };
+    for (const SsmSpec& s : updates)
+      for (DType act : acts())
+        out.push_back(
+            iso_case("ssm_update",
+                     fmt::format("{} B={} poisoned #{}{} heads={}x{}", s.name, s.lens.size(), s.bad,
+                                 s.bad_state ? " (rows and state)" : " (rows)", s.Hm, s.P),
+                     s, act, make_update));
+
+    std::vector<ConvSpec> prefills;
+    for (size_t bad : {size_t{0}, size_t{1}, size_t{3}, size_t{4}})
+      prefills.push_back({"nano3", Nano3::conv_dim, lens5, init5, bad, bad == 1});
+    // Runs of 16 tokens crossing several short sequences (the bf16 run kernel).
+    prefills.push_back(
+        {"9b runs", Nano9B::conv_dim, {1, 2, 3, 15, 16, 33, 1}, {1, 0, 1, 1, 0, 1, 1}, 3, true});
+    prefills.push_back(
+        {"9b runs", Nano9B::conv_dim, {1, 2, 3, 15, 16, 33, 1}, {1, 0, 1, 1, 0, 1, 1}, 1, false});
+    for (const ConvSpec& s : prefills)
+      for (DType act : acts())
+        out.push_back(iso_case("conv1d_prefill",
+                               spec_label(s.name, s.lens, s.has_initial, s.bad, s.bad_state) +
+                                   fmt::format(" C={}", s.C),
+                               s, act, make_conv_prefill));
+
+    const std::vector<ConvSpec> conv_updates = {
+        {"nano3", Nano3::conv_dim, {1, 1, 1, 1, 1}, {}, 0, false},
+        {"nano3", Nano3::conv_dim, {1, 1, 1, 1, 1}, {}, 2, true},
+        {"9b", Nano9B::conv_dim, {1, 1, 1}, {}, 2, false},
+    };
+    for (const ConvSpec& s : conv_updates)
+      for (DType act : acts())
+        out.push_back(
+            iso_case("conv1d_update",
+                     fmt::format("{} C={} B={} poisoned #{}{}", s.name, s.C, s.lens.size(), s.bad,
+                                 s.bad_state ? " (rows and state)" : " (rows)"),
+                     s, act, make_conv_update));
+    return out;
+  }();
+  return all;
+}
+
+std::vector<OpCase> gpu_cases() {
+  std::vector<OpCase> out;
+  for (const IsoCase& c : iso_cases()) {
+    const auto* p = &c;
+    out.push_back({c.op, c.label, true, [p](Rng& rng) { return p->run(rng, false); }});
+  }
+  return out;
+}
+
+// The host kernels on the same batches, each against itself on the clean sequences alone.
+TEST(OpHarness, HostKernelsIsolateSequences) {
+  int64_t n = 0, elements = 0;
+  for (const IsoCase& c : iso_cases()) {
+    Rng rng(0x150 + static_cast<uint64_t>(n));
+    Outcome o;
+    try {
+      o = c.run(rng, true);
+    } catch (const std::exception& e) {
+      o.status = Outcome::Failed;
+      o.detail = std::string("threw: ") + e.what();
+    }
+    EXPECT_EQ(o.status, Outcome::Passed) << c.op << " | " << c.label << "\n" << o.detail;
+    EXPECT_GT(o.compared, 0) << c.op << " | " << c.label;
+    elements += o.compared;
+    ++n;
+  }
+  std::printf("host isolation: %lld cases, %lld elements compared bit for bit\n",
+              static_cast<long long>(n), static_cast<long long>(elements));
+  EXPECT_EQ(n, 48);
+}
+
+}  // namespace
+
+STRATA_OP_CASES(gpu_cases);
+
+}  // namespace strata::opstest
