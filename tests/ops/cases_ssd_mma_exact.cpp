@@ -29,7 +29,7 @@ namespace {
 using namespace strata::ops;
 
 constexpr const char* kMmaKernels[] = {"cuda.ssd_mma", "cuda.ssd_fused", "cuda.ssd_chain",
-                                       "cuda.ssd_wg", "cuda.ssd_seq", "cuda.ssd_seq1"};
+                                       "cuda.ssd_wg", "cuda.ssd_seq"};
 constexpr int64_t kMinSlots = 5;
 
 struct Shape5 {
@@ -406,12 +406,11 @@ std::vector<OpCase> all() {
   std::vector<OpCase> out;
   for (const char* kernel : kMmaKernels)
     for (const Shape5& s : shapes) {
-      // cuda.ssd_wg and cuda.ssd_seq(1) take chunk 128, state 128, head_dim 64 / 80 at aligned
+      // cuda.ssd_wg and cuda.ssd_seq take chunk 128, state 128, head_dim 64 / 80 at aligned
       // columns only.
       const bool wg_shape = s.aligned && s.chunk == 128 && s.N == 128 && (s.P == 64 || s.P == 80);
       const std::string_view name(kernel);
-      if (name.starts_with("cuda.ssd_wg") || name.starts_with("cuda.ssd_seq"))
-        if (!wg_shape) continue;
+      if ((name == "cuda.ssd_wg" || name == "cuda.ssd_seq") && !wg_shape) continue;
       out.push_back(
           {"ssm_scan_mma_exact",
            fmt::format("{} {} heads={}x{} groups={} N={} chunk={} lens {} has_initial {}{}{}",

@@ -148,7 +148,7 @@ ScanRow bench_ssm_scan(const char* kernel, const char* what, int64_t Hm, int64_t
 std::vector<ScanRow> run_scan_rows(const std::string& only) {
   std::vector<ScanRow> rows;
   for (const char* kernel :
-       {"cuda.ssd_wg", "cuda.ssd_fused", "cuda.ssd_chain", "cuda.ssd_mma", "cuda"})
+       {"cuda.ssd_wg", "cuda.ssd_seq", "cuda.ssd_fused", "cuda.ssd_chain", "cuda.ssd_mma", "cuda"})
     for (const auto& [what, Hm, P] : {std::tuple{"nano3", 64, 64}, std::tuple{"9b", 128, 80}})
       for (const auto& [seqs, len] :
            {std::pair{1, 512}, std::pair{1, 2048}, std::pair{1, 4096}, std::pair{8, 512},

@@ -65,9 +65,8 @@ inline bool ssm_scan_wg_shape(int64_t chunk, int64_t N, int64_t P) {
 bool ssm_scan_wg_device();  // the current device is sm_90 (what the wgmma code is built for)
 // The per-sequence wgmma scan (ssm_scan_seq.cu): a block per (sequence, head) walking its chunks,
 // the state kept in registers, or a cluster of 2-4 blocks per (sequence, head) taking its chunks
-// in turn when the blocks would leave SMs idle (`single_block`: never); the wgmma scan's shapes
-// and scratch.
-void launch_ssm_scan_seq(const SsmLaunch& p, bool single_block, int* index_errors, void* stream);
+// in turn when the blocks would leave SMs idle; the wgmma scan's shapes and scratch.
+void launch_ssm_scan_seq(const SsmLaunch& p, int* index_errors, void* stream);
 
 // Profiling (strata bench-kernels' per-kernel split): while set on the launching host thread,
 // the scan launchers call it right after enqueuing each of their kernels, with the kernel's

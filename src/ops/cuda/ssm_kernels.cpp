@@ -1,12 +1,11 @@
 // Registrations of ssm_scan (chunked prefill) and ssm_update (decode) on the CUDA backend.
-// ssm_scan has seven kernels, tried in this order: "cuda.ssd_seq" (a block or a cluster per
-// (sequence, head) on sm_90 warpgroup products, the state in registers), "cuda.ssd_wg" (the
-// one-pass chain on the same products; both chunk and state 128, aligned views),
-// "cuda.ssd_seq1" (cuda.ssd_seq without clusters, for tests and A/B runs), "cuda.ssd_chain" and "cuda.ssd_fused"
-// (bf16 on tensor cores in one pass, the state passing between chunk blocks by a plain chain or
-// by decoupled look-back), "cuda.ssd_mma" (bf16 on tensor cores in
-// separate chunk-state, state-passing and output kernels; the shapes of ssm.h) and "cuda" (f32
-// math on CUDA cores, any act dtype).
+// ssm_scan has six kernels, tried in this order: "cuda.ssd_wg" (the one-pass chain on sm_90
+// warpgroup products, chunk and state 128, aligned views), "cuda.ssd_seq" (the same shapes and
+// products, a block or a cluster per (sequence, head) with the state in registers),
+// "cuda.ssd_chain" and "cuda.ssd_fused" (bf16 on tensor cores in one pass, the state passing
+// between chunk blocks by a plain chain or by decoupled look-back), "cuda.ssd_mma" (bf16 on
+// tensor cores in separate chunk-state, state-passing and output kernels; the shapes of ssm.h)
+// and "cuda" (f32 math on CUDA cores, any act dtype).
 #ifdef STRATA_HAVE_CUDA
 #include "ops/cuda/cuda_backend.h"
 #include "ops/cuda/kernel_support.h"
@@ -115,7 +114,6 @@ constexpr char kFusedName[] = "cuda.ssd_fused";
 constexpr char kChainName[] = "cuda.ssd_chain";
 constexpr char kWgName[] = "cuda.ssd_wg";
 constexpr char kSeqName[] = "cuda.ssd_seq";
-constexpr char kSeqSingleName[] = "cuda.ssd_seq1";
 
 // The one-pass kernels; either can be turned off for A/B runs (STRATA_CUDA_DISABLE_KERNELS).
 template <const char* kKernel>
@@ -149,7 +147,7 @@ bool scan_wg_supports(const SsmScanArgs& a, std::string* why) {
   return c;
 }
 
-enum class ScanPath { kF32Math, kMma, kFused, kChain, kWg, kSeq, kSeqSingle };
+enum class ScanPath { kF32Math, kMma, kFused, kChain, kWg, kSeq };
 
 template <ScanPath kPath>
 void scan_run(const SsmScanArgs& a, OpContext& ctx) {
@@ -160,7 +158,7 @@ void scan_run(const SsmScanArgs& a, OpContext& ctx) {
   constexpr bool kMma = kPath != ScanPath::kF32Math;
   constexpr bool kFused =
       kPath == ScanPath::kFused || kPath == ScanPath::kChain || kPath == ScanPath::kWg ||
-      kPath == ScanPath::kSeq || kPath == ScanPath::kSeqSingle;
+      kPath == ScanPath::kSeq;
   const int64_t nf = kFused ? ssm_scan_fused_scratch_f32(p)
                      : kMma ? ssm_scan_mma_scratch_f32(p)
                             : ssm_scan_scratch_f32(p);
@@ -172,9 +170,8 @@ void scan_run(const SsmScanArgs& a, OpContext& ctx) {
   Tensor i = Tensor::empty(Shape{std::max<int64_t>(1, ni)}, DType::I32, Device::Cuda);
   p.scratch_f32 = f.data<float>();
   p.scratch_i32 = i.data<int32_t>();
-  if (kPath == ScanPath::kSeq || kPath == ScanPath::kSeqSingle)
-    launch_ssm_scan_seq(p, kPath == ScanPath::kSeqSingle, context_of(ctx).index_errors(),
-                        stream_of(ctx));
+  if (kPath == ScanPath::kSeq)
+    launch_ssm_scan_seq(p, context_of(ctx).index_errors(), stream_of(ctx));
   else if (kPath == ScanPath::kWg)
     launch_ssm_scan_wg(p, context_of(ctx).index_errors(), stream_of(ctx));
   else if (kFused)
@@ -199,19 +196,16 @@ void update_run(const SsmUpdateArgs& a, OpContext& ctx) {
 
 }  // namespace
 
-// The per-sequence kernel first: (measured in docs/BENCHMARKS.md, "ninth session").
-// The wgmma chain next where it applies: on the H200 it measured as fast as the chain at one
+// The wgmma chain first where it applies: on the H200 it measured as fast as the chain at one
 // sequence (within +-1.3%) and 3-15% faster with several (8x512, 16x128), and the same in the
 // Nano-3 prefill (docs/BENCHMARKS.md, "Prefill scan, round 6").
-STRATA_REGISTER_KERNEL(SsmScanArgs, kSeqName, Device::Cuda, scan_wg_supports<kSeqName>,
-                       scan_run<ScanPath::kSeq>);
 STRATA_REGISTER_KERNEL(SsmScanArgs, kWgName, Device::Cuda, scan_wg_supports<kWgName>,
                        scan_run<ScanPath::kWg>);
-// cuda.ssd_seq without its clusters (a block per (sequence, head) always): after cuda.ssd_wg,
-// which takes every case it does, so it runs only where the op harness runs every kernel (its
-// cases of head_dim 64 that cuda.ssd_seq takes with a cluster) or the others are disabled.
-STRATA_REGISTER_KERNEL(SsmScanArgs, kSeqSingleName, Device::Cuda,
-                       scan_wg_supports<kSeqSingleName>, scan_run<ScanPath::kSeqSingle>);
+// The per-sequence kernel next: on the H200 it did not beat cuda.ssd_wg in the prefills it was
+// written for (docs/BENCHMARKS.md, "ninth session"), so it runs where the op harness runs every
+// kernel, or with cuda.ssd_wg disabled (A/B).
+STRATA_REGISTER_KERNEL(SsmScanArgs, kSeqName, Device::Cuda, scan_wg_supports<kSeqName>,
+                       scan_run<ScanPath::kSeq>);
 // The chain next: on the H200 it measured faster than the look-back in 7 of the 8 bench-kernels
 // rows (docs/BENCHMARKS.md, "Prefill scan, round 4").
 STRATA_REGISTER_KERNEL(SsmScanArgs, kChainName, Device::Cuda, scan_fused_supports<kChainName>,

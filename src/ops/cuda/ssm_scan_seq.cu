@@ -309,9 +309,9 @@ int sm_count() {
 }
 
 // Blocks per (sequence, head): as many as fit the SMs at one block each, up to 4 (a cluster),
-// head_dim 64 only (the inbox does not fit beside head_dim 80's stages). `force_single`: 1.
-int cluster_size(const SsmLaunch& p, bool force_single) {
-  if (force_single || p.head_dim != 64 || seq_smem(64, true) > kMaxSmem) return 1;
+// head_dim 64 only (the inbox does not fit beside head_dim 80's stages).
+int cluster_size(const SsmLaunch& p) {
+  if (p.head_dim != 64) return 1;
   const int64_t units = p.slots.n * p.heads, sms = sm_count();
   return units * 4 <= sms ? 4 : units * 2 <= sms ? 2 : 1;
 }
@@ -342,14 +342,14 @@ void launch_seq_kernel(const SsmLaunch& p, const FusedScratch& fs, int* index_er
 }
 
 template <int NT>
-void launch_seq(const SsmLaunch& p, int* index_errors, bool single, cudaStream_t st) {
+void launch_seq(const SsmLaunch& p, int* index_errors, cudaStream_t st) {
   const FusedScratch fs = fused_scratch_of(p);
   if (!start_one_pass(p, fs, index_errors, st, /*clear_flags=*/false)) return;
   const int64_t nc = fs.ch.max_chunks;
   dt_rows_kernel<<<static_cast<unsigned>((nc * p.heads + 7) / 8), 256, 0, st>>>(p, fs);
   STRATA_CUDA_LAUNCH_CHECK();
   mark_scan_stage("dt_rows");
-  const int cs = cluster_size(p, single);
+  const int cs = cluster_size(p);
   if constexpr (NT == 8) {
     if (cs > 1) {
       launch_seq_kernel<NT, true>(p, fs, index_errors, cs, st);
@@ -363,15 +363,15 @@ void launch_seq(const SsmLaunch& p, int* index_errors, bool single, cudaStream_t
 
 }  // namespace
 
-void launch_ssm_scan_seq(const SsmLaunch& p, bool single_block, int* index_errors, void* stream) {
+void launch_ssm_scan_seq(const SsmLaunch& p, int* index_errors, void* stream) {
   auto st = static_cast<cudaStream_t>(stream);
   if (p.x.dt != DType::BF16) STRATA_CUDA_FAIL("ssm_scan_seq called with a non-bf16 act dtype");
   if (p.chunk_size != kQ || p.state_size != kN)
     STRATA_CUDA_FAIL("ssm_scan_seq called with an unsupported chunk or state size");
   if (p.head_dim == 64)
-    launch_seq<8>(p, index_errors, single_block, st);
+    launch_seq<8>(p, index_errors, st);
   else if (p.head_dim == 80)
-    launch_seq<10>(p, index_errors, single_block, st);
+    launch_seq<10>(p, index_errors, st);
   else
     STRATA_CUDA_FAIL("ssm_scan_seq called with an unsupported head_dim (checked in supports)");
 }
