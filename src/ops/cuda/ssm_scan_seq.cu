@@ -24,7 +24,9 @@
 #include <cuda_runtime.h>
 
 #include <atomic>
+#include <cstdio>
 #include <cstdlib>
+#include <vector>
 
 #include "ops/cuda/dsmem_sm90.cuh"
 #include "ops/cuda/ssm_scan_wg_tiles.cuh"
@@ -51,12 +53,13 @@ __host__ __device__ constexpr int seq_smem(int P, bool cluster) {
   return 2 * stage_bytes(P) + P * kN * 2 + (cluster ? P * kN * 4 : 0) + 1024;
 }
 constexpr int kMaxSmem = 227 * 1024;  // sm_90's opt-in limit per block
+constexpr int kPhases = 10;           // diagnostic trace entries per warpgroup
 
 // grid S * Hm * cs (cs consecutive blocks per (sequence b, head h), a cluster when cs > 1),
 // block kThreads, seq_smem(P, cs > 1) bytes.
 template <int NT, bool kCluster>  // P = 8 NT
 __global__ void __launch_bounds__(kThreads, 1)
-    seq_scan_kernel(SsmLaunch p, FusedScratch fs, int* errors,
+    seq_scan_kernel(SsmLaunch p, FusedScratch fs, int* errors, long long* trace,
                     const __grid_constant__ CUtensorMap tm_c,
                     const __grid_constant__ CUtensorMap tm_b) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -166,6 +169,18 @@ __global__ void __launch_bounds__(kThreads, 1)
   wg::fence_proxy_async();
   __syncthreads();
 
+  // Diagnostic (STRATA_SSD_TRACE, eager calls): cycles per phase summed over the block's chunks,
+  // per warpgroup: [0] stage wait, [1] S_loc + C.B issue, [2] state received, [3] products
+  // waited, [4] state out + ss, [5] Y_off, [6] Y_diag, [7] y store, [8] end of chunk; [9] chunks.
+  long long ph[kPhases] = {};
+  long long tick = clock64();
+  const auto lap = [&](int k) {
+    if (trace != nullptr) {
+      const long long now = clock64();
+      ph[k] += now - tick;
+      tick = now;
+    }
+  };
   int receives = 0;
   for (int i = 0; rank + i * cs < count; ++i) {
     const int k = rank + i * cs, st = i & 1;
@@ -178,6 +193,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     const float* cum = dt_of(st);  // [Q] cum, then [Q] dt, then [Q] w
     const float* dts = cum + kQ;
     const float* ws = dts + kQ;
+    lap(8);
     tma::bar_wait(&full[st], (i >> 1) & 1);  // C, B and the dt rows landed
     if (len < kQ) {  // the sequence's last chunk: B rows past it hold the next sequence: zeros
       const uint4 zero = make_uint4(0, 0, 0, 0);
@@ -187,6 +203,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       __syncthreads();
     }
 
+    lap(0);
     // S_loc and the first C.B block first: they do not need the entering state.
     float own[R], cb[32], acc[R];
     uint32_t a[kQ / 16][4];
@@ -202,6 +219,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     // sent by the block of chunk k - 1 (its register order is this block's). The inbox is
     // re-armed at once: the next state sent here follows the one this block sends below, which
     // every thread sends after reading its part of the inbox.
+    lap(1);
     if (kCluster && k > 0) {
       tma::bar_wait(&received, receives & 1);
       ++receives;
@@ -215,9 +233,11 @@ __global__ void __launch_bounds__(kThreads, 1)
       }
       if (l == 0) tma::bar_arrive_expect(&received, kStateBytes);
     }
+    lap(2);
     wg::wait_all();  // S_loc and the C.B block
     wg::fence_regs(own);
     wg::fence_regs(cb);
+    lap(3);
     const float decay = expf(cum[len - 1]);
 #pragma unroll
     for (int j = 0; j < NT; ++j) {  // bf16(S_in) [p][n]: the B operand of Y_off
@@ -255,6 +275,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     wg::fence_proxy_async();  // ss written by st.shared, read by Y_off
     __syncthreads();
 
+    lap(4);
     // Y_off before the decay: C_l . S_in[p] over the state columns.
     wg::wgmma_fence();
 #pragma unroll
@@ -276,18 +297,26 @@ __global__ void __launch_bounds__(kThreads, 1)
       acc[4 * j + 2] *= eb;
       acc[4 * j + 3] *= eb;
     }
+    lap(5);
     y_diag<NT>(acc, cb, cs_t, bs, xs, cum, dts, len, q, la, lb, cum_a, cum_b, lane);
+    lap(6);
     if (l0 < len) store_y<NT>(acc, p, xs, cs_t, t0, len, h, q, la, lb, lane);
 
     // End of the chunk: its stage is free for the block's chunk after next, and ss for the
     // next chunk's state. The next chunk's x copies (issued a chunk ago) are waited for first,
     // so the barrier also publishes them. Generic writes to the stage (B zeros, the y tile)
     // are ordered before the async proxy's loads into it.
+    lap(7);
     scan::cp_async_wait_group<0>();
     wg::fence_proxy_async();
     __syncthreads();
     issue(i + 2);
+    ++ph[9];
   }
+  lap(8);
+  if (trace != nullptr && (l & 127) == 0)
+    for (int k = 0; k < kPhases; ++k)
+      trace[(static_cast<int64_t>(blockIdx.x) * 2 + q) * kPhases + k] = ph[k];
   // A block may not leave while another of its cluster can still send to it: every state
   // sent here was waited for above, but the exit waits for the cluster all the same.
   if (kCluster) dsmem::sync();
@@ -316,6 +345,31 @@ int cluster_size(const SsmLaunch& p) {
   return units * 4 <= sms ? 4 : units * 2 <= sms ? 2 : 1;
 }
 
+// Diagnostic (STRATA_SSD_TRACE set, eager calls only): the mean cycles per chunk of each phase
+// over the blocks that took chunks, per warpgroup, on stderr.
+void report_trace(long long* trace, int64_t blocks, cudaStream_t st) {
+  std::vector<long long> h(static_cast<size_t>(blocks * 2 * kPhases));
+  STRATA_CUDA_CHECK(
+      cudaMemcpyAsync(h.data(), trace, h.size() * sizeof(long long), cudaMemcpyDeviceToHost, st));
+  STRATA_CUDA_CHECK(cudaFreeAsync(trace, st));
+  STRATA_CUDA_CHECK(cudaStreamSynchronize(st));
+  static const char* names[] = {"stage wait", "S_loc+CB issue", "received", "products wait",
+                                "state out+ss", "Y_off",     "Y_diag",      "y store",
+                                "end"};
+  for (int q = 0; q < 2; ++q) {
+    double sum[kPhases] = {};
+    for (int64_t b = 0; b < blocks; ++b)
+      for (int k = 0; k < kPhases; ++k)
+        sum[k] += static_cast<double>(h[(b * 2 + q) * kPhases + k]);
+    if (sum[9] == 0) continue;
+    std::fprintf(stderr, "ssd_seq trace wg%d blocks %lld chunks %.0f, cycles per chunk:", q,
+                 static_cast<long long>(blocks), sum[9]);
+    for (int k = 0; k < 9; ++k)
+      std::fprintf(stderr, " %s %.0f", names[k], sum[k] / sum[9]);
+    std::fprintf(stderr, "\n");
+  }
+}
+
 template <int NT, bool kCluster>
 void launch_seq_kernel(const SsmLaunch& p, const FusedScratch& fs, int* index_errors, int cs,
                        cudaStream_t st) {
@@ -337,8 +391,19 @@ void launch_seq_kernel(const SsmLaunch& p, const FusedScratch& fs, int* index_er
   at[0].val.clusterDim.z = 1;
   cfg.attrs = at;
   cfg.numAttrs = kCluster ? 1 : 0;
-  STRATA_CUDA_CHECK(
-      cudaLaunchKernelEx(&cfg, seq_scan_kernel<NT, kCluster>, p, fs, index_errors, tm_c, tm_b));
+  static const bool want_trace = std::getenv("STRATA_SSD_TRACE") != nullptr;
+  cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
+  if (want_trace) STRATA_CUDA_CHECK(cudaStreamIsCapturing(st, &capturing));
+  const int64_t blocks = cfg.gridDim.x;
+  long long* trace = nullptr;
+  if (want_trace && capturing == cudaStreamCaptureStatusNone) {
+    const size_t bytes = static_cast<size_t>(blocks * 2 * kPhases) * sizeof(long long);
+    STRATA_CUDA_CHECK(cudaMallocAsync(&trace, bytes, st));
+    STRATA_CUDA_CHECK(cudaMemsetAsync(trace, 0, bytes, st));
+  }
+  STRATA_CUDA_CHECK(cudaLaunchKernelEx(&cfg, seq_scan_kernel<NT, kCluster>, p, fs, index_errors,
+                                       trace, tm_c, tm_b));
+  if (trace != nullptr) report_trace(trace, blocks, st);
 }
 
 template <int NT>
