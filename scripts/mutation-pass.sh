@@ -116,6 +116,7 @@ cuda-fp8-scale-inverted ||| src/ops/cuda/linear_kernels.cpp ||| p.scale = p.wt =
 cuda-top-p-boundary ||| src/ops/cuda/sample.cu ||| if (cum >= need) { ||| if (cum > need) { ||| ops:sample
 cuda-ssd-score-rounded-before-dt ||| src/ops/cuda/ssm_scan_mma.cu ||| v0 = cbv.x * __expf(cum_l - cum[s]) * dts[s]; ||| v0 = __bfloat162float(__float2bfloat16_rn(cbv.x * __expf(cum_l - cum[s]))) * dts[s]; ||| ops:ssm_scan_mma_exact,ops:ssm_scan
 cuda-ssd-state-weight-rounded ||| src/ops/cuda/ssm_scan_mma.cu ||| [=](int s) { return expf(last - cum[s]) * dtv[s]; }); ||| [=](int s) { return __bfloat162float(__float2bfloat16_rn(expf(last - cum[s]) * dtv[s])); }); ||| ops:ssm_scan_mma_exact,ops:ssm_scan
+cuda-ssd-wg-next-sequence-B-kept ||| src/ops/cuda/ssm_scan_wg.cu ||| if (len < kQ) {             // B rows past the chunk ||| if (false && len < kQ) {    // B rows past the chunk ||| ops:isolation
 EOF
 }
 
