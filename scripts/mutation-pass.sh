@@ -98,7 +98,7 @@ device_mutations() {
 cuda-conv-window-off-by-one-prefill ||| src/ops/cuda/conv1d.cu ||| acc += to_f32(w[c * K + k]) * v; ||| acc += to_f32(w[c * K + (k + 1) % K]) * v; ||| ops:conv1d_prefill
 cuda-conv-window-off-by-one-decode ||| src/ops/cuda/conv1d.cu ||| acc += to_f32(w[c * K + k]) * win[k]; ||| acc += to_f32(w[c * K + (k + 1) % K]) * win[k]; ||| ops:conv1d_update
 cuda-ssm-D-skip-dropped-decode ||| src/ops/cuda/ssm_update.cu ||| const float Dh = load_param(p.D.p, param_bf16, h); ||| const float Dh = 0.f * load_param(p.D.p, param_bf16, h); ||| ops:ssm_update,gate:nemotron-nano-9b-v2:bf16
-cuda-ssm-D-skip-dropped-prefill-mma ||| src/ops/cuda/ssm_scan_mma.cu ||| const float Dh = load_param(p.D.p, p.D.dt == DType::BF16, h); ||| const float Dh = 0.f * load_param(p.D.p, p.D.dt == DType::BF16, h); ||| ops:ssm_scan,gate:nemotron-nano-9b-v2:bf16
+cuda-ssm-D-skip-dropped-prefill-mma ||| src/ops/cuda/ssm_scan_mma_tiles.cuh ||| const float Dh = load_param(p.D.p, p.D.dt == DType::BF16, h); ||| const float Dh = 0.f * load_param(p.D.p, p.D.dt == DType::BF16, h); ||| ops:ssm_scan,gate:nemotron-nano-9b-v2:bf16
 cuda-ssm-D-skip-dropped-prefill-simt ||| src/ops/cuda/ssm_scan.cu ||| const float Dh = load_param(p.D.p, p.D.dt == DType::BF16, h); ||| const float Dh = 0.f * load_param(p.D.p, p.D.dt == DType::BF16, h); ||| ops:ssm_scan
 cuda-dt-floor-prefill ||| src/ops/cuda/ssm_scan_common.cuh ||| sh[l] = dt * p.A[h]; ||| dt = l < len ? fmaxf(dt, 1e-3f) : 0.f; sh[l] = dt * p.A[h]; ||| ops:ssm_scan,gate:nemotron-nano-9b-v2:bf16
 cuda-dt-floor-decode ||| src/ops/cuda/ssm_update.cu ||| const float dt = softplusf_( ||| const float dt = fmaxf(1e-3f, softplusf_( ||| ops:ssm_update
@@ -114,7 +114,7 @@ cuda-causal-mask-off-by-one ||| src/ops/cuda/attention.cu ||| const bool valid =
 cuda-fp8-scale-inverted ||| src/ops/cuda/linear_kernels.cpp ||| p.scale = a.w.input_scale * a.w.weight_scale; ||| ALL:p.scale = a.w.input_scale / a.w.weight_scale; ||| ops:linear,gate:nemotron-3-nano-30b-a3b:fp8
 cuda-fp8-scale-inverted ||| src/ops/cuda/linear_kernels.cpp ||| p.scale = p.wt == DType::F8E4M3 ? a.w.weight_scale : 1.f; ||| p.scale = p.wt == DType::F8E4M3 ? 1.f / a.w.weight_scale : 1.f; ||| -
 cuda-top-p-boundary ||| src/ops/cuda/sample.cu ||| if (cum >= need) { ||| if (cum > need) { ||| ops:sample
-cuda-ssd-score-rounded-before-dt ||| src/ops/cuda/ssm_scan_mma.cu ||| v0 = cbv.x * __expf(cum_l - cum[s]) * dts[s]; ||| v0 = __bfloat162float(__float2bfloat16_rn(cbv.x * __expf(cum_l - cum[s]))) * dts[s]; ||| ops:ssm_scan_mma_exact,ops:ssm_scan
+cuda-ssd-score-rounded-before-dt ||| src/ops/cuda/ssm_scan_mma_tiles.cuh ||| v0 = cbv.x * __expf(cum_l - cum[s]) * dts[s]; ||| v0 = __bfloat162float(__float2bfloat16_rn(cbv.x * __expf(cum_l - cum[s]))) * dts[s]; ||| ops:ssm_scan_mma_exact,ops:ssm_scan
 cuda-ssd-state-weight-rounded ||| src/ops/cuda/ssm_scan_mma.cu ||| [=](int s) { return expf(last - cum[s]) * dtv[s]; }); ||| [=](int s) { return __bfloat162float(__float2bfloat16_rn(expf(last - cum[s]) * dtv[s])); }); ||| ops:ssm_scan_mma_exact,ops:ssm_scan
 cuda-ssd-wg-next-sequence-B-kept ||| src/ops/cuda/ssm_scan_wg.cu ||| if (len < kQ) {             // B rows past the chunk ||| if (false && len < kQ) {    // B rows past the chunk ||| ops:isolation
 EOF
