@@ -156,9 +156,8 @@ void scan_run(const SsmScanArgs& a, OpContext& ctx) {
   p.has_initial = vec_of(a.has_initial);
   p.chunk_size = a.chunk_size;
   constexpr bool kMma = kPath != ScanPath::kF32Math;
-  constexpr bool kFused =
-      kPath == ScanPath::kFused || kPath == ScanPath::kChain || kPath == ScanPath::kWg ||
-      kPath == ScanPath::kSeq;
+  constexpr bool kFused = kPath == ScanPath::kFused || kPath == ScanPath::kChain ||
+                          kPath == ScanPath::kWg || kPath == ScanPath::kSeq;
   const int64_t nf = kFused ? ssm_scan_fused_scratch_f32(p)
                      : kMma ? ssm_scan_mma_scratch_f32(p)
                             : ssm_scan_scratch_f32(p);

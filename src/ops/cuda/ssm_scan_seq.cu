@@ -72,7 +72,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   constexpr int kStageBytes = stage_bytes(P);
   constexpr uint32_t kStateBytes = P * kN * 4;
   extern __shared__ __align__(128) unsigned char smem_raw[];
-  __shared__ uint64_t full[2];  // mbarriers of the two stages' bulk loads
+  __shared__ uint64_t full[2];   // mbarriers of the two stages' bulk loads
   __shared__ uint64_t received;  // mbarrier of the state sent by the previous block (cluster)
   const int cs = kCluster ? static_cast<int>(dsmem::size()) : 1;
   const int rank = kCluster ? static_cast<int>(dsmem::rank()) : 0;
@@ -100,9 +100,9 @@ __global__ void __launch_bounds__(kThreads, 1)
   const auto bs_of = [&](int st) { return cs_of(st) + kQ * kN; };
   const auto xs_of = [&](int st) { return cs_of(st) + 2 * kQ * kN; };
   const auto dt_of = [&](int st) { return reinterpret_cast<float*>(xs_of(st) + kQ * P); };
-  bf16* ss = reinterpret_cast<bf16*>(smem + 2 * kStageBytes);    // [P][N] cores
-  float4* inbox = reinterpret_cast<float4*>(ss + P * kN);          // [NT][kThreads] (cluster)
-  const int32_t* table = fs.ch.table;                              // [nc][seq, t0, len]
+  bf16* ss = reinterpret_cast<bf16*>(smem + 2 * kStageBytes);  // [P][N] cores
+  float4* inbox = reinterpret_cast<float4*>(ss + P * kN);      // [NT][kThreads] (cluster)
+  const int32_t* table = fs.ch.table;                          // [nc][seq, t0, len]
 
   // The block's i-th chunk (k = rank + i cs of the sequence) into stage i & 1: C, B and the dt
   // rows by one thread on the stage's mbarrier, x by every thread's 16-byte copies (one commit
@@ -262,10 +262,10 @@ __global__ void __launch_bounds__(kThreads, 1)
       if (kCluster) {
 #pragma unroll
         for (int j = 0; j < NT; ++j)
-          dsmem::store_async(next_inbox + 16u * static_cast<uint32_t>(j * kThreads + l),
-                             make_float4(s_in[4 * j], s_in[4 * j + 1], s_in[4 * j + 2],
-                                         s_in[4 * j + 3]),
-                             next_received);
+          dsmem::store_async(
+              next_inbox + 16u * static_cast<uint32_t>(j * kThreads + l),
+              make_float4(s_in[4 * j], s_in[4 * j + 1], s_in[4 * j + 2], s_in[4 * j + 3]),
+              next_received);
       }
     } else if (slot_ok) {
 #pragma unroll
@@ -358,9 +358,9 @@ void report_trace(long long* trace, int64_t blocks, cudaStream_t st) {
       cudaMemcpyAsync(h.data(), trace, h.size() * sizeof(long long), cudaMemcpyDeviceToHost, st));
   STRATA_CUDA_CHECK(cudaFreeAsync(trace, st));
   STRATA_CUDA_CHECK(cudaStreamSynchronize(st));
-  static const char* names[] = {"stage wait", "S_loc+CB issue", "received", "products wait",
-                                "state out+ss", "Y_off",     "Y_diag",      "y store",
-                                "end"};
+  static const char* names[] = {"stage wait",    "S_loc+CB issue", "received",
+                                "products wait", "state out+ss",   "Y_off",
+                                "Y_diag",        "y store",        "end"};
   for (int q = 0; q < 2; ++q) {
     double sum[kPhases] = {};
     for (int64_t b = 0; b < blocks; ++b)

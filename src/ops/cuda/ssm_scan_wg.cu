@@ -42,8 +42,8 @@
 #include <string>
 #include <vector>
 
-#include "ops/cuda/tma_map.h"
 #include "ops/cuda/ssm_scan_wg_tiles.cuh"
+#include "ops/cuda/tma_map.h"
 
 namespace strata::cuda {
 
@@ -63,7 +63,6 @@ constexpr int kStamps = 16;  // diagnostic trace: clock64 per phase, [12] / [13]
   do {                         \
     if (tr) tr[i] = clock64(); \
   } while (0)
-
 
 int wg_smem(int P) {
   return (2 * kQ * kN + kQ * P + P * kN) * static_cast<int>(sizeof(bf16)) +

@@ -102,7 +102,6 @@ __global__ void __launch_bounds__(256) dt_rows_kernel(SsmLaunch p, FusedScratch 
   scan::chunk_cumsum_warp(p, d, len, h, out + kQ, out, out + 2 * kQ);
 }
 
-
 // wgmma and TMA exist only in the sm_90a build; every function below is called from kernels whose
 // bodies are compiled for it alone.
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
