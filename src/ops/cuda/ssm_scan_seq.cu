@@ -30,7 +30,6 @@
 
 #include <atomic>
 #include <cstdio>
-#include <cstdlib>
 #include <vector>
 
 #include "ops/cuda/dsmem_sm90.cuh"
@@ -116,15 +115,9 @@ __global__ void __launch_bounds__(kThreads, 1)
       const int64_t t0 = table[3 * c + 1];
       const int len = table[3 * c + 2];
       const int st = i & 1;
-      if (l == 0) {
-        tma::bar_arrive_expect(&full[st], kTmaBytes + kDtRowBytes);
-        tma::load_1d(dt_of(st), fs.aggregate + (c * Hm + h) * kDtRow, kDtRowBytes, &full[st]);
-        const int col = static_cast<int>(g * kN), row = static_cast<int>(t0);
-        tma::load_2d(cs_of(st), &tm_c, col, row, &full[st]);
-        tma::load_2d(cs_of(st) + kAtom, &tm_c, col + 64, row, &full[st]);
-        tma::load_2d(bs_of(st), &tm_b, col, row, &full[st]);
-        tma::load_2d(bs_of(st) + kAtom, &tm_b, col + 64, row, &full[st]);
-      }
+      if (l == 0)
+        load_chunk_tiles(cs_of(st), bs_of(st), dt_of(st), fs, c, h, Hm, g, t0, &tm_c, &tm_b,
+                         &full[st]);
       stage_core<P>(xs_of(st), static_cast<const bf16*>(p.x.p), p.x.ld, t0, len, kQ, h * P);
     }
     scan::cp_async_commit();
@@ -159,10 +152,8 @@ __global__ void __launch_bounds__(kThreads, 1)
 #pragma unroll
   for (int j = 0; j < NT; ++j) {
     const int pp = 8 * j + 2 * ln.tig;
-    s_in[4 * j + 0] = from_slot ? slot_state[pp * kN + n] : 0.f;
-    s_in[4 * j + 1] = from_slot ? slot_state[(pp + 1) * kN + n] : 0.f;
-    s_in[4 * j + 2] = from_slot ? slot_state[pp * kN + n + 8] : 0.f;
-    s_in[4 * j + 3] = from_slot ? slot_state[(pp + 1) * kN + n + 8] : 0.f;
+    s_in[4 * j + 0] = s_in[4 * j + 1] = s_in[4 * j + 2] = s_in[4 * j + 3] = 0.f;
+    if (from_slot) load_state_quad(s_in + 4 * j, slot_state, pp, n);
   }
   uint32_t next_inbox = 0, next_received = 0;  // the next block's, as cluster addresses
   if (kCluster) {
@@ -201,9 +192,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     lap(8);
     tma::bar_wait(&full[st], (i >> 1) & 1);  // C, B and the dt rows landed
     if (len < kQ) {  // the sequence's last chunk: B rows past it hold the next sequence: zeros
-      const uint4 zero = make_uint4(0, 0, 0, 0);
-      for (int e = l + 16 * len; e < 16 * kQ; e += kThreads)  // 16 pieces of 16 bytes per row
-        *reinterpret_cast<uint4*>(bs + (e & 8 ? kAtom : 0) + (e >> 4) * 64 + 8 * (e & 7)) = zero;
+      clear_b_rows_past(bs, len);
       wg::fence_proxy_async();
       __syncthreads();
     }
@@ -245,13 +234,8 @@ __global__ void __launch_bounds__(kThreads, 1)
     lap(3);
     const float decay = expf(cum[len - 1]);
 #pragma unroll
-    for (int j = 0; j < NT; ++j) {  // bf16(S_in) [p][n]: the B operand of Y_off
-      const int pp = 8 * j + 2 * ln.tig;
-      ss[core_off(pp, n, kNC)] = __float2bfloat16_rn(s_in[4 * j + 0]);
-      ss[core_off(pp + 1, n, kNC)] = __float2bfloat16_rn(s_in[4 * j + 1]);
-      ss[core_off(pp, n + 8, kNC)] = __float2bfloat16_rn(s_in[4 * j + 2]);
-      ss[core_off(pp + 1, n + 8, kNC)] = __float2bfloat16_rn(s_in[4 * j + 3]);
-    }
+    for (int j = 0; j < NT; ++j)  // bf16(S_in) [p][n]: the B operand of Y_off
+      store_ss_quad(ss, s_in + 4 * j, 8 * j + 2 * ln.tig, n);
     // The state leaving the chunk: S_out = exp(cum_last) S_in + S_loc, sent to the block of
     // chunk k + 1 (the next in the cluster) or kept here, or after the last chunk stored to the
     // slot. This is the whole serial part between two chunks.
@@ -269,13 +253,8 @@ __global__ void __launch_bounds__(kThreads, 1)
       }
     } else if (slot_ok) {
 #pragma unroll
-      for (int j = 0; j < NT; ++j) {
-        const int pp = 8 * j + 2 * ln.tig;
-        slot_state[pp * kN + n] = s_in[4 * j + 0];
-        slot_state[(pp + 1) * kN + n] = s_in[4 * j + 1];
-        slot_state[pp * kN + n + 8] = s_in[4 * j + 2];
-        slot_state[(pp + 1) * kN + n + 8] = s_in[4 * j + 3];
-      }
+      for (int j = 0; j < NT; ++j)
+        store_state_quad(slot_state, s_in + 4 * j, 8 * j + 2 * ln.tig, n);
     }
     wg::fence_proxy_async();  // ss written by st.shared, read by Y_off
     __syncthreads();
@@ -396,16 +375,8 @@ void launch_seq_kernel(const SsmLaunch& p, const FusedScratch& fs, int* index_er
   at[0].val.clusterDim.z = 1;
   cfg.attrs = at;
   cfg.numAttrs = kCluster ? 1 : 0;
-  static const bool want_trace = std::getenv("STRATA_SSD_TRACE") != nullptr;
-  cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
-  if (want_trace) STRATA_CUDA_CHECK(cudaStreamIsCapturing(st, &capturing));
   const int64_t blocks = cfg.gridDim.x;
-  long long* trace = nullptr;
-  if (want_trace && capturing == cudaStreamCaptureStatusNone) {
-    const size_t bytes = static_cast<size_t>(blocks * 2 * kPhases) * sizeof(long long);
-    STRATA_CUDA_CHECK(cudaMallocAsync(&trace, bytes, st));
-    STRATA_CUDA_CHECK(cudaMemsetAsync(trace, 0, bytes, st));
-  }
+  long long* trace = trace_buffer(blocks * 2 * kPhases, st);
   STRATA_CUDA_CHECK(cudaLaunchKernelEx(&cfg, seq_scan_kernel<NT, kCluster>, p, fs, index_errors,
                                        trace, tm_c, tm_b));
   if (trace != nullptr) report_trace(trace, blocks, st);
@@ -414,11 +385,7 @@ void launch_seq_kernel(const SsmLaunch& p, const FusedScratch& fs, int* index_er
 template <int NT>
 void launch_seq(const SsmLaunch& p, int* index_errors, cudaStream_t st) {
   const FusedScratch fs = fused_scratch_of(p);
-  if (!start_one_pass(p, fs, index_errors, st, /*clear_flags=*/false)) return;
-  const int64_t nc = fs.ch.max_chunks;
-  dt_rows_kernel<<<static_cast<unsigned>((nc * p.heads + 7) / 8), 256, 0, st>>>(p, fs);
-  STRATA_CUDA_LAUNCH_CHECK();
-  mark_scan_stage("dt_rows");
+  if (!start_wg_scan(p, fs, index_errors, st)) return;
   const int cs = cluster_size(p);
   if constexpr (NT == 8) {
     if (cs > 1) {
@@ -435,15 +402,10 @@ void launch_seq(const SsmLaunch& p, int* index_errors, cudaStream_t st) {
 
 void launch_ssm_scan_seq(const SsmLaunch& p, int* index_errors, void* stream) {
   auto st = static_cast<cudaStream_t>(stream);
-  if (p.x.dt != DType::BF16) STRATA_CUDA_FAIL("ssm_scan_seq called with a non-bf16 act dtype");
-  if (p.chunk_size != kQ || p.state_size != kN)
-    STRATA_CUDA_FAIL("ssm_scan_seq called with an unsupported chunk or state size");
-  if (p.head_dim == 64)
+  if (wg_scan_nt(p, "ssm_scan_seq") == 8)
     launch_seq<8>(p, index_errors, st);
-  else if (p.head_dim == 80)
-    launch_seq<10>(p, index_errors, st);
   else
-    STRATA_CUDA_FAIL("ssm_scan_seq called with an unsupported head_dim (checked in supports)");
+    launch_seq<10>(p, index_errors, st);
 }
 
 }  // namespace strata::cuda

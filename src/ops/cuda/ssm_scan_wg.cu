@@ -38,7 +38,6 @@
 #include <atomic>
 #include <climits>
 #include <cstdio>
-#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -119,13 +118,7 @@ __global__ void __launch_bounds__(kThreads, 2)
   // are cleared below); x by the block's 16-byte copies.
   if (threadIdx.x == 0) {
     tma::bar_init(&staged);
-    tma::bar_arrive_expect(&staged, kTmaBytes + kDtRowBytes);
-    tma::load_1d(cum, fs.aggregate + (c * Hm + h) * kDtRow, kDtRowBytes, &staged);
-    const int col = static_cast<int>(g * kN), row = static_cast<int>(t0);
-    tma::load_2d(cs, &tm_c, col, row, &staged);
-    tma::load_2d(cs + kAtom, &tm_c, col + 64, row, &staged);
-    tma::load_2d(bs, &tm_b, col, row, &staged);
-    tma::load_2d(bs + kAtom, &tm_b, col + 64, row, &staged);
+    load_chunk_tiles(cs, bs, cum, fs, c, h, Hm, g, t0, &tm_c, &tm_b, &staged);
   }
   // Every read of x precedes the first barrier and every write of y follows the last: out may
   // alias x (other blocks touch other rows or heads).
@@ -141,9 +134,7 @@ __global__ void __launch_bounds__(kThreads, 2)
   __syncthreads();            // x staged; the mbarrier initialized
   tma::bar_wait(&staged, 0);  // C, B and the dt rows landed
   if (len < kQ) {             // B rows past the chunk hold the next sequence: zeros (w_s = 0 there)
-    const uint4 zero = make_uint4(0, 0, 0, 0);
-    for (int i = l + 16 * len; i < 16 * kQ; i += kThreads)  // 16 pieces of 16 bytes per row
-      *reinterpret_cast<uint4*>(bs + (i & 8 ? kAtom : 0) + (i >> 4) * 64 + 8 * (i & 7)) = zero;
+    clear_b_rows_past(bs, len);
     wg::fence_proxy_async();
     __syncthreads();
   }
@@ -229,19 +220,13 @@ __global__ void __launch_bounds__(kThreads, 2)
         r[j][2] = v.z;
         r[j][3] = v.w;
       } else if (from_slot) {
-        r[j][0] = slot_state[pp * kN + n];
-        r[j][1] = slot_state[(pp + 1) * kN + n];
-        r[j][2] = slot_state[pp * kN + n + 8];
-        r[j][3] = slot_state[(pp + 1) * kN + n + 8];
+        load_state_quad(r[j], slot_state, pp, n);
       }
     }
 #pragma unroll
     for (int j = 0; j < NT; ++j) {
       const int pp = 8 * j + 2 * ln.tig, f = j * kThreads + l;
-      ss[core_off(pp, n, kNC)] = __float2bfloat16_rn(r[j][0]);
-      ss[core_off(pp + 1, n, kNC)] = __float2bfloat16_rn(r[j][1]);
-      ss[core_off(pp, n + 8, kNC)] = __float2bfloat16_rn(r[j][2]);
-      ss[core_off(pp + 1, n + 8, kNC)] = __float2bfloat16_rn(r[j][3]);
+      store_ss_quad(ss, r[j], pp, n);
       float o[4];
 #pragma unroll
       for (int k = 0; k < 4; ++k)
@@ -249,10 +234,7 @@ __global__ void __launch_bounds__(kThreads, 2)
       if (!is_last) {
         __stcg(out + f, make_float4(o[0], o[1], o[2], o[3]));
       } else if (slot_ok) {
-        slot_state[pp * kN + n] = o[0];
-        slot_state[(pp + 1) * kN + n] = o[1];
-        slot_state[pp * kN + n + 8] = o[2];
-        slot_state[(pp + 1) * kN + n + 8] = o[3];
+        store_state_quad(slot_state, o, pp, n);
       }
     }
     // This block is the only reader of its predecessor's state and has used it (the values
@@ -363,27 +345,15 @@ void launch_wg(const SsmLaunch& p, int* index_errors, cudaStream_t st) {
   static std::atomic<uint64_t> attr{0};
   scan::allow_smem(wg_scan_kernel<NT>, wg_smem(P), attr);
   const FusedScratch fs = fused_scratch_of(p);
-  if (!start_one_pass(p, fs, index_errors, st, /*clear_flags=*/false)) return;
-  const int64_t nc = fs.ch.max_chunks;
-  dt_rows_kernel<<<static_cast<unsigned>((nc * p.heads + 7) / 8), 256, 0, st>>>(p, fs);
-  STRATA_CUDA_LAUNCH_CHECK();
-  mark_scan_stage("dt_rows");
-  static const bool want_trace = std::getenv("STRATA_SSD_TRACE") != nullptr;
-  cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
-  if (want_trace) STRATA_CUDA_CHECK(cudaStreamIsCapturing(st, &capturing));
-  const bool tracing = want_trace && capturing == cudaStreamCaptureStatusNone;
-  const int64_t blocks = nc * p.heads, stamps = blocks * 2 * kStamps;
-  long long* trace = nullptr;
-  if (tracing) {
-    STRATA_CUDA_CHECK(cudaMallocAsync(&trace, stamps * sizeof(long long), st));
-    STRATA_CUDA_CHECK(cudaMemsetAsync(trace, 0, stamps * sizeof(long long), st));
-  }
+  if (!start_wg_scan(p, fs, index_errors, st)) return;
+  const int64_t blocks = fs.ch.max_chunks * p.heads;
+  long long* trace = trace_buffer(blocks * 2 * kStamps, st);
   const CUtensorMap tm_c = tma_map_bf16_sw128(p.C, kQ), tm_b = tma_map_bf16_sw128(p.B, kQ);
   wg_scan_kernel<NT><<<static_cast<unsigned>(blocks), kThreads, wg_smem(P), st>>>(
       p, fs, index_errors, trace, tm_c, tm_b);
   STRATA_CUDA_LAUNCH_CHECK();
   mark_scan_stage("wgmma (chain)");
-  if (tracing) report_trace(trace, blocks, p.heads, st);
+  if (trace != nullptr) report_trace(trace, blocks, p.heads, st);
 }
 
 }  // namespace
@@ -407,15 +377,10 @@ bool ssm_scan_wg_device() {
 
 void launch_ssm_scan_wg(const SsmLaunch& p, int* index_errors, void* stream) {
   auto st = static_cast<cudaStream_t>(stream);
-  if (p.x.dt != DType::BF16) STRATA_CUDA_FAIL("ssm_scan_wg called with a non-bf16 act dtype");
-  if (p.chunk_size != kQ || p.state_size != kN)
-    STRATA_CUDA_FAIL("ssm_scan_wg called with an unsupported chunk or state size");
-  if (p.head_dim == 64)
+  if (wg_scan_nt(p, "ssm_scan_wg") == 8)
     launch_wg<8>(p, index_errors, st);
-  else if (p.head_dim == 80)
-    launch_wg<10>(p, index_errors, st);
   else
-    STRATA_CUDA_FAIL("ssm_scan_wg called with an unsupported head_dim (checked in supports)");
+    launch_wg<10>(p, index_errors, st);
 }
 
 }  // namespace strata::cuda

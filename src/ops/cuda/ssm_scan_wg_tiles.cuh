@@ -8,6 +8,9 @@
 
 #include <cuda_runtime.h>
 
+#include <cstdlib>
+#include <string>
+
 #include "ops/cuda/mma_bf16.cuh"
 #include "ops/cuda/ssm_scan_chain.cuh"
 #include "ops/cuda/ssm_scan_common.cuh"
@@ -102,9 +105,98 @@ __global__ void __launch_bounds__(256) dt_rows_kernel(SsmLaunch p, FusedScratch 
   scan::chunk_cumsum_warp(p, d, len, h, out + kQ, out, out + 2 * kQ);
 }
 
+// What both wgmma scans launch before their main kernel: the chunk table, then the dt rows of
+// every (chunk, head). Returns false when the step has no tokens (start_one_pass finished the
+// slots of its empty sequences; there is nothing more to launch).
+inline bool start_wg_scan(const SsmLaunch& p, const FusedScratch& fs, int* index_errors,
+                          cudaStream_t st) {
+  if (!scan::start_one_pass(p, fs, index_errors, st, /*clear_flags=*/false)) return false;
+  const int64_t units = fs.ch.max_chunks * p.heads;
+  dt_rows_kernel<<<static_cast<unsigned>((units + 7) / 8), 256, 0, st>>>(p, fs);
+  STRATA_CUDA_LAUNCH_CHECK();
+  mark_scan_stage("dt_rows");
+  return true;
+}
+
+// Diagnostic buffer of `entries` zeroed long longs when STRATA_SSD_TRACE is set and `st` is not
+// being captured (the kernels' phase clocks, read back after an eager call), else null.
+inline long long* trace_buffer(int64_t entries, cudaStream_t st) {
+  static const bool want = std::getenv("STRATA_SSD_TRACE") != nullptr;
+  if (!want) return nullptr;
+  cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
+  STRATA_CUDA_CHECK(cudaStreamIsCapturing(st, &capturing));
+  if (capturing != cudaStreamCaptureStatusNone) return nullptr;
+  long long* trace = nullptr;
+  const size_t bytes = static_cast<size_t>(entries) * sizeof(long long);
+  STRATA_CUDA_CHECK(cudaMallocAsync(&trace, bytes, st));
+  STRATA_CUDA_CHECK(cudaMemsetAsync(trace, 0, bytes, st));
+  return trace;
+}
+
+// The launchers' checks (their supports() has refused every other case): returns NT = P / 8.
+inline int wg_scan_nt(const SsmLaunch& p, const char* kernel) {
+  const auto fail = [&](const char* what) {
+    STRATA_CUDA_FAIL((std::string(kernel) + " called with " + what).c_str());
+  };
+  if (p.x.dt != DType::BF16) fail("a non-bf16 act dtype");
+  if (p.chunk_size != kQ || p.state_size != kN) fail("an unsupported chunk or state size");
+  if (p.head_dim != 64 && p.head_dim != 80)
+    fail("an unsupported head_dim (checked in supports)");
+  return static_cast<int>(p.head_dim / 8);
+}
+
 // wgmma and TMA exist only in the sm_90a build; every function below is called from kernels whose
 // bodies are compiled for it alone.
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+
+// One thread: the chunk's C and B rows (TMA, two swizzled atoms each; rows past the tensor
+// arrive as zeros) and its dt rows (dt_rows_kernel's cum / dt / w, one bulk copy) for (chunk c,
+// head h) of group g, all on `bar`. The caller clears B rows of a following sequence
+// (clear_b_rows_past) once they landed.
+__device__ __forceinline__ void load_chunk_tiles(bf16* cs, bf16* bs, float* dt_rows,
+                                                 const FusedScratch& fs, int64_t c, int64_t h,
+                                                 int64_t heads, int64_t g, int64_t t0,
+                                                 const CUtensorMap* tm_c, const CUtensorMap* tm_b,
+                                                 uint64_t* bar) {
+  tma::bar_arrive_expect(bar, kTmaBytes + kDtRowBytes);
+  tma::load_1d(dt_rows, fs.aggregate + (c * heads + h) * kDtRow, kDtRowBytes, bar);
+  const int col = static_cast<int>(g * kN), row = static_cast<int>(t0);
+  tma::load_2d(cs, tm_c, col, row, bar);
+  tma::load_2d(cs + kAtom, tm_c, col + 64, row, bar);
+  tma::load_2d(bs, tm_b, col, row, bar);
+  tma::load_2d(bs + kAtom, tm_b, col + 64, row, bar);
+}
+
+// B rows len .. Q - 1 of a loaded tile hold the next sequence (or zeros): cleared, so that its
+// non-finite values cannot reach this one through w_s = 0. Every thread of the block; the
+// caller fences (generic -> async proxy) and synchronizes.
+__device__ __forceinline__ void clear_b_rows_past(bf16* bs, int len) {
+  const uint4 zero = make_uint4(0, 0, 0, 0);
+  for (int i = static_cast<int>(threadIdx.x) + 16 * len; i < 16 * kQ; i += kThreads)
+    *reinterpret_cast<uint4*>(bs + (i & 8 ? kAtom : 0) + (i >> 4) * 64 + 8 * (i & 7)) = zero;
+}
+
+// A thread's four state values in the accumulator layout of S_loc^T (rows n, n + 8; columns pp,
+// pp + 1): r[0] = S[pp][n], r[1] = S[pp + 1][n], r[2] = S[pp][n + 8], r[3] = S[pp + 1][n + 8] of
+// an f32 [P][N] state (a slot), and their bf16 copies in the [P][N] core tile ss (Y_off's B).
+__device__ __forceinline__ void load_state_quad(float* r, const float* state, int pp, int n) {
+  r[0] = state[pp * kN + n];
+  r[1] = state[(pp + 1) * kN + n];
+  r[2] = state[pp * kN + n + 8];
+  r[3] = state[(pp + 1) * kN + n + 8];
+}
+__device__ __forceinline__ void store_state_quad(float* state, const float* r, int pp, int n) {
+  state[pp * kN + n] = r[0];
+  state[(pp + 1) * kN + n] = r[1];
+  state[pp * kN + n + 8] = r[2];
+  state[(pp + 1) * kN + n + 8] = r[3];
+}
+__device__ __forceinline__ void store_ss_quad(bf16* ss, const float* r, int pp, int n) {
+  ss[core_off(pp, n, kNC)] = __float2bfloat16_rn(r[0]);
+  ss[core_off(pp + 1, n, kNC)] = __float2bfloat16_rn(r[1]);
+  ss[core_off(pp, n + 8, kNC)] = __float2bfloat16_rn(r[2]);
+  ss[core_off(pp + 1, n + 8, kNC)] = __float2bfloat16_rn(r[3]);
+}
 
 // S_loc^T rows n in [64 q + 16 warp, +16) as wgmma A fragments: A[n][s] = bf16(w_s B_s[n])
 // (ldmatrix .trans of the swizzled [s][n] B tile, scaled by w), one [4] per k-step of 16 s.
