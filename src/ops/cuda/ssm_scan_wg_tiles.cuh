@@ -140,8 +140,7 @@ inline int wg_scan_nt(const SsmLaunch& p, const char* kernel) {
   };
   if (p.x.dt != DType::BF16) fail("a non-bf16 act dtype");
   if (p.chunk_size != kQ || p.state_size != kN) fail("an unsupported chunk or state size");
-  if (p.head_dim != 64 && p.head_dim != 80)
-    fail("an unsupported head_dim (checked in supports)");
+  if (p.head_dim != 64 && p.head_dim != 80) fail("an unsupported head_dim (checked in supports)");
   return static_cast<int>(p.head_dim / 8);
 }
 
