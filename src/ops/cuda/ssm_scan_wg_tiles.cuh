@@ -224,12 +224,48 @@ __device__ __forceinline__ void issue_cb(float (&cb)[32], const bf16* cs, const 
     wg::mma_ss(cb, sw_desc(cs, l0, kk), sw_desc(bs, s0, kk), kk > 0 ? 1 : 0);
 }
 
+// The decayed scores of one 64-position block [s0, s0 + 64) for this thread's rows la, lb as the
+// A fragments of scores . x: a[t] = k-step t (positions s0 + 16 t ..), from its C.B block cb in
+// the accumulator layout (cb[8 t .. 8 t + 7] = rows la, lb at s, s + 1, then at s + 8, s + 9,
+// s = s0 + 16 t + 2 tig):
+//   score[l][s] = bf16(C.B[l][s] exp(cum_l - cum_s) dt_s) for s <= l, else 0.
+// Branch-free, every load a float2 shared by both rows, so the 32 scores' chains (load,
+// exp, two products) interleave: the per-pair branches they replace issued them one after
+// another, ~3K cycles per block in the trace against ~0.4K of tensor work (docs/BENCHMARKS.md,
+// "ninth session"). Rows past the chunk (l >= len) are not masked: their C rows hold the fill or
+// the next sequence, and their outputs are never stored (every product is row-local in l).
+__device__ __forceinline__ float masked_score(float cbv, float cum_l, float cum_s, float dt_s,
+                                              bool keep) {
+  const float v = cbv * __expf(cum_l - cum_s) * dt_s;
+  return keep ? v : 0.f;
+}
+__device__ __forceinline__ void decayed_scores(uint32_t (&a)[4][4], const float (&cb)[32], int s0,
+                                               const float* cum, const float* dts, int la, int lb,
+                                               float cum_a, float cum_b, int tig) {
+#pragma unroll
+  for (int t = 0; t < 4; ++t) {
+    const int s = s0 + 16 * t + 2 * tig;
+    const float2 c0 = *reinterpret_cast<const float2*>(cum + s);
+    const float2 c8 = *reinterpret_cast<const float2*>(cum + s + 8);
+    const float2 d0 = *reinterpret_cast<const float2*>(dts + s);
+    const float2 d8 = *reinterpret_cast<const float2*>(dts + s + 8);
+    const float* v = cb + 8 * t;
+    a[t][0] = mma::pack_bf16(masked_score(v[0], cum_a, c0.x, d0.x, s <= la),
+                             masked_score(v[1], cum_a, c0.y, d0.y, s + 1 <= la));
+    a[t][1] = mma::pack_bf16(masked_score(v[2], cum_b, c0.x, d0.x, s <= lb),
+                             masked_score(v[3], cum_b, c0.y, d0.y, s + 1 <= lb));
+    a[t][2] = mma::pack_bf16(masked_score(v[4], cum_a, c8.x, d8.x, s + 8 <= la),
+                             masked_score(v[5], cum_a, c8.y, d8.y, s + 9 <= la));
+    a[t][3] = mma::pack_bf16(masked_score(v[6], cum_b, c8.x, d8.x, s + 8 <= lb),
+                             masked_score(v[7], cum_b, c8.y, d8.y, s + 9 <= lb));
+  }
+}
+
 // Y_diag into acc for the warpgroup's rows la, lb (this thread's two), per 64-position block
 // s in [64 hb, +64) up to the diagonal block q: the C.B block in cb (issued by the caller for
 // hb = 0, committed and waited for) turned into the decayed scores' A fragments
-// (cb[8 t .. 8 t + 7] = the k-step t of positions 64 hb + 16 t ..), then scores . x. The next
-// block's C.B is issued beside this block's scores . x (cb is free once the scores are formed):
-// one wait for both instead of one each.
+// (decayed_scores), then scores . x. The next block's C.B is issued beside this block's
+// scores . x (cb is free once the scores are formed): one wait for both instead of one each.
 template <int NT>
 __device__ __forceinline__ void y_diag(float (&acc)[4 * NT], float (&cb)[32], const bf16* cs,
                                        const bf16* bs, const bf16* xs, const float* cum,
@@ -240,18 +276,7 @@ __device__ __forceinline__ void y_diag(float (&acc)[4 * NT], float (&cb)[32], co
   const int l0 = 64 * q;
   for (int hb = 0; hb <= q && 64 * hb < len; ++hb) {
     uint32_t a[4][4];
-#pragma unroll
-    for (int t = 0; t < 4; ++t) {
-      const int s = 64 * hb + 16 * t + 2 * ln.tig;
-      a[t][0] =
-          scan::score_pair(make_float2(cb[8 * t + 0], cb[8 * t + 1]), la, s, cum_a, cum, dts, len);
-      a[t][1] =
-          scan::score_pair(make_float2(cb[8 * t + 2], cb[8 * t + 3]), lb, s, cum_b, cum, dts, len);
-      a[t][2] = scan::score_pair(make_float2(cb[8 * t + 4], cb[8 * t + 5]), la, s + 8, cum_a, cum,
-                                 dts, len);
-      a[t][3] = scan::score_pair(make_float2(cb[8 * t + 6], cb[8 * t + 7]), lb, s + 8, cum_b, cum,
-                                 dts, len);
-    }
+    decayed_scores(a, cb, 64 * hb, cum, dts, la, lb, cum_a, cum_b, ln.tig);
     const bool next = hb < q && 64 * (hb + 1) < len;  // warp-uniform
     wg::fence_regs(cb);
     wg::fence_regs(acc);
