@@ -108,12 +108,10 @@ __global__ void __launch_bounds__(kThreads, 1)
   // group per chunk, empty past the last, so the waits below count groups uniformly). Every
   // read of x precedes the stores of its chunk's y: out may alias x (other blocks touch other
   // heads or chunks).
-  const auto issue = [&](int i) {
+  const auto issue = [&](int i, int64_t t0, int len) {
     const int k = rank + i * cs;
     if (k < count) {
       const int64_t c = first + k;
-      const int64_t t0 = table[3 * c + 1];
-      const int len = table[3 * c + 2];
       const int st = i & 1;
       if (l == 0)
         load_chunk_tiles(cs_of(st), bs_of(st), dt_of(st), fs, c, h, Hm, g, t0, &tm_c, &tm_b,
@@ -142,8 +140,22 @@ __global__ void __launch_bounds__(kThreads, 1)
     dsmem::sync();  // every block's mbarriers initialized before any block sends
   else
     __syncthreads();
-  issue(0);
-  issue(1);
+  // The chunk table rows of the block's chunks i and i + 1 (t0, len), read a chunk ahead of
+  // their use: a table read at a chunk's start (or its copies' issue) waited one memory latency
+  // each time.
+  const auto row_of = [&](int i, int64_t& t0, int& len) {
+    const int k = rank + i * cs;
+    const int64_t c = first + (k < count ? k : 0);
+    t0 = table[3 * c + 1];
+    len = table[3 * c + 2];
+  };
+  int64_t t0_cur, t0_next;
+  int len_cur, len_next;
+  row_of(0, t0_cur, len_cur);
+  row_of(1, t0_next, len_next);
+  issue(0, t0_cur, len_cur);
+  issue(1, t0_next, len_next);
+  const float Dh = load_param(p.D.p, p.D.dt == DType::BF16, h);  // used by the y store
 
   // The state entering the sequence (the slot's, or zero), in the accumulator layout of
   // S_loc^T: s_in[4 j + 0, 1] = S[p = 8 j + 2 tig, +1][n], s_in[4 j + 2, 3] = the same at n + 8.
@@ -180,9 +192,11 @@ __global__ void __launch_bounds__(kThreads, 1)
   int receives = 0;
   for (int i = 0; rank + i * cs < count; ++i) {
     const int k = rank + i * cs, st = i & 1;
-    const int64_t c = first + k;
-    const int64_t t0 = table[3 * c + 1];
-    const int len = __shfl_sync(0xffffffffu, table[3 * c + 2], 0);
+    const int64_t t0 = t0_cur;
+    const int len = __shfl_sync(0xffffffffu, len_cur, 0);
+    int64_t t0_after;  // the row of the chunk after next, used by its copies' issue below
+    int len_after;
+    row_of(i + 2, t0_after, len_after);
     bf16* cs_t = cs_of(st);
     bf16* bs = bs_of(st);
     const bf16* xs = xs_of(st);
@@ -267,12 +281,24 @@ __global__ void __launch_bounds__(kThreads, 1)
       wg::mma_ss(acc, sw_desc(cs_t, l0, kk), kmajor(ss + core_off(0, 16 * kk, kNC)),
                  kk > 0 ? 1 : 0);
     wg::commit();
+    // While Y_off runs: block 0's scores (its C.B was waited for with S_loc), then warpgroup 1's
+    // diagonal C.B block into the freed cb, waited for with Y_off.
+    const float cum_a = cum[la], cum_b = cum[lb];
+    uint32_t a0[4][4];
+    decayed_scores(a0, cb, 0, cum, dts, la, lb, cum_a, cum_b, ln.tig);
+    const bool two = q == 1 && 64 < len;  // warp-uniform
+    if (two) {
+      wg::fence_regs(cb);
+      wg::wgmma_fence();
+      issue_cb(cb, cs_t, bs, 64, 64);
+      wg::commit();
+    }
     wg::wait_all();
     wg::fence_regs(acc);
+    wg::fence_regs(cb);
 
     // Y = exp(cum_l) Y_off + Y_diag + D x; a warpgroup with no rows in the chunk computes them
     // anyway and stores none (a wgmma under a condition makes ptxas wait for it at the join).
-    const float cum_a = cum[la], cum_b = cum[lb];
     const float ea = expf(cum_a), eb = expf(cum_b);
 #pragma unroll
     for (int j = 0; j < NT; ++j) {
@@ -282,9 +308,9 @@ __global__ void __launch_bounds__(kThreads, 1)
       acc[4 * j + 3] *= eb;
     }
     lap(5);
-    y_diag<NT>(acc, cb, cs_t, bs, xs, cum, dts, len, q, la, lb, cum_a, cum_b, lane);
+    y_diag_overlapped<NT>(acc, a0, cb, two, xs, cum, dts, la, lb, cum_a, cum_b, lane);
     lap(6);
-    if (l0 < len) store_y<NT>(acc, p, xs, cs_t, t0, len, h, q, la, lb, lane);
+    if (l0 < len) store_y<NT>(acc, p, xs, cs_t, t0, len, h, Dh, q, la, lb, lane);
 
     // End of the chunk: its stage is free for the block's chunk after next, and ss for the
     // next chunk's state. The next chunk's x copies (issued a chunk ago) are waited for first,
@@ -294,7 +320,11 @@ __global__ void __launch_bounds__(kThreads, 1)
     scan::cp_async_wait_group<0>();
     wg::fence_proxy_async();
     __syncthreads();
-    issue(i + 2);
+    issue(i + 2, t0_after, len_after);
+    t0_cur = t0_next;
+    len_cur = len_next;
+    t0_next = t0_after;
+    len_next = len_after;
     ++ph[9];
   }
   lap(8);

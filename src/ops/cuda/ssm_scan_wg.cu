@@ -284,7 +284,9 @@ __global__ void __launch_bounds__(kThreads, 2)
 
   STAMP(10);
   // y = bf16(Y_off + Y_diag + D x).
-  store_y<NT>(acc, p, xs, cs, t0, len, h, q, la, lb, lane);
+  // (D is read here: loaded early, it would hold a register through the block; 128 is the limit.)
+  store_y<NT>(acc, p, xs, cs, t0, len, h, load_param(p.D.p, p.D.dt == DType::BF16, h), q, la, lb,
+              lane);
   STAMP(11);
   if (tr) {
     unsigned long long g_exit;

@@ -207,11 +207,12 @@ __device__ __forceinline__ void s_loc_fragments(uint32_t (&a)[kQ / 16][4], const
   for (int ks = 0; ks < kQ / 16; ++ks) {
     mma::ldsm_x4_trans(a[ks], sw_at(bs, 16 * ks + ((j >> 1) << 3) + i, m0 + ((j & 1) << 3)));
     const int s = 16 * ks + 2 * ln.tig;
-    const float w0 = ws[s], w1 = ws[s + 1], w8 = ws[s + 8], w9 = ws[s + 9];
-    a[ks][0] = scale_pair(a[ks][0], w0, w1);
-    a[ks][1] = scale_pair(a[ks][1], w0, w1);
-    a[ks][2] = scale_pair(a[ks][2], w8, w9);
-    a[ks][3] = scale_pair(a[ks][3], w8, w9);
+    const float2 w0 = *reinterpret_cast<const float2*>(ws + s);
+    const float2 w8 = *reinterpret_cast<const float2*>(ws + s + 8);
+    a[ks][0] = scale_pair(a[ks][0], w0.x, w0.y);
+    a[ks][1] = scale_pair(a[ks][1], w0.x, w0.y);
+    a[ks][2] = scale_pair(a[ks][2], w8.x, w8.y);
+    a[ks][3] = scale_pair(a[ks][3], w8.x, w8.y);
   }
 }
 
@@ -263,9 +264,10 @@ __device__ __forceinline__ void decayed_scores(uint32_t (&a)[4][4], const float 
 
 // Y_diag into acc for the warpgroup's rows la, lb (this thread's two), per 64-position block
 // s in [64 hb, +64) up to the diagonal block q: the C.B block in cb (issued by the caller for
-// hb = 0, committed and waited for) turned into the decayed scores' A fragments
-// (decayed_scores), then scores . x. The next block's C.B is issued beside this block's
-// scores . x (cb is free once the scores are formed): one wait for both instead of one each.
+// hb = 0, committed and waited for) turned into the decayed scores' A fragments, then
+// scores . x. The next block's C.B is issued beside this block's scores . x (cb is free once the
+// scores are formed): one wait for both instead of one each. (ssm_scan_wg.cu's form: at its 128
+// registers y_diag_overlapped spills.)
 template <int NT>
 __device__ __forceinline__ void y_diag(float (&acc)[4 * NT], float (&cb)[32], const bf16* cs,
                                        const bf16* bs, const bf16* xs, const float* cum,
@@ -292,7 +294,39 @@ __device__ __forceinline__ void y_diag(float (&acc)[4 * NT], float (&cb)[32], co
   }
 }
 
-// y = bf16(acc + D x) for the warpgroup's rows l0 .. l0 + 63 of a chunk of `len` rows starting at
+// y_diag with both C.B blocks formed and waited for by the caller (ssm_scan_seq.cu, beside Y_off)
+// and block 0's scores too (a0): block 0's scores . x is issued, then for warpgroup 1 with rows
+// in the chunk (`two`) the diagonal block's scores are formed from cb while that product runs.
+// (Reading cb after a partial wait instead, wgmma.wait_group 1, makes ptxas serialize every
+// wgmma of the kernel: its C7514.)
+template <int NT>
+__device__ __forceinline__ void y_diag_overlapped(float (&acc)[4 * NT], const uint32_t (&a0)[4][4],
+                                                  const float (&cb)[32], bool two, const bf16* xs,
+                                                  const float* cum, const float* dts, int la,
+                                                  int lb, float cum_a, float cum_b, int lane) {
+  constexpr int P = 8 * NT;
+  const mma::Lane ln(lane);
+  wg::fence_regs(acc);
+  wg::wgmma_fence();
+#pragma unroll
+  for (int t = 0; t < 4; ++t)
+    wg::mma_rs_bmn(acc, a0[t], x_desc<P>(xs, t), 1);
+  wg::commit();
+  if (two) {
+    uint32_t a1[4][4];
+    decayed_scores(a1, cb, 64, cum, dts, la, lb, cum_a, cum_b, ln.tig);
+    wg::wgmma_fence();
+#pragma unroll
+    for (int t = 0; t < 4; ++t)
+      wg::mma_rs_bmn(acc, a1[t], x_desc<P>(xs, 4 + t), 1);
+    wg::commit();
+  }
+  wg::wait_all();
+  wg::fence_regs(acc);
+}
+
+// y = bf16(acc + Dh x) (Dh: the head's D, loaded by the caller off the critical path) for the
+// warpgroup's rows l0 .. l0 + 63 of a chunk of `len` rows starting at
 // token t0, head h. Through shared memory when the rows allow 16-byte stores (a thread's own
 // pairs are 4 bytes in 8 rows): the tile takes this warpgroup's C rows, which only its own
 // products read, all waited for by the caller; rows 0..31 in the first atom's rows l0.., 32..63
@@ -301,11 +335,10 @@ __device__ __forceinline__ void y_diag(float (&acc)[4 * NT], float (&cb)[32], co
 template <int NT>
 __device__ __forceinline__ void store_y(const float (&acc)[4 * NT], const SsmLaunch& p,
                                         const bf16* xs, bf16* cs, int64_t t0, int len, int64_t h,
-                                        int q, int la, int lb, int lane) {
+                                        float Dh, int q, int la, int lb, int lane) {
   constexpr int P = 8 * NT, PC = P / 8;
   const mma::Lane ln(lane);
   const int l0 = 64 * q;
-  const float Dh = load_param(p.D.p, p.D.dt == DType::BF16, h);
   bf16* ym = static_cast<bf16*>(p.out.p);
   bf16* yrow = ym + t0 * p.out.ld + h * P;  // row 0 of the chunk's y, this head's columns
   if ((reinterpret_cast<uintptr_t>(yrow) & 15u) == 0 && (p.out.ld & 7) == 0) {
