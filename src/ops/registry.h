@@ -43,6 +43,10 @@ struct Kernel {
   // Returns true when this kernel handles `a`; otherwise sets *why (shapes, dtypes).
   bool (*supports)(const Args& a, std::string* why);
   void (*run)(const Args& a, OpContext& ctx);
+  // Optional: true when a later kernel that also supports `a` should run it instead (measured
+  // faster there); find_kernel then takes that one, and this one only if none later does. The
+  // op harness ignores it and runs every kernel that supports a case.
+  bool (*defers)(const Args& a) = nullptr;
 };
 
 template <class Args>
@@ -79,12 +83,18 @@ bool has_kernel(Device device) {
 // appended to *reasons.
 template <class Args>
 const Kernel<Args>* find_kernel(const Args& a, Device device, std::string* reasons) {
+  const Kernel<Args>* deferred = nullptr;  // the first supporting kernel that defers
   for (const auto& k : OpTable<Args>::kernels()) {
     if (k.device != device) continue;
     std::string why;
-    if (k.supports(a, &why)) return &k;
+    if (k.supports(a, &why)) {
+      if (k.defers == nullptr || !k.defers(a)) return &k;
+      if (deferred == nullptr) deferred = &k;
+      continue;
+    }
     *reasons += fmt::format(" [{}: {}]", k.name, why);
   }
+  if (deferred != nullptr) return deferred;
   if (reasons->empty()) *reasons = " [no kernel registered]";
   return nullptr;
 }

@@ -67,6 +67,15 @@ bool ssm_scan_wg_device();  // the current device is sm_90 (what the wgmma code 
 // the state kept in registers, or a cluster of 2-4 blocks per (sequence, head) taking its chunks
 // in turn when the blocks would leave SMs idle; the wgmma scan's shapes and scratch.
 void launch_ssm_scan_seq(const SsmLaunch& p, int* index_errors, void* stream);
+// Where the per-sequence scan beats the chunk chain (ssm_scan_wg.cu) on the H200
+// (docs/BENCHMARKS.md, "tenth session"): at most 4 (sequence, head) blocks per SM, so its
+// one block per SM walks several of them in few waves, and on average 2 chunks or more per
+// sequence, so its chunk pipeline fills; with many short sequences the chain's two blocks per
+// SM win (16 x 128 tokens: 21%; 9B-v2 8 x 512: 4%).
+inline bool ssm_scan_seq_preferred(int64_t tokens, int64_t seqs, int64_t heads, int64_t sms) {
+  return seqs > 0 && seqs * heads <= 4 * sms && tokens >= 2 * 128 * seqs;
+}
+int ssm_scan_sm_count();  // the current device's SM count (cached)
 
 // Profiling (strata bench-kernels' per-kernel split): while set on the launching host thread,
 // the scan launchers call it right after enqueuing each of their kernels, with the kernel's

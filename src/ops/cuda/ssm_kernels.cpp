@@ -1,7 +1,8 @@
 // Registrations of ssm_scan (chunked prefill) and ssm_update (decode) on the CUDA backend.
 // ssm_scan has six kernels, tried in this order: "cuda.ssd_wg" (the one-pass chain on sm_90
-// warpgroup products, chunk and state 128, aligned views), "cuda.ssd_seq" (the same shapes and
-// products, a block or a cluster per (sequence, head) with the state in registers),
+// warpgroup products, chunk and state 128, aligned views; it defers to the next for a few long
+// sequences), "cuda.ssd_seq" (the same shapes and products, a block or a cluster per (sequence,
+// head) with the state in registers),
 // "cuda.ssd_chain" and "cuda.ssd_fused" (bf16 on tensor cores in one pass, the state passing
 // between chunk blocks by a plain chain or by decoupled look-back), "cuda.ssd_mma" (bf16 on
 // tensor cores in separate chunk-state, state-passing and output kernels; the shapes of ssm.h)
@@ -147,6 +148,11 @@ bool scan_wg_supports(const SsmScanArgs& a, std::string* why) {
   return c;
 }
 
+// The chain gives way to cuda.ssd_seq (registered next) where that measured faster.
+bool wg_defers(const SsmScanArgs& a) {
+  return ssm_scan_seq_preferred(a.x.dim(0), a.slots.dim(0), a.heads, ssm_scan_sm_count());
+}
+
 enum class ScanPath { kF32Math, kMma, kFused, kChain, kWg, kSeq };
 
 template <ScanPath kPath>
@@ -197,12 +203,12 @@ void update_run(const SsmUpdateArgs& a, OpContext& ctx) {
 
 // The wgmma chain first where it applies: on the H200 it measured as fast as the chain at one
 // sequence (within +-1.3%) and 3-15% faster with several (8x512, 16x128), and the same in the
-// Nano-3 prefill (docs/BENCHMARKS.md, "Prefill scan, round 6").
+// Nano-3 prefill (docs/BENCHMARKS.md, "Prefill scan, round 6"). It defers to the per-sequence
+// kernel for a few long sequences (ssm_scan_seq_preferred; "tenth session").
 STRATA_REGISTER_KERNEL(SsmScanArgs, kWgName, Device::Cuda, scan_wg_supports<kWgName>,
-                       scan_run<ScanPath::kWg>);
-// The per-sequence kernel next: on the H200 it did not beat cuda.ssd_wg in the prefills it was
-// written for (docs/BENCHMARKS.md, "ninth session"), so it runs where the op harness runs every
-// kernel, or with cuda.ssd_wg disabled (A/B).
+                       scan_run<ScanPath::kWg>, wg_defers);
+// The per-sequence kernel next: it takes what the chain defers, or everything with cuda.ssd_wg
+// disabled (A/B).
 STRATA_REGISTER_KERNEL(SsmScanArgs, kSeqName, Device::Cuda, scan_wg_supports<kSeqName>,
                        scan_run<ScanPath::kSeq>);
 // The chain next: on the H200 it measured faster than the look-back in 7 of the 8 bench-kernels

@@ -116,7 +116,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       if (l == 0)
         load_chunk_tiles(cs_of(st), bs_of(st), dt_of(st), fs, c, h, Hm, g, t0, &tm_c, &tm_b,
                          &full[st]);
-      stage_core<P>(xs_of(st), static_cast<const bf16*>(p.x.p), p.x.ld, t0, len, kQ, h * P);
+      stage_core<P>(xs_of(st), static_cast<const bf16*>(p.x.p), p.x.ld, t0, len, h * P);
     }
     scan::cp_async_commit();
   };
@@ -339,23 +339,11 @@ __global__ void __launch_bounds__(kThreads, 1)
 #endif
 }
 
-int sm_count() {
-  static std::atomic<int> cached{0};
-  int v = cached.load(std::memory_order_relaxed);
-  if (v == 0) {
-    int dev = 0;
-    STRATA_CUDA_CHECK(cudaGetDevice(&dev));
-    STRATA_CUDA_CHECK(cudaDeviceGetAttribute(&v, cudaDevAttrMultiProcessorCount, dev));
-    cached.store(v, std::memory_order_relaxed);
-  }
-  return v;
-}
-
 // Blocks per (sequence, head): as many as fit the SMs at one block each, up to 4 (a cluster),
 // head_dim 64 only (the inbox does not fit beside head_dim 80's stages).
 int cluster_size(const SsmLaunch& p) {
   if (p.head_dim != 64) return 1;
-  const int64_t units = p.slots.n * p.heads, sms = sm_count();
+  const int64_t units = p.slots.n * p.heads, sms = ssm_scan_sm_count();
   return units * 4 <= sms ? 4 : units * 2 <= sms ? 2 : 1;
 }
 
@@ -429,6 +417,18 @@ void launch_seq(const SsmLaunch& p, int* index_errors, cudaStream_t st) {
 }
 
 }  // namespace
+
+int ssm_scan_sm_count() {
+  static std::atomic<int> cached{0};
+  int v = cached.load(std::memory_order_relaxed);
+  if (v == 0) {
+    int dev = 0;
+    STRATA_CUDA_CHECK(cudaGetDevice(&dev));
+    STRATA_CUDA_CHECK(cudaDeviceGetAttribute(&v, cudaDevAttrMultiProcessorCount, dev));
+    cached.store(v, std::memory_order_relaxed);
+  }
+  return v;
+}
 
 void launch_ssm_scan_seq(const SsmLaunch& p, int* index_errors, void* stream) {
   auto st = static_cast<cudaStream_t>(stream);

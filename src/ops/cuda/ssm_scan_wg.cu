@@ -122,7 +122,7 @@ __global__ void __launch_bounds__(kThreads, 2)
   }
   // Every read of x precedes the first barrier and every write of y follows the last: out may
   // alias x (other blocks touch other rows or heads).
-  stage_core<P>(xs, static_cast<const bf16*>(p.x.p), p.x.ld, t0, len, kQ, h * P);
+  stage_core<P>(xs, static_cast<const bf16*>(p.x.p), p.x.ld, t0, len, h * P);
   scan::cp_async_commit();
   STAMP(2);
   const int32_t first = fs.ch.seq_chunks[2 * b], count = fs.ch.seq_chunks[2 * b + 1];
