@@ -67,6 +67,7 @@ __global__ void __launch_bounds__(kThreads, 1)
                     const __grid_constant__ CUtensorMap tm_c,
                     const __grid_constant__ CUtensorMap tm_b) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  pdl_enter();  // after the dt rows kernel (start_wg_scan)
   constexpr int P = 8 * NT, R = 4 * NT;  // R: accumulator registers of a 64 x P product
   constexpr int kStageBytes = stage_bytes(P);
   constexpr uint32_t kStateBytes = P * kN * 4;
@@ -386,13 +387,15 @@ void launch_seq_kernel(const SsmLaunch& p, const FusedScratch& fs, int* index_er
   cfg.blockDim = dim3(kThreads);
   cfg.dynamicSmemBytes = smem;
   cfg.stream = st;
-  cudaLaunchAttribute at[1];
-  at[0].id = cudaLaunchAttributeClusterDimension;
-  at[0].val.clusterDim.x = static_cast<unsigned>(cs);
-  at[0].val.clusterDim.y = 1;
-  at[0].val.clusterDim.z = 1;
+  cudaLaunchAttribute at[2];
+  at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;  // pdl.cuh
+  at[0].val.programmaticStreamSerializationAllowed = pdl_enabled() ? 1 : 0;
+  at[1].id = cudaLaunchAttributeClusterDimension;
+  at[1].val.clusterDim.x = static_cast<unsigned>(cs);
+  at[1].val.clusterDim.y = 1;
+  at[1].val.clusterDim.z = 1;
   cfg.attrs = at;
-  cfg.numAttrs = kCluster ? 1 : 0;
+  cfg.numAttrs = kCluster ? 2 : 1;
   const int64_t blocks = cfg.gridDim.x;
   long long* trace = trace_buffer(blocks * 2 * kPhases, st);
   STRATA_CUDA_CHECK(cudaLaunchKernelEx(&cfg, seq_scan_kernel<NT, kCluster>, p, fs, index_errors,

@@ -75,6 +75,7 @@ __global__ void __launch_bounds__(kThreads, 2)
                    const __grid_constant__ CUtensorMap tm_c,
                    const __grid_constant__ CUtensorMap tm_b) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  pdl_enter();  // after the dt rows kernel (start_wg_scan)
   constexpr int P = 8 * NT, R = 4 * NT;  // R: accumulator registers of a 64 x P product
   extern __shared__ __align__(128) unsigned char smem_raw[];
   __shared__ int ticket;
@@ -351,9 +352,8 @@ void launch_wg(const SsmLaunch& p, int* index_errors, cudaStream_t st) {
   const int64_t blocks = fs.ch.max_chunks * p.heads;
   long long* trace = trace_buffer(blocks * 2 * kStamps, st);
   const CUtensorMap tm_c = tma_map_bf16_sw128(p.C, kQ), tm_b = tma_map_bf16_sw128(p.B, kQ);
-  wg_scan_kernel<NT><<<static_cast<unsigned>(blocks), kThreads, wg_smem(P), st>>>(
-      p, fs, index_errors, trace, tm_c, tm_b);
-  STRATA_CUDA_LAUNCH_CHECK();
+  launch_pdl(wg_scan_kernel<NT>, dim3(static_cast<unsigned>(blocks)), dim3(kThreads), wg_smem(P),
+             st, p, fs, index_errors, trace, tm_c, tm_b);
   mark_scan_stage("wgmma (chain)");
   if (trace != nullptr) report_trace(trace, blocks, p.heads, st);
 }

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "ops/cuda/mma_bf16.cuh"
+#include "ops/cuda/pdl.cuh"
 #include "ops/cuda/ssm_scan_chain.cuh"
 #include "ops/cuda/ssm_scan_common.cuh"
 #include "ops/cuda/ssm_scan_cumsum_warp.cuh"
@@ -95,6 +96,7 @@ __device__ __forceinline__ uint64_t sw_desc(const bf16* tile, int row0, int kk) 
 // hand-over flags and the ticket (the memset the other one-pass kernels launch).
 // grid ceil(nc Hm / 8), block 256.
 __global__ void __launch_bounds__(256) dt_rows_kernel(SsmLaunch p, FusedScratch fs) {
+  pdl_enter();  // launched with launch_pdl (pdl.cuh): the chunk table kernel is before it
   const int64_t Hm = p.heads, units = fs.ch.max_chunks * Hm;
   const int64_t u = static_cast<int64_t>(blockIdx.x) * 8 + (threadIdx.x >> 5);
   if (u == 0 && threadIdx.x == 0) *fs.ticket = 0;
@@ -110,13 +112,16 @@ __global__ void __launch_bounds__(256) dt_rows_kernel(SsmLaunch p, FusedScratch 
 }
 
 // What both wgmma scans launch before their main kernel: the chunk table, then the dt rows of
-// every (chunk, head). Returns false when the step has no tokens (start_one_pass finished the
+// every (chunk, head). The dt rows kernel and the main kernels are launched as programmatic
+// dependents (pdl.cuh): each is scheduled while the kernel before it finishes, and waits for it
+// before touching global memory. Returns false when the step has no tokens (start_one_pass finished the
 // slots of its empty sequences; there is nothing more to launch).
 inline bool start_wg_scan(const SsmLaunch& p, const FusedScratch& fs, int* index_errors,
                           cudaStream_t st) {
   if (!scan::start_one_pass(p, fs, index_errors, st, /*clear_flags=*/false)) return false;
   const int64_t units = fs.ch.max_chunks * p.heads;
-  dt_rows_kernel<<<static_cast<unsigned>((units + 7) / 8), 256, 0, st>>>(p, fs);
+  launch_pdl(dt_rows_kernel, dim3(static_cast<unsigned>((units + 7) / 8)), dim3(256), 0, st, p,
+             fs);
   STRATA_CUDA_LAUNCH_CHECK();
   mark_scan_stage("dt_rows");
   return true;
