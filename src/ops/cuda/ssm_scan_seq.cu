@@ -144,14 +144,14 @@ __global__ void __launch_bounds__(kThreads, 1)
   // The chunk table rows of the block's chunks i and i + 1 (t0, len), read a chunk ahead of
   // their use: a table read at a chunk's start (or its copies' issue) waited one memory latency
   // each time.
-  const auto row_of = [&](int i, int64_t& t0, int& len) {
+  // Kept as the table's int32 (a conversion to int64 right after the load waited for it: ncu).
+  const auto row_of = [&](int i, int32_t& t0, int32_t& len) {
     const int k = rank + i * cs;
     const int64_t c = first + (k < count ? k : 0);
     t0 = table[3 * c + 1];
     len = table[3 * c + 2];
   };
-  int64_t t0_cur, t0_next;
-  int len_cur, len_next;
+  int32_t t0_cur, t0_next, len_cur, len_next;
   row_of(0, t0_cur, len_cur);
   row_of(1, t0_next, len_next);
   issue(0, t0_cur, len_cur);
@@ -195,8 +195,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     const int k = rank + i * cs, st = i & 1;
     const int64_t t0 = t0_cur;
     const int len = __shfl_sync(0xffffffffu, len_cur, 0);
-    int64_t t0_after;  // the row of the chunk after next, used by its copies' issue below
-    int len_after;
+    int32_t t0_after, len_after;  // the row of the chunk after next, for its copies' issue below
     row_of(i + 2, t0_after, len_after);
     bf16* cs_t = cs_of(st);
     bf16* bs = bs_of(st);

@@ -244,9 +244,17 @@ __device__ __forceinline__ void issue_cb(float (&cb)[32], const bf16* cs, const 
 // another, ~3K cycles per block in the trace against ~0.4K of tensor work (docs/BENCHMARKS.md,
 // "ninth session"). Rows past the chunk (l >= len) are not masked: their C rows hold the fill or
 // the next sequence, and their outputs are never stored (every product is row-local in l).
+// __expf's instruction with denormal results flushed to zero: the non-ftz form costs a compare,
+// two multiplies and a select around each ex2 (the scores' largest instruction count, ncu,
+// "tenth session"). A flushed term is below 2^-126 of its C.B dt, far inside the bf16 bands.
+__device__ __forceinline__ float exp_ftz(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x * 1.4426950408889634f));
+  return y;
+}
 __device__ __forceinline__ float masked_score(float cbv, float cum_l, float cum_s, float dt_s,
                                               bool keep) {
-  const float v = cbv * __expf(cum_l - cum_s) * dt_s;
+  const float v = cbv * exp_ftz(cum_l - cum_s) * dt_s;
   return keep ? v : 0.f;
 }
 __device__ __forceinline__ void decayed_scores(uint32_t (&a)[4][4], const float (&cb)[32], int s0,
@@ -355,14 +363,16 @@ __device__ __forceinline__ void store_y(const float (&acc)[4 * NT], const SsmLau
     static_assert(32 * LY <= 64 * 64, "half the y tile fits in 64 rows of one atom");
     const auto yt = [&](int r) { return cs + (r < 32 ? 0 : kAtom) + l0 * 64 + (r & 31) * LY; };
 #pragma unroll
-    for (int j = 0; j < NT; ++j) {
+    for (int j = 0; j < NT; ++j) {  // x[l][pp], x[l][pp + 1]: adjacent in a core row, one load
       const int pp = 8 * j + 2 * ln.tig, ra = la - l0, rb = lb - l0;
-      *reinterpret_cast<__nv_bfloat162*>(yt(ra) + pp) = __floats2bfloat162_rn(
-          acc[4 * j + 0] + Dh * __bfloat162float(xs[core_off(la, pp, PC)]),
-          acc[4 * j + 1] + Dh * __bfloat162float(xs[core_off(la, pp + 1, PC)]));
-      *reinterpret_cast<__nv_bfloat162*>(yt(rb) + pp) = __floats2bfloat162_rn(
-          acc[4 * j + 2] + Dh * __bfloat162float(xs[core_off(lb, pp, PC)]),
-          acc[4 * j + 3] + Dh * __bfloat162float(xs[core_off(lb, pp + 1, PC)]));
+      const float2 xa =
+          __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(xs + core_off(la, pp, PC)));
+      const float2 xb =
+          __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(xs + core_off(lb, pp, PC)));
+      *reinterpret_cast<__nv_bfloat162*>(yt(ra) + pp) =
+          __floats2bfloat162_rn(acc[4 * j + 0] + Dh * xa.x, acc[4 * j + 1] + Dh * xa.y);
+      *reinterpret_cast<__nv_bfloat162*>(yt(rb) + pp) =
+          __floats2bfloat162_rn(acc[4 * j + 2] + Dh * xb.x, acc[4 * j + 3] + Dh * xb.y);
     }
     if (q == 0)
       asm volatile("bar.sync 1, 128;\n" ::: "memory");
