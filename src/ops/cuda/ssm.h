@@ -68,10 +68,12 @@ bool ssm_scan_wg_device();  // the current device is sm_90 (what the wgmma code 
 // in turn when the blocks would leave SMs idle; the wgmma scan's shapes and scratch.
 void launch_ssm_scan_seq(const SsmLaunch& p, int* index_errors, void* stream);
 // Where the per-sequence scan beats the chunk chain (ssm_scan_wg.cu) on the H200
-// (docs/BENCHMARKS.md, "tenth session"): at most 4 (sequence, head) blocks per SM, so its
-// one block per SM walks several of them in few waves, and on average 2 chunks or more per
-// sequence, so its chunk pipeline fills; with many short sequences the chain's two blocks per
-// SM win (16 x 128 tokens: 21%; 9B-v2 8 x 512: 4%).
+// (docs/BENCHMARKS.md, "tenth session"): at most 4 (sequence, head) blocks per SM, so its one
+// block per SM walks them in few waves, and on average 2 chunks or more per sequence, so its
+// chunk pipeline fills (one sequence of 512-4,096 tokens: 14-16% faster); with many short
+// sequences the chain's two blocks per SM win (16 x 128 tokens: 13-17%). Between the two
+// (9B-v2 8 x 512, 1,024 blocks: the per-sequence scan 1.8% faster in one run) the rule keeps
+// the chain: too close to call from one measurement.
 inline bool ssm_scan_seq_preferred(int64_t tokens, int64_t seqs, int64_t heads, int64_t sms) {
   return seqs > 0 && seqs * heads <= 4 * sms && tokens >= 2 * 128 * seqs;
 }

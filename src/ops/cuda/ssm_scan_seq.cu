@@ -18,11 +18,13 @@
 //   (registers, or received) written to ss in bf16; Y_off = C . S_in^T;
 //   S_out = exp(cum_last) S_in + S_loc (f32) kept (cs = 1) or sent (cs > 1);
 //   Y = exp(cum_l) Y_off + Y_diag (wgscan::y_diag), y stored (wgscan::store_y).
-// Measured (docs/BENCHMARKS.md, "ninth session"): slower than ssm_scan_wg.cu's chain on every
-// bench-kernels row but nano3 1x512 (88.6 vs 76.0 us at nano3 1x2048): the staging and hand-over
-// waits are gone, but a chunk's own work takes ~15.5K cycles at one block per SM, half of it
-// warpgroup 1's Y_diag; so it is registered after cuda.ssd_wg. STRATA_SSD_TRACE=1 prints each
-// phase's cycles per chunk (eager calls).
+// Measured (docs/BENCHMARKS.md, "tenth session"): with the scores formed branch-free and the
+// block-0 scores and the diagonal C.B beside Y_off, 14-16% faster than ssm_scan_wg.cu's chain for
+// one sequence of 512-4,096 tokens (56.0 vs 65.4 us at nano3 1x2048), 13-17% slower for 16
+// sequences of 128 tokens (one chunk each: nothing to pipeline, one block per SM); cuda.ssd_wg
+// defers to it by ssm_scan_seq_preferred (ssm.h). A chunk still takes ~9K cycles at one block
+// per SM, ~1.7K instructions per warp of which the tensor products are a small part.
+// STRATA_SSD_TRACE=1 prints each phase's cycles per chunk (eager calls).
 // Same math and rounding points as ssm_scan_wg.cu (its header): the exact-emulation cases of
 // tests/ops/cases_ssd_mma_exact.cpp run this kernel too. Shapes: chunk 128, state 128, head_dim
 // 64 or 80, x, B and C views 16-byte aligned (ssm_scan_wg_shape, in supports).
