@@ -117,6 +117,7 @@ cuda-top-p-boundary ||| src/ops/cuda/sample.cu ||| if (cum >= need) { ||| if (cu
 cuda-ssd-score-rounded-before-dt ||| src/ops/cuda/ssm_scan_mma_tiles.cuh ||| v0 = cbv.x * __expf(cum_l - cum[s]) * dts[s]; ||| v0 = __bfloat162float(__float2bfloat16_rn(cbv.x * __expf(cum_l - cum[s]))) * dts[s]; ||| ops:ssm_scan_mma_exact,ops:ssm_scan
 cuda-ssd-state-weight-rounded ||| src/ops/cuda/ssm_scan_mma.cu ||| [=](int s) { return expf(last - cum[s]) * dtv[s]; }); ||| [=](int s) { return __bfloat162float(__float2bfloat16_rn(expf(last - cum[s]) * dtv[s])); }); ||| ops:ssm_scan_mma_exact,ops:ssm_scan
 cuda-ssd-wg-next-sequence-B-kept ||| src/ops/cuda/ssm_scan_wg.cu ||| if (len < kQ) {             // B rows past the chunk ||| if (false && len < kQ) {    // B rows past the chunk ||| ops:isolation
+cuda-ssd-wg-score-rounded-before-dt ||| src/ops/cuda/ssm_scan_wg_tiles.cuh ||| const float v = cbv * exp_ftz(cum_l - cum_s) * dt_s; ||| const float v = __bfloat162float(__float2bfloat16_rn(cbv * exp_ftz(cum_l - cum_s))) * dt_s; ||| ops:ssm_scan_mma_exact,ops:ssm_scan
 EOF
 }
 

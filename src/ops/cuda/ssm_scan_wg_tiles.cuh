@@ -111,18 +111,84 @@ __global__ void __launch_bounds__(256) dt_rows_kernel(SsmLaunch p, FusedScratch 
   scan::chunk_cumsum_warp(p, d, len, h, out + kQ, out, out + 2 * kQ);
 }
 
-// What both wgmma scans launch before their main kernel: the chunk table, then the dt rows of
-// every (chunk, head). The dt rows kernel and the main kernels are launched as programmatic
-// dependents (pdl.cuh): each is scheduled while the kernel before it finishes, and waits for it
-// before touching global memory. Returns false when the step has no tokens (start_one_pass finished the
+// The chunk table and the dt rows in one kernel, for steps of at most kTableSeqs sequences
+// (every prefill the per-sequence scan takes): each warp finds its chunk's row from cu_seqlens
+// itself (lane b holds sequence b's chunk count, 0 for offsets chunk_table_kernel refuses; a
+// warp scan gives each sequence's first chunk), head 0's warps write the table rows, warp 0
+// writes seq_chunks and counts the refused offsets, and every warp goes on to its dt rows as
+// dt_rows_kernel does. One launch and one dependent round trip fewer than chunk_table_kernel
+// then dt_rows_kernel (docs/BENCHMARKS.md, "tenth session"). grid ceil(nc Hm / 8), block 256.
+constexpr int kTableSeqs = 32;
+__global__ void __launch_bounds__(256)
+    table_dt_rows_kernel(SsmLaunch p, FusedScratch fs, int* errors) {
+  pdl_enter();  // launched with launch_pdl: the op's producer kernels are before it
+  const int64_t Hm = p.heads, units = fs.ch.max_chunks * Hm;
+  const int64_t u = static_cast<int64_t>(blockIdx.x) * 8 + (threadIdx.x >> 5);
+  const int lane = static_cast<int>(threadIdx.x & 31);
+  if (u == 0 && lane == 0) *fs.ticket = 0;
+  if (u >= units) return;
+  if (lane == 0) fs.flags[u] = 0;
+  const int64_t c = u / Hm, h = u - c * Hm;
+  const int nseq = static_cast<int>(p.slots.n);
+  const int32_t* cu = static_cast<const int32_t*>(p.cu_seqlens.p);
+  int32_t start = 0, len = 0, n = 0;
+  bool bad = false;
+  if (lane < nseq) {
+    start = cu[lane];
+    len = cu[lane + 1] - start;
+    bad = start < 0 || len < 0 || start + static_cast<int64_t>(len) > p.x.rows;
+    n = (len > 0 && !bad) ? (len + kQ - 1) / kQ : 0;
+  }
+  int32_t incl = n;  // chunks of sequences 0..lane
+#pragma unroll
+  for (int o = 1; o < 32; o <<= 1) {
+    const int32_t v = __shfl_up_sync(0xffffffffu, incl, o);
+    if (lane >= o) incl += v;
+  }
+  const int32_t first = incl - n;
+  if (u == 0 && lane < nseq) {
+    fs.ch.seq_chunks[2 * lane] = first;
+    fs.ch.seq_chunks[2 * lane + 1] = n;
+    if (bad) atomicAdd(errors, 1);  // offsets outside the packed tokens: the sequence is skipped
+  }
+  const unsigned owner = __ballot_sync(0xffffffffu, lane < nseq && c >= first && c < first + n);
+  int32_t row_b = 0, row_t0 = 0, row_len = 0;  // past every sequence: length 0
+  if (owner != 0) {                            // warp-uniform
+    const int b = __ffs(owner) - 1;
+    const int32_t i = static_cast<int32_t>(c) - __shfl_sync(0xffffffffu, first, b);
+    row_b = b;
+    row_t0 = __shfl_sync(0xffffffffu, start, b) + i * kQ;
+    row_len = min(kQ, __shfl_sync(0xffffffffu, len, b) - i * kQ);
+  }
+  if (h == 0 && lane == 0) {
+    int32_t* row = fs.ch.table + 3 * c;
+    row[0] = row_b;
+    row[1] = row_t0;
+    row[2] = row_len;
+  }
+  if (row_len == 0) return;
+  float* out = fs.aggregate + u * kDtRow;
+  const scan::WarpChunkDt d = scan::load_chunk_dt_warp(p, row_t0, row_len, h);
+  scan::chunk_cumsum_warp(p, d, row_len, h, out + kQ, out, out + 2 * kQ);
+}
+
+// What both wgmma scans launch before their main kernel: the chunk table and the dt rows of
+// every (chunk, head), in one kernel for up to kTableSeqs sequences, else the chunk table kernel
+// then dt_rows_kernel. These and the main kernels are launched as programmatic dependents
+// (pdl.cuh): each is scheduled while the kernel before it finishes, and waits for it before
+// touching global memory. Returns false when the step has no tokens (start_one_pass finished the
 // slots of its empty sequences; there is nothing more to launch).
 inline bool start_wg_scan(const SsmLaunch& p, const FusedScratch& fs, int* index_errors,
                           cudaStream_t st) {
-  if (!scan::start_one_pass(p, fs, index_errors, st, /*clear_flags=*/false)) return false;
   const int64_t units = fs.ch.max_chunks * p.heads;
-  launch_pdl(dt_rows_kernel, dim3(static_cast<unsigned>((units + 7) / 8)), dim3(256), 0, st, p,
-             fs);
-  STRATA_CUDA_LAUNCH_CHECK();
+  const dim3 grid(static_cast<unsigned>((units + 7) / 8));
+  if (p.slots.n <= kTableSeqs && units > 0) {
+    launch_pdl(table_dt_rows_kernel, grid, dim3(256), 0, st, p, fs, index_errors);
+    mark_scan_stage("table_dt_rows");
+    return true;
+  }
+  if (!scan::start_one_pass(p, fs, index_errors, st, /*clear_flags=*/false)) return false;
+  launch_pdl(dt_rows_kernel, grid, dim3(256), 0, st, p, fs);
   mark_scan_stage("dt_rows");
   return true;
 }
