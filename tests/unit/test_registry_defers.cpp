@@ -15,13 +15,17 @@ struct FakeArgs {
   int size = 0;
 };
 
-bool supports_all(const FakeArgs&, std::string*) { return true; }
+bool supports_all(const FakeArgs&, std::string*) {
+  return true;
+}
 bool supports_small(const FakeArgs& a, std::string* why) {
   if (a.size < 100) return true;
   *why = "size 100 and up";
   return false;
 }
-bool defers_when_large(const FakeArgs& a) { return a.size >= 10; }
+bool defers_when_large(const FakeArgs& a) {
+  return a.size >= 10;
+}
 void run_nothing(const FakeArgs&, OpContext&) {}
 
 class RegistryDefers : public ::testing::Test {
@@ -42,7 +46,9 @@ class RegistryDefers : public ::testing::Test {
   }
 };
 
-TEST_F(RegistryDefers, KernelThatDoesNotDeferRunsFirst) { EXPECT_EQ(pick(3), "first"); }
+TEST_F(RegistryDefers, KernelThatDoesNotDeferRunsFirst) {
+  EXPECT_EQ(pick(3), "first");
+}
 
 TEST_F(RegistryDefers, DeferringKernelGivesWayToALaterSupportingOne) {
   EXPECT_EQ(pick(10), "second");
@@ -67,8 +73,8 @@ TEST(ScanSeqPreferred, FewLongSequencesOnly) {
   EXPECT_TRUE(cuda::ssm_scan_seq_preferred(8 * 512, 8, 64, sms));    // 512 blocks <= 528
   EXPECT_FALSE(cuda::ssm_scan_seq_preferred(8 * 512, 8, 128, sms));  // 1,024 blocks
   EXPECT_FALSE(cuda::ssm_scan_seq_preferred(16 * 128, 16, 64, sms));
-  EXPECT_FALSE(cuda::ssm_scan_seq_preferred(128, 1, 64, sms));       // one chunk
-  EXPECT_TRUE(cuda::ssm_scan_seq_preferred(256, 1, 64, sms));        // two chunks
+  EXPECT_FALSE(cuda::ssm_scan_seq_preferred(128, 1, 64, sms));  // one chunk
+  EXPECT_TRUE(cuda::ssm_scan_seq_preferred(256, 1, 64, sms));   // two chunks
   EXPECT_FALSE(cuda::ssm_scan_seq_preferred(0, 0, 64, sms));
 }
 

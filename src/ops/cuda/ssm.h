@@ -70,8 +70,8 @@ void launch_ssm_scan_seq(const SsmLaunch& p, int* index_errors, void* stream);
 // Where the per-sequence scan beats the chunk chain (ssm_scan_wg.cu) on the H200
 // (docs/BENCHMARKS.md, "tenth session"): at most 4 (sequence, head) blocks per SM, so its one
 // block per SM walks them in few waves, and on average 2 chunks or more per sequence, so its
-// chunk pipeline fills (one sequence of 512-4,096 tokens: 14-16% faster); with many short
-// sequences the chain's two blocks per SM win (16 x 128 tokens: 13-17%). Between the two
+// chunk pipeline fills (one sequence of 512-4,096 tokens: 14-18% faster); with many short
+// sequences the chain's two blocks per SM win (16 x 128 tokens: 15-19%). Between the two
 // (9B-v2 8 x 512, 1,024 blocks: the per-sequence scan 1.8% faster in one run) the rule keeps
 // the chain: too close to call from one measurement.
 inline bool ssm_scan_seq_preferred(int64_t tokens, int64_t seqs, int64_t heads, int64_t sms) {

@@ -19,8 +19,8 @@
 //   S_out = exp(cum_last) S_in + S_loc (f32) kept (cs = 1) or sent (cs > 1);
 //   Y = exp(cum_l) Y_off + Y_diag (wgscan::y_diag), y stored (wgscan::store_y).
 // Measured (docs/BENCHMARKS.md, "tenth session"): with the scores formed branch-free and the
-// block-0 scores and the diagonal C.B beside Y_off, 14-16% faster than ssm_scan_wg.cu's chain for
-// one sequence of 512-4,096 tokens (56.0 vs 65.4 us at nano3 1x2048), 13-17% slower for 16
+// block-0 scores and the diagonal C.B beside Y_off, 14-18% faster than ssm_scan_wg.cu's chain for
+// one sequence of 512-4,096 tokens (54.7 vs 63.8 us at nano3 1x2048), 15-19% slower for 16
 // sequences of 128 tokens (one chunk each: nothing to pipeline, one block per SM); cuda.ssd_wg
 // defers to it by ssm_scan_seq_preferred (ssm.h). A chunk still takes ~9K cycles at one block
 // per SM, ~1.7K instructions per warp of which the tensor products are a small part.
@@ -69,7 +69,8 @@ __global__ void __launch_bounds__(kThreads, 1)
                     const __grid_constant__ CUtensorMap tm_c,
                     const __grid_constant__ CUtensorMap tm_b) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  pdl_enter();  // after the dt rows kernel (start_wg_scan)
+  // Launched as a programmatic dependent of the table / dt rows kernel (start_wg_scan).
+  pdl_enter();
   constexpr int P = 8 * NT, R = 4 * NT;  // R: accumulator registers of a 64 x P product
   constexpr int kStageBytes = stage_bytes(P);
   constexpr uint32_t kStateBytes = P * kN * 4;
@@ -144,9 +145,9 @@ __global__ void __launch_bounds__(kThreads, 1)
   else
     __syncthreads();
   // The chunk table rows of the block's chunks i and i + 1 (t0, len), read a chunk ahead of
-  // their use: a table read at a chunk's start (or its copies' issue) waited one memory latency
-  // each time.
-  // Kept as the table's int32 (a conversion to int64 right after the load waited for it: ncu).
+  // their use (a table read at a chunk's start or at its copies' issue waited one memory latency
+  // each time), kept as the table's int32 (a conversion to int64 right after the load waited for
+  // it: ncu).
   const auto row_of = [&](int i, int32_t& t0, int32_t& len) {
     const int k = rank + i * cs;
     const int64_t c = first + (k < count ? k : 0);

@@ -75,7 +75,8 @@ __global__ void __launch_bounds__(kThreads, 2)
                    const __grid_constant__ CUtensorMap tm_c,
                    const __grid_constant__ CUtensorMap tm_b) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  pdl_enter();  // after the dt rows kernel (start_wg_scan)
+  // Launched as a programmatic dependent of the table / dt rows kernel (start_wg_scan).
+  pdl_enter();
   constexpr int P = 8 * NT, R = 4 * NT;  // R: accumulator registers of a 64 x P product
   extern __shared__ __align__(128) unsigned char smem_raw[];
   __shared__ int ticket;
