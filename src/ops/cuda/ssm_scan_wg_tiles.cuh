@@ -300,16 +300,6 @@ __device__ __forceinline__ void issue_cb(float (&cb)[32], const bf16* cs, const 
     wg::mma_ss(cb, sw_desc(cs, l0, kk), sw_desc(bs, s0, kk), kk > 0 ? 1 : 0);
 }
 
-// The decayed scores of one 64-position block [s0, s0 + 64) for this thread's rows la, lb as the
-// A fragments of scores . x: a[t] = k-step t (positions s0 + 16 t ..), from its C.B block cb in
-// the accumulator layout (cb[8 t .. 8 t + 7] = rows la, lb at s, s + 1, then at s + 8, s + 9,
-// s = s0 + 16 t + 2 tig):
-//   score[l][s] = bf16(C.B[l][s] exp(cum_l - cum_s) dt_s) for s <= l, else 0.
-// Branch-free, every load a float2 shared by both rows, so the 32 scores' chains (load,
-// exp, two products) interleave: the per-pair branches they replace issued them one after
-// another, ~3K cycles per block in the trace against ~0.4K of tensor work (docs/BENCHMARKS.md,
-// "ninth session"). Rows past the chunk (l >= len) are not masked: their C rows hold the fill or
-// the next sequence, and their outputs are never stored (every product is row-local in l).
 // __expf's instruction with denormal results flushed to zero: the non-ftz form costs a compare,
 // two multiplies and a select around each ex2 (the scores' largest instruction count, ncu,
 // "tenth session"). A flushed term is below 2^-126 of its C.B dt, far inside the bf16 bands.
@@ -323,6 +313,16 @@ __device__ __forceinline__ float masked_score(float cbv, float cum_l, float cum_
   const float v = cbv * exp_ftz(cum_l - cum_s) * dt_s;
   return keep ? v : 0.f;
 }
+// The decayed scores of one 64-position block [s0, s0 + 64) for this thread's rows la, lb as the
+// A fragments of scores . x: a[t] = k-step t (positions s0 + 16 t ..), from its C.B block cb in
+// the accumulator layout (cb[8 t .. 8 t + 7] = rows la, lb at s, s + 1, then at s + 8, s + 9,
+// s = s0 + 16 t + 2 tig):
+//   score[l][s] = bf16(C.B[l][s] exp(cum_l - cum_s) dt_s) for s <= l, else 0.
+// Branch-free, every load a float2 shared by both rows, so the 32 scores' chains (load,
+// exp, two products) interleave: the per-pair branches they replace issued them one after
+// another, ~3K cycles per block in the trace against ~0.4K of tensor work (docs/BENCHMARKS.md,
+// "ninth session"). Rows past the chunk (l >= len) are not masked: their C rows hold the fill or
+// the next sequence, and their outputs are never stored (every product is row-local in l).
 __device__ __forceinline__ void decayed_scores(uint32_t (&a)[4][4], const float (&cb)[32], int s0,
                                                const float* cum, const float* dts, int la, int lb,
                                                float cum_a, float cum_b, int tig) {
