@@ -124,27 +124,44 @@ Tensor state_rounding_bound(const SsmScanArgs& a, const Seq& q) {
   return out;
 }
 
-Iso<SsmScanArgs> make_scan(const SsmSpec& s, DType act, Rng& rng) {
-  Iso<SsmScanArgs> iso;
+// A case's batch (SsmSpec or ConvSpec: lens, has_initial, bad, bad_state): its sequences packed
+// from row 0 over lens.size() + 2 slots and its index tensors on iso.a. Prefill: cu_seqlens,
+// slots and has_initial (forced to 1 for a poisoned state); decode (one row per sequence):
+// slots, every state continued.
+struct Packed {
+  int64_t rows, slots;
+};
+template <class A, class Spec>
+Packed pack_batch(Iso<A>& iso, const Spec& s, DType act, Rng& rng) {
+  constexpr bool kPrefill = requires {
+    iso.a.cu_seqlens;
+  };
   iso.act = act;
   iso.bad = s.bad;
   const int64_t slots = static_cast<int64_t>(s.lens.size()) + 2;
-  std::vector<int32_t> init = s.has_initial;
-  if (s.bad_state) init[s.bad] = 1;
+  std::vector<int32_t> init = kPrefill ? s.has_initial : std::vector<int32_t>(s.lens.size(), 1);
+  if (kPrefill && s.bad_state) init[s.bad] = 1;
   iso.seqs = pack(rng, s.lens, init, slots);
-  const int64_t T = iso.seqs.back().t0 + iso.seqs.back().len;
-  SsmScanArgs& a = iso.a;
-  ssm_rows(a, rng, s, T, act);
-  ssm_params(a, rng, s.Hm, DType::F32);
-  ssm_dims(a, s, slots, T, act, rng);
   std::vector<int32_t> cu{0}, ids;
   for (const Seq& q : iso.seqs) {
     cu.push_back(static_cast<int32_t>(q.t0 + q.len));
     ids.push_back(static_cast<int32_t>(q.slot));
   }
-  a.cu_seqlens = i32_tensor(cu);
-  a.slots = i32_tensor(ids);
-  a.has_initial = i32_tensor(inits_of(iso.seqs));
+  iso.a.slots = i32_tensor(ids);
+  if constexpr (kPrefill) {
+    iso.a.cu_seqlens = i32_tensor(cu);
+    iso.a.has_initial = i32_tensor(inits_of(iso.seqs));
+  }
+  return {iso.seqs.back().t0 + iso.seqs.back().len, slots};
+}
+
+Iso<SsmScanArgs> make_scan(const SsmSpec& s, DType act, Rng& rng) {
+  Iso<SsmScanArgs> iso;
+  const Packed b = pack_batch(iso, s, act, rng);
+  SsmScanArgs& a = iso.a;
+  ssm_rows(a, rng, s, b.rows, act);
+  ssm_params(a, rng, s.Hm, DType::F32);
+  ssm_dims(a, s, b.slots, b.rows, act, rng);
   a.chunk_size = kChunk;
   // The tolerance of the clean sequences (the decay term from their own dt only).
   iso.tol = ssm_tolerance(kChunk, kN);
@@ -170,18 +187,11 @@ Iso<SsmScanArgs> make_scan(const SsmSpec& s, DType act, Rng& rng) {
 
 Iso<SsmUpdateArgs> make_update(const SsmSpec& s, DType act, Rng& rng) {
   Iso<SsmUpdateArgs> iso;
-  iso.act = act;
-  iso.bad = s.bad;
-  const int64_t B = static_cast<int64_t>(s.lens.size()), slots = B + 2;
-  iso.seqs = pack(rng, s.lens, std::vector<int32_t>(static_cast<size_t>(B), 1), slots);
+  const Packed b = pack_batch(iso, s, act, rng);
   SsmUpdateArgs& a = iso.a;
-  ssm_rows(a, rng, s, B, act);
+  ssm_rows(a, rng, s, b.rows, act);
   ssm_params(a, rng, s.Hm, DType::F32);
-  ssm_dims(a, s, slots, B, act, rng);
-  std::vector<int32_t> ids;
-  for (const Seq& q : iso.seqs)
-    ids.push_back(static_cast<int32_t>(q.slot));
-  a.slots = i32_tensor(ids);
+  ssm_dims(a, s, b.slots, b.rows, act, rng);
   iso.tol = ssm_tolerance(1, kN);
   ssm_poison(iso, s);
   iso.need = {"cuda"};
@@ -196,54 +206,23 @@ struct ConvSpec {
   bool bad_state;
 };
 
+// A conv1d case (prefill or update, by A) over its packed batch.
 template <class A>
-void conv_common(Iso<A>& iso, const ConvSpec& s, int64_t T, int64_t slots, DType act, Rng& rng) {
+Iso<A> make_conv(const ConvSpec& s, DType act, Rng& rng) {
+  Iso<A> iso;
+  const Packed p = pack_batch(iso, s, act, rng);
   A& a = iso.a;
-  a.x = wide_rows(rng, T, s.C, 64, 24, act, 1.f);
+  a.x = wide_rows(rng, p.rows, s.C, 64, 24, act, 1.f);
   a.weight = normal_tensor(rng, Shape{s.C, kConvK}, act, 0.5f);
   a.bias = normal_tensor(rng, Shape{s.C}, act, 0.5f);
-  a.conv_states = normal_tensor(rng, Shape{slots, kConvK - 1, s.C}, act, 1.f);
-  a.out = Tensor::empty(Shape{T, s.C}, act);
+  a.conv_states = normal_tensor(rng, Shape{p.slots, kConvK - 1, s.C}, act, 1.f);
+  a.out = Tensor::empty(Shape{p.rows, s.C}, act);
   iso.tol.reduction = kConvK + 1;  // K products and the bias; silu's exp
   iso.tol.math = 1;
   const Seq& b = iso.seqs[iso.bad];
   poison_rows(a.x, b.t0, b.len);
   poison_states(a.conv_states, iso.seqs, iso.bad, s.bad_state);
   iso.need = {"cuda"};
-}
-
-Iso<Conv1dPrefillArgs> make_conv_prefill(const ConvSpec& s, DType act, Rng& rng) {
-  Iso<Conv1dPrefillArgs> iso;
-  iso.act = act;
-  iso.bad = s.bad;
-  const int64_t slots = static_cast<int64_t>(s.lens.size()) + 2;
-  std::vector<int32_t> init = s.has_initial;
-  if (s.bad_state) init[s.bad] = 1;
-  iso.seqs = pack(rng, s.lens, init, slots);
-  const int64_t T = iso.seqs.back().t0 + iso.seqs.back().len;
-  std::vector<int32_t> cu{0}, ids;
-  for (const Seq& q : iso.seqs) {
-    cu.push_back(static_cast<int32_t>(q.t0 + q.len));
-    ids.push_back(static_cast<int32_t>(q.slot));
-  }
-  iso.a.cu_seqlens = i32_tensor(cu);
-  iso.a.slots = i32_tensor(ids);
-  iso.a.has_initial = i32_tensor(inits_of(iso.seqs));
-  conv_common(iso, s, T, slots, act, rng);
-  return iso;
-}
-
-Iso<Conv1dUpdateArgs> make_conv_update(const ConvSpec& s, DType act, Rng& rng) {
-  Iso<Conv1dUpdateArgs> iso;
-  iso.act = act;
-  iso.bad = s.bad;
-  const int64_t B = static_cast<int64_t>(s.lens.size()), slots = B + 2;
-  iso.seqs = pack(rng, s.lens, std::vector<int32_t>(static_cast<size_t>(B), 1), slots);
-  std::vector<int32_t> ids;
-  for (const Seq& q : iso.seqs)
-    ids.push_back(static_cast<int32_t>(q.slot));
-  iso.a.slots = i32_tensor(ids);
-  conv_common(iso, s, B, slots, act, rng);
   return iso;
 }
 
@@ -355,7 +334,7 @@ const std::vector<IsoCase>& iso_cases() {
         out.push_back(iso_case("conv1d_prefill",
                                spec_label(s.name, s.lens, s.has_initial, s.bad, s.bad_state) +
                                    fmt::format(" C={}", s.C),
-                               s, act, make_conv_prefill));
+                               s, act, make_conv<Conv1dPrefillArgs>));
 
     const std::vector<ConvSpec> conv_updates = {
         {"nano3", Nano3::conv_dim, {1, 1, 1, 1, 1}, {}, 0, false},
@@ -368,7 +347,7 @@ const std::vector<IsoCase>& iso_cases() {
             iso_case("conv1d_update",
                      fmt::format("{} C={} B={} poisoned #{}{}", s.name, s.C, s.lens.size(), s.bad,
                                  s.bad_state ? " (rows and state)" : " (rows)"),
-                     s, act, make_conv_update));
+                     s, act, make_conv<Conv1dUpdateArgs>));
     return out;
   }();
   return all;

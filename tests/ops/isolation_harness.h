@@ -104,49 +104,30 @@ Tensor& states_of(Args& a) {
     return a.conv_states;
 }
 
-inline SsmScanArgs single(const SsmScanArgs& a, const Seq& s) {
-  SsmScanArgs o = a;
-  o.x = fresh_rows(a.x, s.t0, s.len);
-  o.dt_raw = fresh_rows(a.dt_raw, s.t0, s.len);
-  o.B = fresh_rows(a.B, s.t0, s.len);
-  o.C = fresh_rows(a.C, s.t0, s.len);
-  o.ssm_states = fresh_slot(a.ssm_states, s.slot);
-  o.cu_seqlens = i32_tensor({0, static_cast<int32_t>(s.len)});
+// One sequence of the batch as its own batch (slot 0): fresh copies of its rows (len of them for
+// the prefill ops, which take cu_seqlens; one for the decode ops) and of its state slot.
+template <class Args>
+Args single(const Args& a, const Seq& s) {
+  constexpr bool kPrefill = requires {
+    a.cu_seqlens;
+  };
+  const int64_t rows = kPrefill ? s.len : 1;
+  Args o = a;
+  o.x = fresh_rows(a.x, s.t0, rows);
+  if constexpr (requires { a.ssm_states; }) {
+    o.dt_raw = fresh_rows(a.dt_raw, s.t0, rows);
+    o.B = fresh_rows(a.B, s.t0, rows);
+    o.C = fresh_rows(a.C, s.t0, rows);
+    o.ssm_states = fresh_slot(a.ssm_states, s.slot);
+  } else {
+    o.conv_states = fresh_slot(a.conv_states, s.slot);
+  }
+  if constexpr (kPrefill) {
+    o.cu_seqlens = i32_tensor({0, static_cast<int32_t>(s.len)});
+    o.has_initial = i32_tensor({s.init});
+  }
   o.slots = i32_tensor({0});
-  o.has_initial = i32_tensor({s.init});
-  o.out = Tensor::empty(Shape{s.len, a.out.dim(1)}, a.out.dtype());
-  return o;
-}
-
-inline SsmUpdateArgs single(const SsmUpdateArgs& a, const Seq& s) {
-  SsmUpdateArgs o = a;
-  o.x = fresh_rows(a.x, s.t0, 1);
-  o.dt_raw = fresh_rows(a.dt_raw, s.t0, 1);
-  o.B = fresh_rows(a.B, s.t0, 1);
-  o.C = fresh_rows(a.C, s.t0, 1);
-  o.ssm_states = fresh_slot(a.ssm_states, s.slot);
-  o.slots = i32_tensor({0});
-  o.out = Tensor::empty(Shape{1, a.out.dim(1)}, a.out.dtype());
-  return o;
-}
-
-inline Conv1dPrefillArgs single(const Conv1dPrefillArgs& a, const Seq& s) {
-  Conv1dPrefillArgs o = a;
-  o.x = fresh_rows(a.x, s.t0, s.len);
-  o.conv_states = fresh_slot(a.conv_states, s.slot);
-  o.cu_seqlens = i32_tensor({0, static_cast<int32_t>(s.len)});
-  o.slots = i32_tensor({0});
-  o.has_initial = i32_tensor({s.init});
-  o.out = Tensor::empty(Shape{s.len, a.out.dim(1)}, a.out.dtype());
-  return o;
-}
-
-inline Conv1dUpdateArgs single(const Conv1dUpdateArgs& a, const Seq& s) {
-  Conv1dUpdateArgs o = a;
-  o.x = fresh_rows(a.x, s.t0, 1);
-  o.conv_states = fresh_slot(a.conv_states, s.slot);
-  o.slots = i32_tensor({0});
-  o.out = Tensor::empty(Shape{1, a.out.dim(1)}, a.out.dtype());
+  o.out = Tensor::empty(Shape{rows, a.out.dim(1)}, a.out.dtype());
   return o;
 }
 
