@@ -39,6 +39,14 @@ inline Chunks chunks_of(const SsmLaunch& p) {
 
 namespace {
 
+// A sequence's chunk count: 0 for no tokens or for offsets outside the packed tokens (*bad set;
+// the caller counts it as an index error and skips the sequence).
+__device__ __forceinline__ int32_t seq_chunk_count(int32_t start, int32_t len, int64_t tokens,
+                                                   int Q, bool* bad) {
+  *bad = start < 0 || len < 0 || start + static_cast<int64_t>(len) > tokens;
+  return (len > 0 && !*bad) ? (len + Q - 1) / Q : 0;
+}
+
 __global__ void chunk_table_kernel(const int32_t* cu, int nseq, int64_t tokens, int Q,
                                    int64_t max_chunks, int32_t* table, int32_t* seq_chunks,
                                    int* errors) {
@@ -46,9 +54,9 @@ __global__ void chunk_table_kernel(const int32_t* cu, int nseq, int64_t tokens, 
   int64_t c = 0;
   for (int b = 0; b < nseq; ++b) {
     const int32_t start = cu[b], len = cu[b + 1] - cu[b];
-    const bool bad = start < 0 || len < 0 || start + static_cast<int64_t>(len) > tokens;
+    bool bad = false;
+    const int32_t n = seq_chunk_count(start, len, tokens, Q, &bad);
     if (bad) atomicAdd(errors, 1);  // offsets outside the packed tokens: skip the sequence
-    const int32_t n = (len > 0 && !bad) ? (len + Q - 1) / Q : 0;
     seq_chunks[2 * b] = static_cast<int32_t>(c);
     seq_chunks[2 * b + 1] = n;
     for (int32_t i = 0; i < n && c < max_chunks; ++i, ++c) {

@@ -289,8 +289,8 @@ __global__ void __launch_bounds__(kThreads, 1)
     const float cum_a = cum[la], cum_b = cum[lb];
     uint32_t a0[4][4];
     decayed_scores(a0, cb, 0, cum, dts, la, lb, cum_a, cum_b, ln.tig);
-    const bool two = q == 1 && 64 < len;  // warp-uniform
-    if (two) {
+    const bool diag_block = q == 1 && 64 < len;  // warpgroup 1's second C.B block; warp-uniform
+    if (diag_block) {
       wg::fence_regs(cb);
       wg::wgmma_fence();
       issue_cb(cb, cs_t, bs, 64, 64);
@@ -311,7 +311,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       acc[4 * j + 3] *= eb;
     }
     lap(5);
-    y_diag_overlapped<NT>(acc, a0, cb, two, xs, cum, dts, la, lb, cum_a, cum_b, lane);
+    y_diag_overlapped<NT>(acc, a0, cb, diag_block, xs, cum, dts, la, lb, cum_a, cum_b, lane);
     lap(6);
     if (l0 < len) store_y<NT>(acc, p, xs, cs_t, t0, len, h, Dh, q, la, lb, lane);
 

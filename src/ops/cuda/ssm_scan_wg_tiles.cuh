@@ -95,6 +95,15 @@ __device__ __forceinline__ uint64_t sw_desc(const bf16* tile, int row0, int kk) 
 // cumsum (~6-8K cycles of ~26K, docs/BENCHMARKS.md "eighth session"). It also clears the
 // hand-over flags and the ticket (the memset the other one-pass kernels launch).
 // grid ceil(nc Hm / 8), block 256.
+// Warp u = (chunk, head h)'s dt rows (cum, dt, w) of a chunk of `len` rows from t0 into
+// fs.aggregate.
+__device__ __forceinline__ void write_dt_rows(const SsmLaunch& p, const FusedScratch& fs, int64_t u,
+                                              int64_t h, int64_t t0, int len) {
+  float* out = fs.aggregate + u * kDtRow;
+  const scan::WarpChunkDt d = scan::load_chunk_dt_warp(p, t0, len, h);
+  scan::chunk_cumsum_warp(p, d, len, h, out + kQ, out, out + 2 * kQ);
+}
+
 __global__ void __launch_bounds__(256) dt_rows_kernel(SsmLaunch p, FusedScratch fs) {
   pdl_enter();  // launched with launch_pdl (pdl.cuh): the chunk table kernel is before it
   const int64_t Hm = p.heads, units = fs.ch.max_chunks * Hm;
@@ -106,9 +115,7 @@ __global__ void __launch_bounds__(256) dt_rows_kernel(SsmLaunch p, FusedScratch 
   const int32_t* row = fs.ch.table + 3 * c;
   const int len = row[2];
   if (len == 0) return;  // past every sequence: its block returns before reading the rows
-  float* out = fs.aggregate + u * kDtRow;
-  const scan::WarpChunkDt d = scan::load_chunk_dt_warp(p, row[1], len, h);
-  scan::chunk_cumsum_warp(p, d, len, h, out + kQ, out, out + 2 * kQ);
+  write_dt_rows(p, fs, u, h, row[1], len);
 }
 
 // The chunk table and the dt rows in one kernel, for steps of at most kTableSeqs sequences
@@ -136,8 +143,7 @@ __global__ void __launch_bounds__(256)
   if (lane < nseq) {
     start = cu[lane];
     len = cu[lane + 1] - start;
-    bad = start < 0 || len < 0 || start + static_cast<int64_t>(len) > p.x.rows;
-    n = (len > 0 && !bad) ? (len + kQ - 1) / kQ : 0;
+    n = scan::seq_chunk_count(start, len, p.x.rows, kQ, &bad);
   }
   int32_t incl = n;  // chunks of sequences 0..lane
 #pragma unroll
@@ -167,9 +173,7 @@ __global__ void __launch_bounds__(256)
     row[2] = row_len;
   }
   if (row_len == 0) return;
-  float* out = fs.aggregate + u * kDtRow;
-  const scan::WarpChunkDt d = scan::load_chunk_dt_warp(p, row_t0, row_len, h);
-  scan::chunk_cumsum_warp(p, d, row_len, h, out + kQ, out, out + 2 * kQ);
+  write_dt_rows(p, fs, u, h, row_t0, row_len);
 }
 
 // What both wgmma scans launch before their main kernel: the chunk table and the dt rows of
@@ -379,14 +383,16 @@ __device__ __forceinline__ void y_diag(float (&acc)[4 * NT], float (&cb)[32], co
 
 // y_diag with both C.B blocks formed and waited for by the caller (ssm_scan_seq.cu, beside Y_off)
 // and block 0's scores too (a0): block 0's scores . x is issued, then for warpgroup 1 with rows
-// in the chunk (`two`) the diagonal block's scores are formed from cb while that product runs.
+// in the chunk (`diag_block`: its rows reach the diagonal C.B block, 64 .. 127) that block's
+// scores are formed from cb while that product runs.
 // (Reading cb after a partial wait instead, wgmma.wait_group 1, makes ptxas serialize every
 // wgmma of the kernel: its C7514.)
 template <int NT>
 __device__ __forceinline__ void y_diag_overlapped(float (&acc)[4 * NT], const uint32_t (&a0)[4][4],
-                                                  const float (&cb)[32], bool two, const bf16* xs,
-                                                  const float* cum, const float* dts, int la,
-                                                  int lb, float cum_a, float cum_b, int lane) {
+                                                  const float (&cb)[32], bool diag_block,
+                                                  const bf16* xs, const float* cum,
+                                                  const float* dts, int la, int lb, float cum_a,
+                                                  float cum_b, int lane) {
   constexpr int P = 8 * NT;
   const mma::Lane ln(lane);
   wg::fence_regs(acc);
@@ -395,7 +401,7 @@ __device__ __forceinline__ void y_diag_overlapped(float (&acc)[4 * NT], const ui
   for (int t = 0; t < 4; ++t)
     wg::mma_rs_bmn(acc, a0[t], x_desc<P>(xs, t), 1);
   wg::commit();
-  if (two) {
+  if (diag_block) {
     uint32_t a1[4][4];
     decayed_scores(a1, cb, 64, cum, dts, la, lb, cum_a, cum_b, ln.tig);
     wg::wgmma_fence();
