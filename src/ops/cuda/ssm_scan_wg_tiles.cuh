@@ -151,11 +151,16 @@ __global__ void __launch_bounds__(256)
     const int32_t v = __shfl_up_sync(0xffffffffu, incl, o);
     if (lane >= o) incl += v;
   }
-  const int32_t first = incl - n;
+  // Counts capped at the rows left (scan::fit_chunks says why): the sums of the capped counts
+  // before a sequence are the uncapped ones clamped to the table.
+  bool cut = false;
+  const int32_t first = static_cast<int32_t>(min(static_cast<int64_t>(incl - n), fs.ch.max_chunks));
+  n = scan::fit_chunks(n, first, fs.ch.max_chunks, &cut);
   if (u == 0 && lane < nseq) {
     fs.ch.seq_chunks[2 * lane] = first;
     fs.ch.seq_chunks[2 * lane + 1] = n;
     if (bad) atomicAdd(errors, 1);  // offsets outside the packed tokens: the sequence is skipped
+    if (cut) atomicAdd(errors, 1);  // more chunks than rows left (overlapping sequences)
   }
   const unsigned owner = __ballot_sync(0xffffffffu, lane < nseq && c >= first && c < first + n);
   int32_t row_b = 0, row_t0 = 0, row_len = 0;  // past every sequence: length 0
