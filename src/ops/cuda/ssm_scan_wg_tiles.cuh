@@ -121,8 +121,9 @@ __global__ void __launch_bounds__(256) dt_rows_kernel(SsmLaunch p, FusedScratch 
 // The chunk table and the dt rows in one kernel, for steps of at most kTableSeqs sequences
 // (every prefill the per-sequence scan takes): each warp finds its chunk's row from cu_seqlens
 // itself (lane b holds sequence b's chunk count, 0 for offsets chunk_table_kernel refuses; a
-// warp scan gives each sequence's first chunk), head 0's warps write the table rows, warp 0
-// writes seq_chunks and counts the refused offsets, and every warp goes on to its dt rows as
+// warp scan gives each sequence's first chunk; counts capped at the table as chunk_table_kernel
+// caps them), head 0's warps write the table rows, warp 0 writes seq_chunks and counts the
+// refused offsets and the cut sequences, and every warp goes on to its dt rows as
 // dt_rows_kernel does. One launch and one dependent round trip fewer than chunk_table_kernel
 // then dt_rows_kernel (docs/BENCHMARKS.md, "tenth session"). grid ceil(nc Hm / 8), block 256.
 constexpr int kTableSeqs = 32;
