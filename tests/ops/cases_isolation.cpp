@@ -70,60 +70,6 @@ void ssm_dims(A& a, const SsmSpec& s, int64_t slots, int64_t T, DType act, Rng& 
   a.out = Tensor::empty(Shape{T, s.Hm * s.P}, act);
 }
 
-// A bound on the tensor-core scans' final-state error from their one bf16 rounding on the state
-// path (rounding 1 of cases_ssd_mma_exact.cpp: bf16(w_s B_s[n]) before its product with x_s[p];
-// the carried state stays f32). Each rounded value errs by at most u_bf16 of itself and reaches
-// the final state scaled by x_s[p] and by the decay from its chunk's end to the sequence's end,
-// so, summing the worst cases,
-//   |err[h][p][n]| <= u_bf16 * sum_s exp(A_h sum_{j>s} dt_j) dt_s |x_s[p]| |B_s[n]|
-// (first order; the f32 terms stay in the harness's tolerance). The harness's own bf16 term
-// (2 u_bf16 per rounded operand times the output's rms) assumes the terms are of the output's
-// scale. Per sequence slot they need not be: a fast-decaying head's state is a few terms of up to
-// ~1 that may cancel far below the slot's rms (on the H200 one element of 65,536 / 524,288, in
-// the final state of a fresh 300-token sequence, lay 3.7e-3 and 7.4e-3 off the f32 host op, 1.05
-// and 1.16 times that tolerance, the same on every tensor-core kernel: a term ~1 rounded to
-// bf16). [1, Hm, P, N] f32.
-Tensor state_rounding_bound(const SsmScanArgs& a, const Seq& q) {
-  const int64_t Hm = a.heads, P = a.head_dim, N = a.state_size, per_g = Hm / a.groups;
-  Tensor out = Tensor::empty(Shape{1, Hm, P, N}, DType::F32);
-  std::vector<double> acc(static_cast<size_t>(P * N)), w(static_cast<size_t>(q.len));
-  const double u = unit_roundoff(DType::BF16);
-  for (int64_t h = 0; h < Hm; ++h) {
-    const double A = a.A.data<float>()[h];
-    const float bias =
-        static_cast<float>(load_as_f64(a.dt_bias.raw(), a.dt_bias.dtype(), static_cast<size_t>(h)));
-    double later = 0.0;  // sum of dt over the tokens after s
-    for (int64_t s = q.len - 1; s >= 0; --s) {
-      const float z = static_cast<float>(
-                          load_as_f64(a.dt_raw.raw(), a.dt_raw.dtype(),
-                                      static_cast<size_t>((q.t0 + s) * a.dt_raw.stride(0) + h))) +
-                      bias;
-      const double dt = z > 20.f ? z : std::log1p(std::exp(static_cast<double>(z)));
-      w[static_cast<size_t>(s)] = std::exp(A * later) * dt;
-      later += dt;
-    }
-    std::fill(acc.begin(), acc.end(), 0.0);
-    const int64_t g = h / per_g;
-    for (int64_t s = 0; s < q.len; ++s) {
-      const int64_t t = q.t0 + s;
-      for (int64_t p = 0; p < P; ++p) {
-        const double xw =
-            w[static_cast<size_t>(s)] *
-            std::fabs(load_as_f64(a.x.raw(), a.x.dtype(),
-                                  static_cast<size_t>(t * a.x.stride(0) + h * P + p)));
-        double* row = acc.data() + p * N;
-        for (int64_t n = 0; n < N; ++n)
-          row[n] += xw * std::fabs(load_as_f64(a.B.raw(), a.B.dtype(),
-                                               static_cast<size_t>(t * a.B.stride(0) + g * N + n)));
-      }
-    }
-    float* o = out.data<float>() + h * P * N;
-    for (int64_t i = 0; i < P * N; ++i)
-      o[i] = static_cast<float>(u * acc[static_cast<size_t>(i)] * (1.0 + 1e-6));
-  }
-  return out;
-}
-
 // A case's batch (SsmSpec or ConvSpec: lens, has_initial, bad, bad_state): its sequences packed
 // from row 0 over lens.size() + 2 slots and its index tensors on iso.a. Prefill: cu_seqlens,
 // slots and has_initial (forced to 1 for a poisoned state); decode (one row per sequence):
@@ -173,7 +119,8 @@ Iso<SsmScanArgs> make_scan(const SsmSpec& s, DType act, Rng& rng) {
   if (act == DType::BF16) {
     iso.state_extra.resize(iso.seqs.size());
     for (size_t i = 0; i < iso.seqs.size(); ++i)
-      if (i != iso.bad) iso.state_extra[i] = state_rounding_bound(a, iso.seqs[i]);
+      if (i != iso.bad)
+        iso.state_extra[i] = state_rounding_bound(a, iso.seqs[i].t0, iso.seqs[i].len);
   }
   ssm_poison(iso, s);
   iso.need = {"cuda"};

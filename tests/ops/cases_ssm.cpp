@@ -2,6 +2,8 @@
 #include "cases_ssm.h"
 
 #include <algorithm>
+#include <cmath>
+#include <vector>
 
 namespace strata::opstest {
 
@@ -57,6 +59,48 @@ double scan_decay_rel(const SsmScanArgs& a, const std::vector<int32_t>& lens) {
     t0 += len;
   }
   return 4.0 * worst * unit_roundoff(DType::F32);
+}
+
+// The bf16 state-path rounding bound (cases_ssm.h says why).
+Tensor state_rounding_bound(const SsmScanArgs& a, int64_t t0, int64_t len) {
+  const int64_t Hm = a.heads, P = a.head_dim, N = a.state_size, per_g = Hm / a.groups;
+  Tensor out = Tensor::empty(Shape{1, Hm, P, N}, DType::F32);
+  std::vector<double> acc(static_cast<size_t>(P * N)), w(static_cast<size_t>(len));
+  const double u = unit_roundoff(DType::BF16);
+  for (int64_t h = 0; h < Hm; ++h) {
+    const double A = a.A.data<float>()[h];
+    const float bias =
+        static_cast<float>(load_as_f64(a.dt_bias.raw(), a.dt_bias.dtype(), static_cast<size_t>(h)));
+    double later = 0.0;  // sum of dt over the tokens after s
+    for (int64_t s = len - 1; s >= 0; --s) {
+      const float z =
+          static_cast<float>(load_as_f64(a.dt_raw.raw(), a.dt_raw.dtype(),
+                                         static_cast<size_t>((t0 + s) * a.dt_raw.stride(0) + h))) +
+          bias;
+      const double dt = z > 20.f ? z : std::log1p(std::exp(static_cast<double>(z)));
+      w[static_cast<size_t>(s)] = std::exp(A * later) * dt;
+      later += dt;
+    }
+    std::fill(acc.begin(), acc.end(), 0.0);
+    const int64_t g = h / per_g;
+    for (int64_t s = 0; s < len; ++s) {
+      const int64_t t = t0 + s;
+      for (int64_t p = 0; p < P; ++p) {
+        const double xw =
+            w[static_cast<size_t>(s)] *
+            std::fabs(load_as_f64(a.x.raw(), a.x.dtype(),
+                                  static_cast<size_t>(t * a.x.stride(0) + h * P + p)));
+        double* row = acc.data() + p * N;
+        for (int64_t n = 0; n < N; ++n)
+          row[n] += xw * std::fabs(load_as_f64(a.B.raw(), a.B.dtype(),
+                                               static_cast<size_t>(t * a.B.stride(0) + g * N + n)));
+      }
+    }
+    float* o = out.data<float>() + h * P * N;
+    for (int64_t i = 0; i < P * N; ++i)
+      o[i] = static_cast<float>(u * acc[static_cast<size_t>(i)] * (1.0 + 1e-6));
+  }
+  return out;
 }
 
 }  // namespace strata::opstest

@@ -40,4 +40,19 @@ void add_bf16_operand_rounding(Tolerance& tol, DType act);
 // The relative error of the chunked decay exp(cum_l - cum_s) over the sequences `lens` of `a`.
 double scan_decay_rel(const ops::SsmScanArgs& a, const std::vector<int32_t>& lens);
 
+// A bound on the tensor-core scans' final-state error from their one bf16 rounding on the state
+// path (rounding 1 of cases_ssd_mma_exact.cpp: bf16(w_s B_s[n]) before its product with x_s[p];
+// the carried state stays f32). Each rounded value errs by at most u_bf16 of itself and reaches
+// the final state scaled by x_s[p] and by the decay from its chunk's end to the sequence's end,
+// so, summing the worst cases,
+//   |err[h][p][n]| <= u_bf16 * sum_s exp(A_h sum_{j>s} dt_j) dt_s |x_s[p]| |B_s[n]|
+// (first order; the f32 terms stay in the harness's tolerance). The harness's own bf16 term
+// (2 u_bf16 per rounded operand times the output's rms) assumes the terms are of the output's
+// scale. Per sequence slot they need not be: a fast-decaying head's state is a few terms of up to
+// ~1 that may cancel far below the slot's rms (on the H200 one element of 65,536 / 524,288, in
+// the final state of a fresh 300-token sequence, lay 3.7e-3 and 7.4e-3 off the f32 host op, 1.05
+// and 1.16 times that tolerance, the same on every tensor-core kernel: a term ~1 rounded to
+// bf16). Of the sequence of `len` tokens from row t0 of a's rows: [1, Hm, P, N] f32.
+Tensor state_rounding_bound(const ops::SsmScanArgs& a, int64_t t0, int64_t len);
+
 }  // namespace strata::opstest

@@ -47,6 +47,20 @@ __device__ __forceinline__ int32_t seq_chunk_count(int32_t start, int32_t len, i
   return (len > 0 && !*bad) ? (len + Q - 1) / Q : 0;
 }
 
+// A sequence's chunk count `n` capped at the table rows left from its first chunk `first`
+// (<= max_chunks). Why: refused offsets let valid neighbours overlap (cu_seqlens [0, 448, 64,
+// 512] over 512 tokens: [0, 448) and [64, 512)), and ssm_scan_max_chunks counts disjoint
+// sequences, so their chunks may outnumber the table's rows; every consumer of seq_chunks reads
+// table[first .. first + count) and per-chunk scratch. A cut sequence is scanned over the chunks
+// that fit (its slot gets the state after them) and *cut asks the caller to count one more index
+// error for it.
+__device__ __forceinline__ int32_t fit_chunks(int32_t n, int64_t first, int64_t max_chunks,
+                                              bool* cut) {
+  const int64_t room = max_chunks - first;
+  *cut = n > room;
+  return *cut ? static_cast<int32_t>(room) : n;
+}
+
 __global__ void chunk_table_kernel(const int32_t* cu, int nseq, int64_t tokens, int Q,
                                    int64_t max_chunks, int32_t* table, int32_t* seq_chunks,
                                    int* errors) {
@@ -54,12 +68,13 @@ __global__ void chunk_table_kernel(const int32_t* cu, int nseq, int64_t tokens, 
   int64_t c = 0;
   for (int b = 0; b < nseq; ++b) {
     const int32_t start = cu[b], len = cu[b + 1] - cu[b];
-    bool bad = false;
-    const int32_t n = seq_chunk_count(start, len, tokens, Q, &bad);
+    bool bad = false, cut = false;
+    const int32_t n = fit_chunks(seq_chunk_count(start, len, tokens, Q, &bad), c, max_chunks, &cut);
     if (bad) atomicAdd(errors, 1);  // offsets outside the packed tokens: skip the sequence
+    if (cut) atomicAdd(errors, 1);  // more chunks than rows left (overlapping sequences)
     seq_chunks[2 * b] = static_cast<int32_t>(c);
     seq_chunks[2 * b + 1] = n;
-    for (int32_t i = 0; i < n && c < max_chunks; ++i, ++c) {
+    for (int32_t i = 0; i < n; ++i, ++c) {
       table[3 * c] = b;
       table[3 * c + 1] = start + i * Q;
       table[3 * c + 2] = min(Q, len - i * Q);

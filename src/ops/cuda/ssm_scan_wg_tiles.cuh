@@ -121,8 +121,9 @@ __global__ void __launch_bounds__(256) dt_rows_kernel(SsmLaunch p, FusedScratch 
 // The chunk table and the dt rows in one kernel, for steps of at most kTableSeqs sequences
 // (every prefill the per-sequence scan takes): each warp finds its chunk's row from cu_seqlens
 // itself (lane b holds sequence b's chunk count, 0 for offsets chunk_table_kernel refuses; a
-// warp scan gives each sequence's first chunk), head 0's warps write the table rows, warp 0
-// writes seq_chunks and counts the refused offsets, and every warp goes on to its dt rows as
+// warp scan gives each sequence's first chunk; counts capped at the table as chunk_table_kernel
+// caps them), head 0's warps write the table rows, warp 0 writes seq_chunks and counts the
+// refused offsets and the cut sequences, and every warp goes on to its dt rows as
 // dt_rows_kernel does. One launch and one dependent round trip fewer than chunk_table_kernel
 // then dt_rows_kernel (docs/BENCHMARKS.md, "tenth session"). grid ceil(nc Hm / 8), block 256.
 constexpr int kTableSeqs = 32;
@@ -151,11 +152,16 @@ __global__ void __launch_bounds__(256)
     const int32_t v = __shfl_up_sync(0xffffffffu, incl, o);
     if (lane >= o) incl += v;
   }
-  const int32_t first = incl - n;
+  // Counts capped at the rows left (scan::fit_chunks says why): the sums of the capped counts
+  // before a sequence are the uncapped ones clamped to the table.
+  bool cut = false;
+  const int32_t first = static_cast<int32_t>(min(static_cast<int64_t>(incl - n), fs.ch.max_chunks));
+  n = scan::fit_chunks(n, first, fs.ch.max_chunks, &cut);
   if (u == 0 && lane < nseq) {
     fs.ch.seq_chunks[2 * lane] = first;
     fs.ch.seq_chunks[2 * lane + 1] = n;
     if (bad) atomicAdd(errors, 1);  // offsets outside the packed tokens: the sequence is skipped
+    if (cut) atomicAdd(errors, 1);  // more chunks than rows left (overlapping sequences)
   }
   const unsigned owner = __ballot_sync(0xffffffffu, lane < nseq && c >= first && c < first + n);
   int32_t row_b = 0, row_t0 = 0, row_len = 0;  // past every sequence: length 0
