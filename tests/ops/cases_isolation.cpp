@@ -101,13 +101,21 @@ Packed pack_batch(Iso<A>& iso, const Spec& s, DType act, Rng& rng) {
   return {iso.seqs.back().t0 + iso.seqs.back().len, slots};
 }
 
-Iso<SsmScanArgs> make_scan(const SsmSpec& s, DType act, Rng& rng) {
-  Iso<SsmScanArgs> iso;
+// What the scan and the update cases share: the batch packed, then its rows, parameters and
+// dims drawn (in that order: the same random draws).
+template <class A>
+Iso<A> ssm_batch(const SsmSpec& s, DType act, Rng& rng) {
+  Iso<A> iso;
   const Packed b = pack_batch(iso, s, act, rng);
+  ssm_rows(iso.a, rng, s, b.rows, act);
+  ssm_params(iso.a, rng, s.Hm, DType::F32);
+  ssm_dims(iso.a, s, b.slots, b.rows, act, rng);
+  return iso;
+}
+
+Iso<SsmScanArgs> make_scan(const SsmSpec& s, DType act, Rng& rng) {
+  Iso<SsmScanArgs> iso = ssm_batch<SsmScanArgs>(s, act, rng);
   SsmScanArgs& a = iso.a;
-  ssm_rows(a, rng, s, b.rows, act);
-  ssm_params(a, rng, s.Hm, DType::F32);
-  ssm_dims(a, s, b.slots, b.rows, act, rng);
   a.chunk_size = kChunk;
   // The tolerance of the clean sequences (the decay term from their own dt only).
   iso.tol = ssm_tolerance(kChunk, kN);
@@ -127,18 +135,15 @@ Iso<SsmScanArgs> make_scan(const SsmSpec& s, DType act, Rng& rng) {
   if (act == DType::BF16) {
     for (const char* k : {"cuda.ssd_mma", "cuda.ssd_fused", "cuda.ssd_chain"})
       iso.need.emplace_back(k);
-    if (s.aligned) iso.need.emplace_back("cuda.ssd_wg");
+    if (s.aligned)  // the wgmma kernels (both take every aligned bf16 case; defers is ignored)
+      for (const char* k : {"cuda.ssd_wg", "cuda.ssd_seq"})
+        iso.need.emplace_back(k);
   }
   return iso;
 }
 
 Iso<SsmUpdateArgs> make_update(const SsmSpec& s, DType act, Rng& rng) {
-  Iso<SsmUpdateArgs> iso;
-  const Packed b = pack_batch(iso, s, act, rng);
-  SsmUpdateArgs& a = iso.a;
-  ssm_rows(a, rng, s, b.rows, act);
-  ssm_params(a, rng, s.Hm, DType::F32);
-  ssm_dims(a, s, b.slots, b.rows, act, rng);
+  Iso<SsmUpdateArgs> iso = ssm_batch<SsmUpdateArgs>(s, act, rng);
   iso.tol = ssm_tolerance(1, kN);
   ssm_poison(iso, s);
   iso.need = {"cuda"};
