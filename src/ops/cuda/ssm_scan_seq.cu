@@ -67,7 +67,8 @@ template <int NT, bool kCluster>  // P = 8 NT
 __global__ void __launch_bounds__(kThreads, 1)
     seq_scan_kernel(SsmLaunch p, FusedScratch fs, int* errors, long long* trace,
                     const __grid_constant__ CUtensorMap tm_c,
-                    const __grid_constant__ CUtensorMap tm_b) {
+                    const __grid_constant__ CUtensorMap tm_b,
+                    const __grid_constant__ CUtensorMap tm_y, int y_tma) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   // Launched as a programmatic dependent of the table / dt rows kernel (start_wg_scan).
   pdl_enter();
@@ -250,10 +251,8 @@ __global__ void __launch_bounds__(kThreads, 1)
     wg::fence_regs(cb);
     lap(3);
     const float decay = expf(cum[len - 1]);
-#pragma unroll
-    for (int j = 0; j < NT; ++j)  // bf16(S_in) [p][n]: the B operand of Y_off
-      store_ss_quad(ss, s_in + 4 * j, 8 * j + 2 * ln.tig, n);
-      // The state leaving the chunk: S_out = exp(cum_last) S_in + S_loc, sent to the block of
+    store_ss_trans<NT>(ss, s_in, n - ln.grp, lane);  // bf16(S_in) [p][n]: Y_off's B operand
+    // The state leaving the chunk: S_out = exp(cum_last) S_in + S_loc, sent to the block of
       // chunk k + 1 (the next in the cluster) or kept here, or after the last chunk stored to the
       // slot. This is the whole serial part between two chunks.
 #pragma unroll
@@ -288,7 +287,10 @@ __global__ void __launch_bounds__(kThreads, 1)
     // diagonal C.B block into the freed cb, waited for with Y_off.
     const float cum_a = cum[la], cum_b = cum[lb];
     uint32_t a0[4][4];
-    decayed_scores(a0, cb, 0, cum, dts, la, lb, cum_a, cum_b, ln.tig);
+    if (q == 1)  // rows 64.. against positions 0..63: below the diagonal, nothing masked
+      decayed_scores<false>(a0, cb, 0, cum, dts, la, lb, cum_a, cum_b, ln.tig);
+    else
+      decayed_scores(a0, cb, 0, cum, dts, la, lb, cum_a, cum_b, ln.tig);
     const bool diag_block = q == 1 && 64 < len;  // warpgroup 1's second C.B block; warp-uniform
     if (diag_block) {
       wg::fence_regs(cb);
@@ -313,7 +315,14 @@ __global__ void __launch_bounds__(kThreads, 1)
     lap(5);
     y_diag_overlapped<NT>(acc, a0, cb, diag_block, xs, cum, dts, la, lb, cum_a, cum_b, lane);
     lap(6);
-    if (l0 < len) store_y<NT>(acc, p, xs, cs_t, t0, len, h, Dh, q, la, lb, lane);
+    if constexpr (NT == 8) {
+      if (y_tma != 0 && len == kQ)  // a full chunk: every row of both warpgroups is stored
+        store_y_tma(acc, &tm_y, xs, cs_t, t0, h, Dh, q, la, lb, lane);
+      else if (l0 < len)
+        store_y<NT>(acc, p, xs, cs_t, t0, len, h, Dh, q, la, lb, lane);
+    } else if (l0 < len) {
+      store_y<NT>(acc, p, xs, cs_t, t0, len, h, Dh, q, la, lb, lane);
+    }
 
     // End of the chunk: its stage is free for the block's chunk after next, and ss for the
     // next chunk's state. The next chunk's x copies (issued a chunk ago) are waited for first,
@@ -384,6 +393,10 @@ void launch_seq_kernel(const SsmLaunch& p, const FusedScratch& fs, int* index_er
   static std::atomic<uint64_t> attr{0};
   scan::allow_smem(seq_scan_kernel<NT, kCluster>, smem, attr);
   const CUtensorMap tm_c = tma_map_bf16_sw128(p.C, kQ), tm_b = tma_map_bf16_sw128(p.B, kQ);
+  // y by TMA (head_dim 64): the map needs a 16-byte aligned view with rows of whole 16 bytes.
+  const bool y_tma = P == 64 && (reinterpret_cast<uintptr_t>(p.out.p) & 15u) == 0 &&
+                     p.out.ld % 8 == 0;
+  const CUtensorMap tm_y = y_tma ? tma_map_bf16_sw128(p.out, 64) : tm_c;  // tm_c: unused
   cudaLaunchConfig_t cfg = {};
   cfg.gridDim = dim3(static_cast<unsigned>(p.slots.n * p.heads * cs));
   cfg.blockDim = dim3(kThreads);
@@ -401,7 +414,7 @@ void launch_seq_kernel(const SsmLaunch& p, const FusedScratch& fs, int* index_er
   const int64_t blocks = cfg.gridDim.x;
   long long* trace = trace_buffer(blocks * 2 * kPhases, st);
   STRATA_CUDA_CHECK(cudaLaunchKernelEx(&cfg, seq_scan_kernel<NT, kCluster>, p, fs, index_errors,
-                                       trace, tm_c, tm_b));
+                                       trace, tm_c, tm_b, tm_y, y_tma ? 1 : 0));
   if (trace != nullptr) report_trace(trace, blocks, st);
 }
 

@@ -282,6 +282,31 @@ __device__ __forceinline__ void store_ss_quad(bf16* ss, const float* r, int pp, 
   ss[core_off(pp + 1, n + 8, kNC)] = __float2bfloat16_rn(r[3]);
 }
 
+// bf16(S_in) of this warp's 16 state rows into ss by stmatrix .trans: the thread's values are
+// the accumulator layout of S^T (rows n = n_row0 + grp, + 8; columns p = 8 j + 2 tig, + 1),
+// i.e. per j two 8 x 8 fragments whose transposes are the [p][n] core matrices (p in [8 j, +8),
+// n in [n_row0, +8) and [n_row0 + 8, +8)) of ss. One .x4 stores two j's: lane 8 m + r gives
+// row p = 8 (j + m / 2) + r of fragment m. 4 stores and 16 packs per thread where the quad
+// stores took 32 two-byte stores and 32 conversions, on the serial path between two chunks.
+template <int NT>
+__device__ __forceinline__ void store_ss_trans(bf16* ss, const float (&s)[4 * NT], int n_row0,
+                                               int lane) {
+  static_assert(NT % 2 == 0, "pairs of 8-column groups per store");
+  const int m = lane >> 3, r = lane & 7;
+#pragma unroll
+  for (int j = 0; j < NT; j += 2) {
+    const uint32_t at = tma::smem_u32(ss + core_off(8 * (j + (m >> 1)) + r, n_row0 + 8 * (m & 1),
+                                                    kNC));
+    asm volatile(
+        "stmatrix.sync.aligned.m8n8.x4.trans.shared.b16 [%0], {%1, %2, %3, %4};\n" ::"r"(at),
+        "r"(mma::pack_bf16(s[4 * j + 0], s[4 * j + 1])),
+        "r"(mma::pack_bf16(s[4 * j + 2], s[4 * j + 3])),
+        "r"(mma::pack_bf16(s[4 * j + 4], s[4 * j + 5])),
+        "r"(mma::pack_bf16(s[4 * j + 6], s[4 * j + 7]))
+        : "memory");
+  }
+}
+
 // S_loc^T rows n in [64 q + 16 warp, +16) as wgmma A fragments: A[n][s] = bf16(w_s B_s[n])
 // (ldmatrix .trans of the swizzled [s][n] B tile, scaled by w), one [4] per k-step of 16 s.
 __device__ __forceinline__ void s_loc_fragments(uint32_t (&a)[kQ / 16][4], const bf16* bs,
@@ -318,10 +343,11 @@ __device__ __forceinline__ float exp_ftz(float x) {
   asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x * 1.4426950408889634f));
   return y;
 }
+template <bool kMask>
 __device__ __forceinline__ float masked_score(float cbv, float cum_l, float cum_s, float dt_s,
                                               bool keep) {
   const float v = cbv * exp_ftz(cum_l - cum_s) * dt_s;
-  return keep ? v : 0.f;
+  return !kMask || keep ? v : 0.f;
 }
 // The decayed scores of one 64-position block [s0, s0 + 64) for this thread's rows la, lb as the
 // A fragments of scores . x: a[t] = k-step t (positions s0 + 16 t ..), from its C.B block cb in
@@ -333,6 +359,8 @@ __device__ __forceinline__ float masked_score(float cbv, float cum_l, float cum_
 // another, ~3K cycles per block in the trace against ~0.4K of tensor work (docs/BENCHMARKS.md,
 // "ninth session"). Rows past the chunk (l >= len) are not masked: their C rows hold the fill or
 // the next sequence, and their outputs are never stored (every product is row-local in l).
+// kMask = false for a block wholly below the diagonal (every s < every row): no tests.
+template <bool kMask = true>
 __device__ __forceinline__ void decayed_scores(uint32_t (&a)[4][4], const float (&cb)[32], int s0,
                                                const float* cum, const float* dts, int la, int lb,
                                                float cum_a, float cum_b, int tig) {
@@ -344,14 +372,14 @@ __device__ __forceinline__ void decayed_scores(uint32_t (&a)[4][4], const float 
     const float2 d0 = *reinterpret_cast<const float2*>(dts + s);
     const float2 d8 = *reinterpret_cast<const float2*>(dts + s + 8);
     const float* v = cb + 8 * t;
-    a[t][0] = mma::pack_bf16(masked_score(v[0], cum_a, c0.x, d0.x, s <= la),
-                             masked_score(v[1], cum_a, c0.y, d0.y, s + 1 <= la));
-    a[t][1] = mma::pack_bf16(masked_score(v[2], cum_b, c0.x, d0.x, s <= lb),
-                             masked_score(v[3], cum_b, c0.y, d0.y, s + 1 <= lb));
-    a[t][2] = mma::pack_bf16(masked_score(v[4], cum_a, c8.x, d8.x, s + 8 <= la),
-                             masked_score(v[5], cum_a, c8.y, d8.y, s + 9 <= la));
-    a[t][3] = mma::pack_bf16(masked_score(v[6], cum_b, c8.x, d8.x, s + 8 <= lb),
-                             masked_score(v[7], cum_b, c8.y, d8.y, s + 9 <= lb));
+    a[t][0] = mma::pack_bf16(masked_score<kMask>(v[0], cum_a, c0.x, d0.x, s <= la),
+                             masked_score<kMask>(v[1], cum_a, c0.y, d0.y, s + 1 <= la));
+    a[t][1] = mma::pack_bf16(masked_score<kMask>(v[2], cum_b, c0.x, d0.x, s <= lb),
+                             masked_score<kMask>(v[3], cum_b, c0.y, d0.y, s + 1 <= lb));
+    a[t][2] = mma::pack_bf16(masked_score<kMask>(v[4], cum_a, c8.x, d8.x, s + 8 <= la),
+                             masked_score<kMask>(v[5], cum_a, c8.y, d8.y, s + 9 <= la));
+    a[t][3] = mma::pack_bf16(masked_score<kMask>(v[6], cum_b, c8.x, d8.x, s + 8 <= lb),
+                             masked_score<kMask>(v[7], cum_b, c8.y, d8.y, s + 9 <= lb));
   }
 }
 
@@ -480,6 +508,43 @@ __device__ __forceinline__ void store_y(const float (&acc)[4 * NT], const SsmLau
                            acc[4 * j + 2] + Dh * __bfloat162float(xs[core_off(lb, pp, PC)]),
                            acc[4 * j + 3] + Dh * __bfloat162float(xs[core_off(lb, pp + 1, PC)]));
     }
+  }
+}
+
+// store_y for head_dim 64 and a full chunk (every row of the warpgroup's 64 is the sequence's)
+// with a y tensor map (tm_y: boxes of 64 rows x 64 columns, 128-byte swizzle): the tile is
+// written in the swizzled layout into the warpgroup's rows of C's first atom (only its own
+// products read them, all waited for), then stored by one TMA from thread 128 q, which waits
+// for the tile to be read (tma::wait_store_read) before the end-of-chunk barrier frees the
+// stage. Replaces store_y's copy-out loop (a shared load, an address and a 16-byte global store
+// per piece) with one instruction.
+__device__ __forceinline__ void store_y_tma(const float (&acc)[32], const CUtensorMap* tm_y,
+                                            const bf16* xs, bf16* cs, int64_t t0, int64_t h,
+                                            float Dh, int q, int la, int lb, int lane) {
+  constexpr int NT = 8, P = 64, PC = P / 8;
+  const mma::Lane ln(lane);
+  const int l0 = 64 * q;
+  unsigned char* tile = reinterpret_cast<unsigned char*>(cs + l0 * 64);  // 1024-byte aligned
+#pragma unroll
+  for (int j = 0; j < NT; ++j) {  // x[l][pp], x[l][pp + 1]: adjacent in a core row, one load
+    const int pp = 8 * j + 2 * ln.tig;
+    const float2 xa =
+        __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(xs + core_off(la, pp, PC)));
+    const float2 xb =
+        __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(xs + core_off(lb, pp, PC)));
+    *reinterpret_cast<__nv_bfloat162*>(tile + tma::sw128_piece(la - l0, j) + 4 * ln.tig) =
+        __floats2bfloat162_rn(acc[4 * j + 0] + Dh * xa.x, acc[4 * j + 1] + Dh * xa.y);
+    *reinterpret_cast<__nv_bfloat162*>(tile + tma::sw128_piece(lb - l0, j) + 4 * ln.tig) =
+        __floats2bfloat162_rn(acc[4 * j + 2] + Dh * xb.x, acc[4 * j + 3] + Dh * xb.y);
+  }
+  wg::fence_proxy_async();  // the tile's st.shared before the async proxy reads it
+  if (q == 0)
+    asm volatile("bar.sync 1, 128;\n" ::: "memory");
+  else
+    asm volatile("bar.sync 2, 128;\n" ::: "memory");
+  if ((threadIdx.x & 127) == 0) {
+    tma::store_2d(tm_y, static_cast<int>(h * P), static_cast<int>(t0 + l0), tile);
+    tma::wait_store_read();
   }
 }
 

@@ -76,4 +76,20 @@ __device__ __forceinline__ void load_2d(void* tile, const CUtensorMap* map, int 
       : "memory");
 }
 
+// The box of `map` at (column c0, row r0) = tile, by the async proxy (the caller fenced its
+// generic writes to the tile and synchronized the threads that made them); rows and columns past
+// the tensor are not written. Committed as one bulk group; wait_store_read() before the tile is
+// written again.
+__device__ __forceinline__ void store_2d(const CUtensorMap* map, int c0, int r0, const void* tile) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%1, %2}], [%3];\n"
+      "cp.async.bulk.commit_group;\n" ::"l"(reinterpret_cast<uint64_t>(map)),
+      "r"(c0), "r"(r0), "r"(smem_u32(tile))
+      : "memory");
+}
+// Every bulk store this thread committed has read its shared-memory source.
+__device__ __forceinline__ void wait_store_read() {
+  asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory");
+}
+
 }  // namespace strata::cuda::tma
