@@ -68,10 +68,14 @@ __global__ void __launch_bounds__(kThreads, 1)
     seq_scan_kernel(SsmLaunch p, FusedScratch fs, int* errors, long long* trace,
                     const __grid_constant__ CUtensorMap tm_c,
                     const __grid_constant__ CUtensorMap tm_b,
-                    const __grid_constant__ CUtensorMap tm_y, int y_tma) {
+                    const __grid_constant__ CUtensorMap tm_y, int y_tma, int early_rows) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  // Launched as a programmatic dependent of the table / dt rows kernel (start_wg_scan).
-  pdl_enter();
+  // Launched as a programmatic dependent of the table / dt rows kernel (start_wg_scan), which
+  // lets it be scheduled only once every kernel before that one has completed: so the block may
+  // read what those wrote (x, B, C, the slot's state) before pdl_wait, and starts its first two
+  // chunks' loads while the table / dt rows kernel runs. The table and the dt rows, written by
+  // that kernel, are read after pdl_wait only. (pdl.cuh's contract, with this exception.)
+  pdl_trigger();
   constexpr int P = 8 * NT, R = 4 * NT;  // R: accumulator registers of a 64 x P product
   constexpr int kStageBytes = stage_bytes(P);
   constexpr uint32_t kStateBytes = P * kN * 4;
@@ -83,21 +87,12 @@ __global__ void __launch_bounds__(kThreads, 1)
   const int64_t Hm = p.heads, unit = blockIdx.x / cs;
   const int64_t b = unit / Hm, h = unit - b * Hm, g = h / (Hm / p.groups);
   const int l = static_cast<int>(threadIdx.x);
-  // Warp-uniform through a shuffle, so ptxas keeps the wgmma under conditions on them pipelined.
-  const int32_t first = fs.ch.seq_chunks[2 * b];
-  const int count = __shfl_sync(0xffffffffu, fs.ch.seq_chunks[2 * b + 1], 0);
-  const int32_t slot = static_cast<const int32_t*>(p.slots.p)[b];
-  const int32_t has_initial = static_cast<const int32_t*>(p.has_initial.p)[b];
-  const bool slot_ok = slot >= 0 && slot < p.num_slots;
-  if (!slot_ok && h == 0 && rank == 0 && l == 0) atomicAdd(errors, 1);
-  const int64_t PN = static_cast<int64_t>(P) * kN;
-  float* slot_state = p.states + (static_cast<int64_t>(slot_ok ? slot : 0) * Hm + h) * PN;
-  if (count == 0) {  // no tokens (or offsets the chunk table refused): what the state pass does
-    if (slot_ok && has_initial == 0 && rank == 0)
-      for (int64_t e = l; e < PN; e += kThreads)
-        slot_state[e] = 0.f;
-    return;  // the whole cluster (count is the sequence's): no block waits on another
-  }
+  const int q = __shfl_sync(0xffffffffu, l >> 7, 0);  // warpgroup (warp-uniform)
+  const int warp = (l >> 5) & 3, lane = l & 31;       // its warp, lane
+  const mma::Lane ln(lane);
+  const int l0 = 64 * q;
+  const int la = l0 + 16 * warp + ln.grp, lb = la + 8;  // this thread's two output rows
+  const int n = 64 * q + 16 * warp + ln.grp;            // its state rows n, n + 8 of S^T
 
   unsigned char* smem = smem_raw + ((1024u - (tma::smem_u32(smem_raw) & 1023u)) & 1023u);
   const auto cs_of = [&](int st) { return reinterpret_cast<bf16*>(smem + st * kStageBytes); };
@@ -107,31 +102,6 @@ __global__ void __launch_bounds__(kThreads, 1)
   bf16* ss = reinterpret_cast<bf16*>(smem + 2 * kStageBytes);  // [P][N] cores
   float4* inbox = reinterpret_cast<float4*>(ss + P * kN);      // [NT][kThreads] (cluster)
   const int32_t* table = fs.ch.table;                          // [nc][seq, t0, len]
-
-  // The block's i-th chunk (k = rank + i cs of the sequence) into stage i & 1: C, B and the dt
-  // rows by one thread on the stage's mbarrier, x by every thread's 16-byte copies (one commit
-  // group per chunk, empty past the last, so the waits below count groups uniformly). Every
-  // read of x precedes the stores of its chunk's y: out may alias x (other blocks touch other
-  // heads or chunks).
-  const auto issue = [&](int i, int64_t t0, int len) {
-    const int k = rank + i * cs;
-    if (k < count) {
-      const int64_t c = first + k;
-      const int st = i & 1;
-      if (l == 0)
-        load_chunk_tiles(cs_of(st), bs_of(st), dt_of(st), fs, c, h, Hm, g, t0, &tm_c, &tm_b,
-                         &full[st]);
-      stage_core<P>(xs_of(st), static_cast<const bf16*>(p.x.p), p.x.ld, t0, len, h * P);
-    }
-    scan::cp_async_commit();
-  };
-
-  const int q = __shfl_sync(0xffffffffu, l >> 7, 0);  // warpgroup (warp-uniform)
-  const int warp = (l >> 5) & 3, lane = l & 31;       // its warp, lane
-  const mma::Lane ln(lane);
-  const int l0 = 64 * q;
-  const int la = l0 + 16 * warp + ln.grp, lb = la + 8;  // this thread's two output rows
-  const int n = 64 * q + 16 * warp + ln.grp;            // its state rows n, n + 8 of S^T
 
   if (l == 0) {
     tma::bar_init(&full[0]);
@@ -145,6 +115,96 @@ __global__ void __launch_bounds__(kThreads, 1)
     dsmem::sync();  // every block's mbarriers initialized before any block sends
   else
     __syncthreads();
+
+  // The sequence's first chunk row and chunk count. For up to kTableSeqs sequences (the table /
+  // dt rows kernel's steps) formed here from cu_seqlens as that kernel forms them
+  // (warp_seq_chunks), so the first loads need not wait for it; else read from its table after
+  // pdl_wait. Warp-uniform through a shuffle, so ptxas keeps the wgmma under conditions on them
+  // pipelined.
+  const bool early = early_rows != 0;
+  int32_t first = 0, count = 0, seq_start = 0, seq_len = 0;
+  if (early) {
+    const WarpSeq w = warp_seq_chunks(p, fs.ch.max_chunks, lane);
+    first = __shfl_sync(0xffffffffu, w.first, static_cast<int>(b));
+    count = __shfl_sync(0xffffffffu, w.n, static_cast<int>(b));
+    seq_start = __shfl_sync(0xffffffffu, w.start, static_cast<int>(b));
+    seq_len = __shfl_sync(0xffffffffu, w.len, static_cast<int>(b));
+  }
+
+  // The block's i-th chunk (k = rank + i cs of the sequence) into stage i & 1: C, B and the dt
+  // rows by one thread on the stage's mbarrier, x by every thread's 16-byte copies (one commit
+  // group per chunk, empty past the last, so the waits below count groups uniformly). Every
+  // read of x precedes the stores of its chunk's y: out may alias x (other blocks touch other
+  // heads or chunks). `with_dt` false: the dt rows are loaded later (load_dt below).
+  const auto issue = [&](int i, int64_t t0, int len, bool with_dt) {
+    const int k = rank + i * cs;
+    if (k < count) {
+      const int64_t c = first + k;
+      const int st = i & 1;
+      if (l == 0) {
+        load_chunk_cb(cs_of(st), bs_of(st), g, t0, &tm_c, &tm_b, &full[st]);
+        if (with_dt) load_chunk_dt(dt_of(st), fs, c, h, Hm, &full[st]);
+      }
+      stage_core<P>(xs_of(st), static_cast<const bf16*>(p.x.p), p.x.ld, t0, len, h * P);
+    }
+    scan::cp_async_commit();
+  };
+  const auto load_dt = [&](int i) {
+    const int k = rank + i * cs;
+    if (k < count && l == 0) load_chunk_dt(dt_of(i & 1), fs, first + k, h, Hm, &full[i & 1]);
+  };
+  // The rows of the block's chunks 0 and 1 as the table holds them (start + k Q, the rest of
+  // the sequence up to Q).
+  const auto early_row = [&](int i, int32_t& t0, int32_t& len) {
+    const int k = rank + i * cs;
+    t0 = seq_start + k * kQ;
+    len = min(kQ, seq_len - k * kQ);
+  };
+  int32_t t0_cur = 0, t0_next = 0, len_cur = 0, len_next = 0;
+  if (early) {
+    early_row(0, t0_cur, len_cur);
+    early_row(1, t0_next, len_next);
+    issue(0, t0_cur, len_cur, false);
+    issue(1, t0_next, len_next, false);
+  }
+  // The sequence's slot and the state entering it (the slot's, or zero), in the accumulator
+  // layout of S_loc^T: s_in[4 j + 0, 1] = S[p = 8 j + 2 tig, +1][n], s_in[4 j + 2, 3] = the same
+  // at n + 8. Read before pdl_wait on early steps only: on the others the kernels before this one
+  // (start_one_pass) may still be writing them.
+  const int64_t PN = static_cast<int64_t>(P) * kN;
+  int32_t has_initial = 0;
+  bool slot_ok = false, from_slot = false;
+  float* slot_state = p.states;
+  float s_in[R];
+  const auto load_initial = [&] {
+    const int32_t slot = static_cast<const int32_t*>(p.slots.p)[b];
+    has_initial = static_cast<const int32_t*>(p.has_initial.p)[b];
+    slot_ok = slot >= 0 && slot < p.num_slots;
+    slot_state = p.states + (static_cast<int64_t>(slot_ok ? slot : 0) * Hm + h) * PN;
+    from_slot = slot_ok && has_initial != 0 && rank == 0;  // the others receive it
+#pragma unroll
+    for (int j = 0; j < NT; ++j) {
+      const int pp = 8 * j + 2 * ln.tig;
+      s_in[4 * j + 0] = s_in[4 * j + 1] = s_in[4 * j + 2] = s_in[4 * j + 3] = 0.f;
+      if (from_slot) load_state_quad(s_in + 4 * j, slot_state, pp, n);
+    }
+  };
+  if (early) load_initial();
+  const float Dh = load_param(p.D.p, p.D.dt == DType::BF16, h);  // used by the y store
+
+  pdl_wait();  // the table / dt rows kernel has completed: its table and rows are visible
+  if (!early) {
+    first = fs.ch.seq_chunks[2 * b];
+    count = __shfl_sync(0xffffffffu, fs.ch.seq_chunks[2 * b + 1], 0);
+    load_initial();
+  }
+  if (!slot_ok && h == 0 && rank == 0 && l == 0) atomicAdd(errors, 1);
+  if (count == 0) {  // no tokens (or offsets the chunk table refused): what the state pass does
+    if (slot_ok && has_initial == 0 && rank == 0)
+      for (int64_t e = l; e < PN; e += kThreads)
+        slot_state[e] = 0.f;
+    return;  // the whole cluster (count is the sequence's): no block waits on another
+  }
   // The chunk table rows of the block's chunks i and i + 1 (t0, len), read a chunk ahead of
   // their use (a table read at a chunk's start or at its copies' issue waited one memory latency
   // each time), kept as the table's int32 (a conversion to int64 right after the load waited for
@@ -155,22 +215,14 @@ __global__ void __launch_bounds__(kThreads, 1)
     t0 = table[3 * c + 1];
     len = table[3 * c + 2];
   };
-  int32_t t0_cur, t0_next, len_cur, len_next;
-  row_of(0, t0_cur, len_cur);
-  row_of(1, t0_next, len_next);
-  issue(0, t0_cur, len_cur);
-  issue(1, t0_next, len_next);
-  const float Dh = load_param(p.D.p, p.D.dt == DType::BF16, h);  // used by the y store
-
-  // The state entering the sequence (the slot's, or zero), in the accumulator layout of
-  // S_loc^T: s_in[4 j + 0, 1] = S[p = 8 j + 2 tig, +1][n], s_in[4 j + 2, 3] = the same at n + 8.
-  float s_in[R];
-  const bool from_slot = slot_ok && has_initial != 0 && rank == 0;  // the others receive it
-#pragma unroll
-  for (int j = 0; j < NT; ++j) {
-    const int pp = 8 * j + 2 * ln.tig;
-    s_in[4 * j + 0] = s_in[4 * j + 1] = s_in[4 * j + 2] = s_in[4 * j + 3] = 0.f;
-    if (from_slot) load_state_quad(s_in + 4 * j, slot_state, pp, n);
+  if (early) {
+    load_dt(0);
+    load_dt(1);
+  } else {
+    row_of(0, t0_cur, len_cur);
+    row_of(1, t0_next, len_next);
+    issue(0, t0_cur, len_cur, true);
+    issue(1, t0_next, len_next, true);
   }
   uint32_t next_inbox = 0, next_received = 0;  // the next block's, as cluster addresses
   if (kCluster) {
@@ -251,7 +303,15 @@ __global__ void __launch_bounds__(kThreads, 1)
     wg::fence_regs(cb);
     lap(3);
     const float decay = expf(cum[len - 1]);
-    store_ss_trans<NT>(ss, s_in, n - ln.grp, lane);  // bf16(S_in) [p][n]: Y_off's B operand
+    // bf16(S_in) [p][n], Y_off's B operand. By stmatrix at head_dim 64; head_dim 80 keeps the
+    // quad stores (9b 1x2048 measured 1% slower with stmatrix and unmasked scores together).
+    if constexpr (NT == 8) {
+      store_ss_trans<NT>(ss, s_in, n - ln.grp, lane);
+    } else {
+#pragma unroll
+      for (int j = 0; j < NT; ++j)
+        store_ss_quad(ss, s_in + 4 * j, 8 * j + 2 * ln.tig, n);
+    }
     // The state leaving the chunk: S_out = exp(cum_last) S_in + S_loc, sent to the block of
       // chunk k + 1 (the next in the cluster) or kept here, or after the last chunk stored to the
       // slot. This is the whole serial part between two chunks.
@@ -287,7 +347,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     // diagonal C.B block into the freed cb, waited for with Y_off.
     const float cum_a = cum[la], cum_b = cum[lb];
     uint32_t a0[4][4];
-    if (q == 1)  // rows 64.. against positions 0..63: below the diagonal, nothing masked
+    if (NT == 8 && q == 1)  // rows 64.. against positions 0..63: below the diagonal, no mask
       decayed_scores<false>(a0, cb, 0, cum, dts, la, lb, cum_a, cum_b, ln.tig);
     else
       decayed_scores(a0, cb, 0, cum, dts, la, lb, cum_a, cum_b, ln.tig);
@@ -332,7 +392,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     scan::cp_async_wait_group<0>();
     wg::fence_proxy_async();
     __syncthreads();
-    issue(i + 2, t0_after, len_after);
+    issue(i + 2, t0_after, len_after, true);
     t0_cur = t0_next;
     len_cur = len_next;
     t0_next = t0_after;
@@ -414,7 +474,8 @@ void launch_seq_kernel(const SsmLaunch& p, const FusedScratch& fs, int* index_er
   const int64_t blocks = cfg.gridDim.x;
   long long* trace = trace_buffer(blocks * 2 * kPhases, st);
   STRATA_CUDA_CHECK(cudaLaunchKernelEx(&cfg, seq_scan_kernel<NT, kCluster>, p, fs, index_errors,
-                                       trace, tm_c, tm_b, tm_y, y_tma ? 1 : 0));
+                                       trace, tm_c, tm_b, tm_y, y_tma ? 1 : 0,
+                                       table_dt_rows_step(p, fs) ? 1 : 0));
   if (trace != nullptr) report_trace(trace, blocks, st);
 }
 

@@ -127,9 +127,46 @@ __global__ void __launch_bounds__(256) dt_rows_kernel(SsmLaunch p, FusedScratch 
 // dt_rows_kernel does. One launch and one dependent round trip fewer than chunk_table_kernel
 // then dt_rows_kernel (docs/BENCHMARKS.md, "tenth session"). grid ceil(nc Hm / 8), block 256.
 constexpr int kTableSeqs = 32;
+// Lane b's sequence of a step of at most kTableSeqs (all lanes of the warp): its offsets (start,
+// len), its first chunk row and its chunk count as the chunk table holds them (0 for offsets
+// outside the packed tokens: bad; counts capped at the rows left: cut), from cu_seqlens alone.
+// The table kernel below writes these; ssm_scan_seq.cu forms the same values before the table
+// exists, to start its first loads early.
+struct WarpSeq {
+  int32_t start = 0, len = 0, first = 0, n = 0;
+  bool bad = false, cut = false;
+};
+__device__ __forceinline__ WarpSeq warp_seq_chunks(const SsmLaunch& p, int64_t max_chunks,
+                                                   int lane) {
+  const int nseq = static_cast<int>(p.slots.n);
+  const int32_t* cu = static_cast<const int32_t*>(p.cu_seqlens.p);
+  WarpSeq w;
+  if (lane < nseq) {
+    w.start = cu[lane];
+    w.len = cu[lane + 1] - w.start;
+    w.n = scan::seq_chunk_count(w.start, w.len, p.x.rows, kQ, &w.bad);
+  }
+  int32_t incl = w.n;  // chunks of sequences 0..lane
+#pragma unroll
+  for (int o = 1; o < 32; o <<= 1) {
+    const int32_t v = __shfl_up_sync(0xffffffffu, incl, o);
+    if (lane >= o) incl += v;
+  }
+  // Counts capped at the rows left (scan::fit_chunks says why): the sums of the capped counts
+  // before a sequence are the uncapped ones clamped to the table.
+  w.first = static_cast<int32_t>(min(static_cast<int64_t>(incl - w.n), max_chunks));
+  w.n = scan::fit_chunks(w.n, w.first, max_chunks, &w.cut);
+  return w;
+}
+
 __global__ void __launch_bounds__(256)
     table_dt_rows_kernel(SsmLaunch p, FusedScratch fs, int* errors) {
-  pdl_enter();  // launched with launch_pdl: the op's producer kernels are before it
+  // Launched with launch_pdl. It waits for the op's producer kernels BEFORE it lets the scan
+  // after it be scheduled (the other way round from pdl_enter): so when the scan starts, every
+  // kernel before this one has completed, and the scan may load its first x, B and C tiles
+  // (written by those kernels) while this one runs (ssm_scan_seq.cu).
+  pdl_wait();
+  pdl_trigger();
   const int64_t Hm = p.heads, units = fs.ch.max_chunks * Hm;
   const int64_t u = static_cast<int64_t>(blockIdx.x) * 8 + (threadIdx.x >> 5);
   const int lane = static_cast<int>(threadIdx.x & 31);
@@ -138,25 +175,9 @@ __global__ void __launch_bounds__(256)
   if (lane == 0) fs.flags[u] = 0;
   const int64_t c = u / Hm, h = u - c * Hm;
   const int nseq = static_cast<int>(p.slots.n);
-  const int32_t* cu = static_cast<const int32_t*>(p.cu_seqlens.p);
-  int32_t start = 0, len = 0, n = 0;
-  bool bad = false;
-  if (lane < nseq) {
-    start = cu[lane];
-    len = cu[lane + 1] - start;
-    n = scan::seq_chunk_count(start, len, p.x.rows, kQ, &bad);
-  }
-  int32_t incl = n;  // chunks of sequences 0..lane
-#pragma unroll
-  for (int o = 1; o < 32; o <<= 1) {
-    const int32_t v = __shfl_up_sync(0xffffffffu, incl, o);
-    if (lane >= o) incl += v;
-  }
-  // Counts capped at the rows left (scan::fit_chunks says why): the sums of the capped counts
-  // before a sequence are the uncapped ones clamped to the table.
-  bool cut = false;
-  const int32_t first = static_cast<int32_t>(min(static_cast<int64_t>(incl - n), fs.ch.max_chunks));
-  n = scan::fit_chunks(n, first, fs.ch.max_chunks, &cut);
+  const WarpSeq w = warp_seq_chunks(p, fs.ch.max_chunks, lane);
+  const int32_t start = w.start, len = w.len, first = w.first, n = w.n;
+  const bool bad = w.bad, cut = w.cut;
   if (u == 0 && lane < nseq) {
     fs.ch.seq_chunks[2 * lane] = first;
     fs.ch.seq_chunks[2 * lane + 1] = n;
@@ -188,11 +209,16 @@ __global__ void __launch_bounds__(256)
 // (pdl.cuh): each is scheduled while the kernel before it finishes, and waits for it before
 // touching global memory. Returns false when the step has no tokens (start_one_pass finished the
 // slots of its empty sequences; there is nothing more to launch).
+// Whether start_wg_scan takes table_dt_rows_kernel for this step (ssm_scan_seq.cu starts its
+// first loads early on those steps only).
+inline bool table_dt_rows_step(const SsmLaunch& p, const FusedScratch& fs) {
+  return p.slots.n <= kTableSeqs && fs.ch.max_chunks * p.heads > 0;
+}
 inline bool start_wg_scan(const SsmLaunch& p, const FusedScratch& fs, int* index_errors,
                           cudaStream_t st) {
   const int64_t units = fs.ch.max_chunks * p.heads;
   const dim3 grid(static_cast<unsigned>((units + 7) / 8));
-  if (p.slots.n <= kTableSeqs && units > 0) {
+  if (table_dt_rows_step(p, fs)) {
     launch_pdl(table_dt_rows_kernel, grid, dim3(256), 0, st, p, fs, index_errors);
     mark_scan_stage("table_dt_rows");
     return true;
@@ -237,18 +263,29 @@ inline int wg_scan_nt(const SsmLaunch& p, const char* kernel) {
 // arrive as zeros) and its dt rows (dt_rows_kernel's cum / dt / w, one bulk copy) for (chunk c,
 // head h) of group g, all on `bar`. The caller clears B rows of a following sequence
 // (clear_b_rows_past) once they landed.
-__device__ __forceinline__ void load_chunk_tiles(bf16* cs, bf16* bs, float* dt_rows,
-                                                 const FusedScratch& fs, int64_t c, int64_t h,
-                                                 int64_t heads, int64_t g, int64_t t0,
-                                                 const CUtensorMap* tm_c, const CUtensorMap* tm_b,
-                                                 uint64_t* bar) {
+// In two parts for ssm_scan_seq.cu, which may issue C and B before the dt rows exist: the
+// barrier is armed with every byte by the first, so it completes once both have landed.
+__device__ __forceinline__ void load_chunk_cb(bf16* cs, bf16* bs, int64_t g, int64_t t0,
+                                              const CUtensorMap* tm_c, const CUtensorMap* tm_b,
+                                              uint64_t* bar) {
   tma::bar_arrive_expect(bar, kTmaBytes + kDtRowBytes);
-  tma::load_1d(dt_rows, fs.aggregate + (c * heads + h) * kDtRow, kDtRowBytes, bar);
   const int col = static_cast<int>(g * kN), row = static_cast<int>(t0);
   tma::load_2d(cs, tm_c, col, row, bar);
   tma::load_2d(cs + kAtom, tm_c, col + 64, row, bar);
   tma::load_2d(bs, tm_b, col, row, bar);
   tma::load_2d(bs + kAtom, tm_b, col + 64, row, bar);
+}
+__device__ __forceinline__ void load_chunk_dt(float* dt_rows, const FusedScratch& fs, int64_t c,
+                                              int64_t h, int64_t heads, uint64_t* bar) {
+  tma::load_1d(dt_rows, fs.aggregate + (c * heads + h) * kDtRow, kDtRowBytes, bar);
+}
+__device__ __forceinline__ void load_chunk_tiles(bf16* cs, bf16* bs, float* dt_rows,
+                                                 const FusedScratch& fs, int64_t c, int64_t h,
+                                                 int64_t heads, int64_t g, int64_t t0,
+                                                 const CUtensorMap* tm_c, const CUtensorMap* tm_b,
+                                                 uint64_t* bar) {
+  load_chunk_cb(cs, bs, g, t0, tm_c, tm_b, bar);
+  load_chunk_dt(dt_rows, fs, c, h, heads, bar);
 }
 
 // B rows len .. Q - 1 of a loaded tile hold the next sequence (or zeros): cleared, so that its
