@@ -446,7 +446,7 @@ void report_trace(long long* trace, int64_t blocks, cudaStream_t st) {
 
 template <int NT, bool kCluster>
 void launch_seq_kernel(const SsmLaunch& p, const FusedScratch& fs, int* index_errors, int cs,
-                       cudaStream_t st) {
+                       bool early, cudaStream_t st) {
   constexpr int P = 8 * NT;
   constexpr int smem = seq_smem(P, kCluster);
   static_assert(smem <= kMaxSmem, "the stages, ss and the inbox fit one block's shared memory");
@@ -475,23 +475,28 @@ void launch_seq_kernel(const SsmLaunch& p, const FusedScratch& fs, int* index_er
   long long* trace = trace_buffer(blocks * 2 * kPhases, st);
   STRATA_CUDA_CHECK(cudaLaunchKernelEx(&cfg, seq_scan_kernel<NT, kCluster>, p, fs, index_errors,
                                        trace, tm_c, tm_b, tm_y, y_tma ? 1 : 0,
-                                       table_dt_rows_step(p, fs) ? 1 : 0));
+                                       early ? 1 : 0));
   if (trace != nullptr) report_trace(trace, blocks, st);
 }
 
 template <int NT>
 void launch_seq(const SsmLaunch& p, int* index_errors, cudaStream_t st) {
   const FusedScratch fs = fused_scratch_of(p);
-  if (!start_wg_scan(p, fs, index_errors, st)) return;
   const int cs = cluster_size(p);
+  // The first loads before the table exists (the kernel's prologue) where every block starts at
+  // once (one block per SM): measured 1-5% faster on one sequence, 1-2% slower on grids of
+  // several waves (docs/BENCHMARKS.md, "twelfth session").
+  const bool early =
+      table_dt_rows_step(p, fs) && p.slots.n * p.heads * cs <= ssm_scan_sm_count();
+  if (!start_wg_scan(p, fs, index_errors, st, early)) return;
   if constexpr (NT == 8) {
     if (cs > 1) {
-      launch_seq_kernel<NT, true>(p, fs, index_errors, cs, st);
+      launch_seq_kernel<NT, true>(p, fs, index_errors, cs, early, st);
       mark_scan_stage("wgmma (per sequence, cluster)");
       return;
     }
   }
-  launch_seq_kernel<NT, false>(p, fs, index_errors, 1, st);
+  launch_seq_kernel<NT, false>(p, fs, index_errors, 1, early, st);
   mark_scan_stage("wgmma (per sequence)");
 }
 

@@ -159,14 +159,18 @@ __device__ __forceinline__ WarpSeq warp_seq_chunks(const SsmLaunch& p, int64_t m
   return w;
 }
 
+// `early` (ssm_scan_seq.cu's one-wave grids): this kernel waits for the op's producer kernels
+// BEFORE it lets the scan after it be scheduled (pdl_enter the other way round), so when the scan
+// starts every kernel before this one has completed, and the scan loads its first x, B and C
+// tiles (written by those kernels) while this one runs. Else pdl_enter, as every other kernel.
 __global__ void __launch_bounds__(256)
-    table_dt_rows_kernel(SsmLaunch p, FusedScratch fs, int* errors) {
-  // Launched with launch_pdl. It waits for the op's producer kernels BEFORE it lets the scan
-  // after it be scheduled (the other way round from pdl_enter): so when the scan starts, every
-  // kernel before this one has completed, and the scan may load its first x, B and C tiles
-  // (written by those kernels) while this one runs (ssm_scan_seq.cu).
-  pdl_wait();
-  pdl_trigger();
+    table_dt_rows_kernel(SsmLaunch p, FusedScratch fs, int* errors, int early) {
+  if (early != 0) {
+    pdl_wait();
+    pdl_trigger();
+  } else {
+    pdl_enter();
+  }
   const int64_t Hm = p.heads, units = fs.ch.max_chunks * Hm;
   const int64_t u = static_cast<int64_t>(blockIdx.x) * 8 + (threadIdx.x >> 5);
   const int lane = static_cast<int>(threadIdx.x & 31);
@@ -209,17 +213,18 @@ __global__ void __launch_bounds__(256)
 // (pdl.cuh): each is scheduled while the kernel before it finishes, and waits for it before
 // touching global memory. Returns false when the step has no tokens (start_one_pass finished the
 // slots of its empty sequences; there is nothing more to launch).
-// Whether start_wg_scan takes table_dt_rows_kernel for this step (ssm_scan_seq.cu starts its
+// Whether start_wg_scan takes table_dt_rows_kernel for this step (ssm_scan_seq.cu may start its
 // first loads early on those steps only).
 inline bool table_dt_rows_step(const SsmLaunch& p, const FusedScratch& fs) {
   return p.slots.n <= kTableSeqs && fs.ch.max_chunks * p.heads > 0;
 }
+// `early`: table_dt_rows_kernel's order (above); only where table_dt_rows_step holds.
 inline bool start_wg_scan(const SsmLaunch& p, const FusedScratch& fs, int* index_errors,
-                          cudaStream_t st) {
+                          cudaStream_t st, bool early = false) {
   const int64_t units = fs.ch.max_chunks * p.heads;
   const dim3 grid(static_cast<unsigned>((units + 7) / 8));
   if (table_dt_rows_step(p, fs)) {
-    launch_pdl(table_dt_rows_kernel, grid, dim3(256), 0, st, p, fs, index_errors);
+    launch_pdl(table_dt_rows_kernel, grid, dim3(256), 0, st, p, fs, index_errors, early ? 1 : 0);
     mark_scan_stage("table_dt_rows");
     return true;
   }
