@@ -175,13 +175,15 @@ __global__ void __launch_bounds__(kThreads, 1)
   int32_t has_initial = 0;
   bool slot_ok = false, from_slot = false;
   float* slot_state = p.states;
-  float s_in[R];
-  const auto load_initial = [&] {
+  const auto read_slot = [&] {
     const int32_t slot = static_cast<const int32_t*>(p.slots.p)[b];
     has_initial = static_cast<const int32_t*>(p.has_initial.p)[b];
     slot_ok = slot >= 0 && slot < p.num_slots;
     slot_state = p.states + (static_cast<int64_t>(slot_ok ? slot : 0) * Hm + h) * PN;
     from_slot = slot_ok && has_initial != 0 && rank == 0;  // the others receive it
+  };
+  float s_in[R];
+  const auto load_initial = [&] {
 #pragma unroll
     for (int j = 0; j < NT; ++j) {
       const int pp = 8 * j + 2 * ln.tig;
@@ -189,14 +191,17 @@ __global__ void __launch_bounds__(kThreads, 1)
       if (from_slot) load_state_quad(s_in + 4 * j, slot_state, pp, n);
     }
   };
-  if (early) load_initial();
+  if (early) {
+    read_slot();
+    load_initial();
+  }
   const float Dh = load_param(p.D.p, p.D.dt == DType::BF16, h);  // used by the y store
 
   pdl_wait();  // the table / dt rows kernel has completed: its table and rows are visible
   if (!early) {
     first = fs.ch.seq_chunks[2 * b];
     count = __shfl_sync(0xffffffffu, fs.ch.seq_chunks[2 * b + 1], 0);
-    load_initial();
+    read_slot();
   }
   if (!slot_ok && h == 0 && rank == 0 && l == 0) atomicAdd(errors, 1);
   if (count == 0) {  // no tokens (or offsets the chunk table refused): what the state pass does
@@ -223,6 +228,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     row_of(1, t0_next, len_next);
     issue(0, t0_cur, len_cur, true);
     issue(1, t0_next, len_next, true);
+    load_initial();  // after the first loads are issued: it waits for global memory
   }
   uint32_t next_inbox = 0, next_received = 0;  // the next block's, as cluster addresses
   if (kCluster) {
