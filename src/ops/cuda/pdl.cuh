@@ -11,7 +11,12 @@
 // the blocks, never their memory traffic. One exception, spelled out where it is made: a GEMV
 // may issue its first weight loads between pdl_trigger() and pdl_wait(), since no kernel writes
 // the weights of a loaded model (they are read-only for the process's lifetime), so the weight
-// stream starts while the kernel before it finishes. A kernel launched without the attribute
+// stream starts while the kernel before it finishes. A second one: the per-sequence SSD scan
+// (ssm_scan_seq.cu) issues its first tile loads before pdl_wait() on steps where the kernel
+// before it, table_dt_rows_kernel, was launched to wait for its own predecessors BEFORE it
+// triggers (pdl_wait then pdl_trigger): the scan then starts only after every kernel that wrote
+// those tiles has completed, and reads nothing the table kernel writes before its own pdl_wait.
+// A kernel launched without the attribute
 // (cuBLASLt's, a plain <<<>>> launch, a graph's first node) waits as usual; pdl_enter() is then a
 // no-op. STRATA_PDL=0 launches every one of them plainly (for A/B runs).
 #pragma once

@@ -24,6 +24,10 @@
 // sequences of 128 tokens (one chunk each: nothing to pipeline, one block per SM); cuda.ssd_wg
 // defers to it by ssm_scan_seq_preferred (ssm.h). A chunk still takes ~9K cycles at one block
 // per SM, ~1.7K instructions per warp of which the tensor products are a small part.
+// Where every block starts at once, the first two chunks' loads and the slot's state are
+// issued before pdl_wait, while the table / dt rows kernel runs (pdl.cuh's second exception);
+// at head_dim 64 the state hand-over is stored by stmatrix and a full chunk's y by TMA
+// (docs/BENCHMARKS.md, "twelfth session": 1-5% on one-sequence prompts).
 // STRATA_SSD_TRACE=1 prints each phase's cycles per chunk (eager calls).
 // Same math and rounding points as ssm_scan_wg.cu (its header): the exact-emulation cases of
 // tests/ops/cases_ssd_mma_exact.cpp run this kernel too. Shapes: chunk 128, state 128, head_dim
