@@ -74,11 +74,13 @@ __global__ void __launch_bounds__(kThreads, 1)
                     const __grid_constant__ CUtensorMap tm_b,
                     const __grid_constant__ CUtensorMap tm_y, int y_tma, int early_rows) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  // Launched as a programmatic dependent of the table / dt rows kernel (start_wg_scan), which
-  // lets it be scheduled only once every kernel before that one has completed: so the block may
-  // read what those wrote (x, B, C, the slot's state) before pdl_wait, and starts its first two
-  // chunks' loads while the table / dt rows kernel runs. The table and the dt rows, written by
-  // that kernel, are read after pdl_wait only. (pdl.cuh's contract, with this exception.)
+  // Launched as a programmatic dependent of the table / dt rows kernel (start_wg_scan). On early
+  // steps (early_rows) that kernel lets it be scheduled only once every kernel before that one
+  // has completed: so the block may read what those wrote (x, B, C, cu_seqlens, the slot's
+  // state) before pdl_wait, and starts its first two chunks' loads while the table / dt rows
+  // kernel runs; the table and the dt rows, which that kernel writes, are read after pdl_wait
+  // only (pdl.cuh's second exception). On the other steps nothing but D (a weight: pdl.cuh's
+  // first exception) is read before pdl_wait.
   pdl_trigger();
   constexpr int P = 8 * NT, R = 4 * NT;  // R: accumulator registers of a 64 x P product
   constexpr int kStageBytes = stage_bytes(P);
