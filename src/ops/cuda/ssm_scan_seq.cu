@@ -325,8 +325,8 @@ __global__ void __launch_bounds__(kThreads, 1)
         store_ss_quad(ss, s_in + 4 * j, 8 * j + 2 * ln.tig, n);
     }
     // The state leaving the chunk: S_out = exp(cum_last) S_in + S_loc, sent to the block of
-      // chunk k + 1 (the next in the cluster) or kept here, or after the last chunk stored to the
-      // slot. This is the whole serial part between two chunks.
+    // chunk k + 1 (the next in the cluster) or kept here, or after the last chunk stored to the
+    // slot. This is the whole serial part between two chunks.
 #pragma unroll
     for (int e = 0; e < R; ++e)
       s_in[e] = decay * s_in[e] + own[e];
