@@ -119,7 +119,7 @@ cuda-ssd-state-weight-rounded ||| src/ops/cuda/ssm_scan_mma.cu ||| [=](int s) { 
 cuda-ssd-wg-next-sequence-B-kept ||| src/ops/cuda/ssm_scan_wg.cu ||| if (len < kQ) {             // B rows past the chunk ||| if (false && len < kQ) {    // B rows past the chunk ||| ops:isolation
 cuda-ssd-wg-score-rounded-before-dt ||| src/ops/cuda/ssm_scan_wg_tiles.cuh ||| const float v = cbv * exp_ftz(cum_l - cum_s) * dt_s; ||| const float v = __bfloat162float(__float2bfloat16_rn(cbv * exp_ftz(cum_l - cum_s))) * dt_s; ||| ops:ssm_scan_mma_exact,ops:ssm_scan
 cuda-ssd-seq-early-row-off-by-one ||| src/ops/cuda/ssm_scan_seq.cu ||| t0 = seq_start + k * kQ; ||| t0 = seq_start + k * kQ + 1; ||| ops:ssm_scan_mma_exact
-cuda-ssd-seq-y-tile-rows-swapped ||| src/ops/cuda/ssm_scan_wg_tiles.cuh ||| tile + tma::sw128_piece(la - l0, j) + 4 * ln.tig) = ||| tile + tma::sw128_piece(lb - l0, j) + 4 * ln.tig) = ||| ops:ssm_scan_mma_exact
+cuda-ssd-seq-y-tile-rows-swapped ||| src/ops/cuda/ssm_scan_wg_tiles.cuh ||| return reinterpret_cast<bf16*>(tile + tma::sw128_piece(r, j) + 4 * ln.tig); ||| return reinterpret_cast<bf16*>(tile + tma::sw128_piece(r ^ 8, j) + 4 * ln.tig); ||| ops:ssm_scan_mma_exact
 cuda-ssd-seq-handover-halves-swapped ||| src/ops/cuda/ssm_scan_wg_tiles.cuh ||| n_row0 + 8 * (m & 1), ||| n_row0 + 8 * ((m & 1) ^ 1), ||| ops:ssm_scan_mma_exact
 EOF
 }

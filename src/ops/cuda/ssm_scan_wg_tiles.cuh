@@ -497,6 +497,34 @@ __device__ __forceinline__ void y_diag_overlapped(float (&acc)[4 * NT], const ui
 // products read, all waited for by the caller; rows 0..31 in the first atom's rows l0.., 32..63
 // in the second's (8 KB each); rows P + 8 apart keep the pair stores conflict-free. Named
 // barrier 1 + q (0 is __syncthreads) orders the warpgroup's tile writes before its reads.
+// y = bf16(acc + Dh x) of this thread's pairs (rows la, lb of the chunk; columns pp, pp + 1 of
+// every 8-column group j, pp = 8 j + 2 tig) into a shared tile at at(r, j, pp), r the row within
+// the warpgroup's 64 (l0 ..). x[l][pp], x[l][pp + 1] are adjacent in a core row: one load.
+template <int NT, class At>
+__device__ __forceinline__ void y_pairs_to_tile(const float (&acc)[4 * NT], const bf16* xs,
+                                                float Dh, int l0, int la, int lb, int tig, At at) {
+  constexpr int PC = NT;  // core matrices per row of x
+#pragma unroll
+  for (int j = 0; j < NT; ++j) {
+    const int pp = 8 * j + 2 * tig;
+    const float2 xa =
+        __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(xs + core_off(la, pp, PC)));
+    const float2 xb =
+        __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(xs + core_off(lb, pp, PC)));
+    *reinterpret_cast<__nv_bfloat162*>(at(la - l0, j, pp)) =
+        __floats2bfloat162_rn(acc[4 * j + 0] + Dh * xa.x, acc[4 * j + 1] + Dh * xa.y);
+    *reinterpret_cast<__nv_bfloat162*>(at(lb - l0, j, pp)) =
+        __floats2bfloat162_rn(acc[4 * j + 2] + Dh * xb.x, acc[4 * j + 3] + Dh * xb.y);
+  }
+}
+// Named barrier 1 + q over warpgroup q's 128 threads (0 is __syncthreads).
+__device__ __forceinline__ void warpgroup_sync(int q) {
+  if (q == 0)
+    asm volatile("bar.sync 1, 128;\n" ::: "memory");
+  else
+    asm volatile("bar.sync 2, 128;\n" ::: "memory");
+}
+
 template <int NT>
 __device__ __forceinline__ void store_y(const float (&acc)[4 * NT], const SsmLaunch& p,
                                         const bf16* xs, bf16* cs, int64_t t0, int len, int64_t h,
@@ -510,22 +538,9 @@ __device__ __forceinline__ void store_y(const float (&acc)[4 * NT], const SsmLau
     constexpr int LY = P + 8;
     static_assert(32 * LY <= 64 * 64, "half the y tile fits in 64 rows of one atom");
     const auto yt = [&](int r) { return cs + (r < 32 ? 0 : kAtom) + l0 * 64 + (r & 31) * LY; };
-#pragma unroll
-    for (int j = 0; j < NT; ++j) {  // x[l][pp], x[l][pp + 1]: adjacent in a core row, one load
-      const int pp = 8 * j + 2 * ln.tig, ra = la - l0, rb = lb - l0;
-      const float2 xa =
-          __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(xs + core_off(la, pp, PC)));
-      const float2 xb =
-          __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(xs + core_off(lb, pp, PC)));
-      *reinterpret_cast<__nv_bfloat162*>(yt(ra) + pp) =
-          __floats2bfloat162_rn(acc[4 * j + 0] + Dh * xa.x, acc[4 * j + 1] + Dh * xa.y);
-      *reinterpret_cast<__nv_bfloat162*>(yt(rb) + pp) =
-          __floats2bfloat162_rn(acc[4 * j + 2] + Dh * xb.x, acc[4 * j + 3] + Dh * xb.y);
-    }
-    if (q == 0)
-      asm volatile("bar.sync 1, 128;\n" ::: "memory");
-    else
-      asm volatile("bar.sync 2, 128;\n" ::: "memory");
+    y_pairs_to_tile<NT>(acc, xs, Dh, l0, la, lb, ln.tig,
+                        [&](int r, int, int pp) { return yt(r) + pp; });
+    warpgroup_sync(q);
     const int rows = min(64, len - l0);
     const int t = static_cast<int>(threadIdx.x) & 127;
     static_assert(64 * PC % 128 == 0, "every thread stores the same number of pieces");
@@ -563,27 +578,16 @@ __device__ __forceinline__ void store_y(const float (&acc)[4 * NT], const SsmLau
 __device__ __forceinline__ void store_y_tma(const float (&acc)[32], const CUtensorMap* tm_y,
                                             const bf16* xs, bf16* cs, int64_t t0, int64_t h,
                                             float Dh, int q, int la, int lb, int lane) {
-  constexpr int NT = 8, P = 64, PC = P / 8;
+  constexpr int P = 64;
   const mma::Lane ln(lane);
   const int l0 = 64 * q;
   unsigned char* tile = reinterpret_cast<unsigned char*>(cs + l0 * 64);  // 1024-byte aligned
-#pragma unroll
-  for (int j = 0; j < NT; ++j) {  // x[l][pp], x[l][pp + 1]: adjacent in a core row, one load
-    const int pp = 8 * j + 2 * ln.tig;
-    const float2 xa =
-        __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(xs + core_off(la, pp, PC)));
-    const float2 xb =
-        __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(xs + core_off(lb, pp, PC)));
-    *reinterpret_cast<__nv_bfloat162*>(tile + tma::sw128_piece(la - l0, j) + 4 * ln.tig) =
-        __floats2bfloat162_rn(acc[4 * j + 0] + Dh * xa.x, acc[4 * j + 1] + Dh * xa.y);
-    *reinterpret_cast<__nv_bfloat162*>(tile + tma::sw128_piece(lb - l0, j) + 4 * ln.tig) =
-        __floats2bfloat162_rn(acc[4 * j + 2] + Dh * xb.x, acc[4 * j + 3] + Dh * xb.y);
-  }
+  // Pair (r, pp) in the swizzled tile: its 16-byte piece j, then 2 tig elements (4 tig bytes).
+  y_pairs_to_tile<8>(acc, xs, Dh, l0, la, lb, ln.tig, [&](int r, int j, int) {
+    return reinterpret_cast<bf16*>(tile + tma::sw128_piece(r, j) + 4 * ln.tig);
+  });
   wg::fence_proxy_async();  // the tile's st.shared before the async proxy reads it
-  if (q == 0)
-    asm volatile("bar.sync 1, 128;\n" ::: "memory");
-  else
-    asm volatile("bar.sync 2, 128;\n" ::: "memory");
+  warpgroup_sync(q);
   if ((threadIdx.x & 127) == 0) {
     tma::store_2d(tm_y, static_cast<int>(h * P), static_cast<int>(t0 + l0), tile);
     tma::wait_store_read();
