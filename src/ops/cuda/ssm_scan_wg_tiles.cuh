@@ -490,13 +490,6 @@ __device__ __forceinline__ void y_diag_overlapped(float (&acc)[4 * NT], const ui
   wg::fence_regs(acc);
 }
 
-// y = bf16(acc + Dh x) (Dh: the head's D, loaded by the caller off the critical path) for the
-// warpgroup's rows l0 .. l0 + 63 of a chunk of `len` rows starting at
-// token t0, head h. Through shared memory when the rows allow 16-byte stores (a thread's own
-// pairs are 4 bytes in 8 rows): the tile takes this warpgroup's C rows, which only its own
-// products read, all waited for by the caller; rows 0..31 in the first atom's rows l0.., 32..63
-// in the second's (8 KB each); rows P + 8 apart keep the pair stores conflict-free. Named
-// barrier 1 + q (0 is __syncthreads) orders the warpgroup's tile writes before its reads.
 // y = bf16(acc + Dh x) of this thread's pairs (rows la, lb of the chunk; columns pp, pp + 1 of
 // every 8-column group j, pp = 8 j + 2 tig) into a shared tile at at(r, j, pp), r the row within
 // the warpgroup's 64 (l0 ..). x[l][pp], x[l][pp + 1] are adjacent in a core row: one load.
@@ -525,6 +518,13 @@ __device__ __forceinline__ void warpgroup_sync(int q) {
     asm volatile("bar.sync 2, 128;\n" ::: "memory");
 }
 
+// y = bf16(acc + Dh x) (Dh: the head's D, loaded by the caller off the critical path) for the
+// warpgroup's rows l0 .. l0 + 63 of a chunk of `len` rows starting at
+// token t0, head h. Through shared memory when the rows allow 16-byte stores (a thread's own
+// pairs are 4 bytes in 8 rows): the tile takes this warpgroup's C rows, which only its own
+// products read, all waited for by the caller; rows 0..31 in the first atom's rows l0.., 32..63
+// in the second's (8 KB each); rows P + 8 apart keep the pair stores conflict-free.
+// warpgroup_sync orders the warpgroup's tile writes before its reads.
 template <int NT>
 __device__ __forceinline__ void store_y(const float (&acc)[4 * NT], const SsmLaunch& p,
                                         const bf16* xs, bf16* cs, int64_t t0, int len, int64_t h,
