@@ -67,6 +67,8 @@ bool ssm_scan_wg_device();  // the current device is sm_90 (what the wgmma code 
 // the state kept in registers, or a cluster of 2-4 blocks per (sequence, head) taking its chunks
 // in turn when the blocks would leave SMs idle; the wgmma scan's shapes and scratch.
 void launch_ssm_scan_seq(const SsmLaunch& p, int* index_errors, void* stream);
+// The same scan at head_dim 64 with its warpgroups split by role (ssm_scan_ws.cu).
+void launch_ssm_scan_ws(const SsmLaunch& p, int* index_errors, void* stream);
 // Where the per-sequence scan beats the chunk chain (ssm_scan_wg.cu) on the H200
 // (docs/BENCHMARKS.md, "tenth session"): at most 4 (sequence, head) blocks per SM, so its one
 // block per SM walks them in few waves, and on average 2 chunks or more per sequence, so its

@@ -36,6 +36,7 @@
 
 #include <atomic>
 #include <cstdio>
+#include <cstdlib>
 #include <vector>
 
 #include "ops/cuda/dsmem_sm90.cuh"
@@ -528,7 +529,10 @@ int ssm_scan_sm_count() {
 
 void launch_ssm_scan_seq(const SsmLaunch& p, int* index_errors, void* stream) {
   auto st = static_cast<cudaStream_t>(stream);
-  if (wg_scan_nt(p, "ssm_scan_seq") == 8)
+  static const bool roles = std::getenv("STRATA_SSD_WS") != nullptr;  // experiment
+  if (wg_scan_nt(p, "ssm_scan_seq") == 8 && roles)
+    launch_ssm_scan_ws(p, index_errors, stream);
+  else if (wg_scan_nt(p, "ssm_scan_seq") == 8)
     launch_seq<8>(p, index_errors, st);
   else
     launch_seq<10>(p, index_errors, st);

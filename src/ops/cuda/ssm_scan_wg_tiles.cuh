@@ -350,21 +350,25 @@ __device__ __forceinline__ void store_ss_trans(bf16* ss, const float (&s)[4 * NT
 }
 
 // S_loc^T rows n in [64 q + 16 warp, +16) as wgmma A fragments: A[n][s] = bf16(w_s B_s[n])
-// (ldmatrix .trans of the swizzled [s][n] B tile, scaled by w), one [4] per k-step of 16 s.
-__device__ __forceinline__ void s_loc_fragments(uint32_t (&a)[kQ / 16][4], const bf16* bs,
-                                                const float* ws, int q, int warp, int lane) {
+// (ldmatrix .trans of the swizzled [s][n] B tile, scaled by w), one [4] per k-step of 16 s:
+// a[t] = k-step k0 + t (all kQ / 16 of them by default).
+template <int KS = kQ / 16>
+__device__ __forceinline__ void s_loc_fragments(uint32_t (&a)[KS][4], const bf16* bs,
+                                                const float* ws, int q, int warp, int lane,
+                                                int k0 = 0) {
   const mma::Lane ln(lane);
   const int m0 = 64 * q + 16 * warp, j = lane >> 3, i = lane & 7;
 #pragma unroll
-  for (int ks = 0; ks < kQ / 16; ++ks) {
-    mma::ldsm_x4_trans(a[ks], sw_at(bs, 16 * ks + ((j >> 1) << 3) + i, m0 + ((j & 1) << 3)));
+  for (int t = 0; t < KS; ++t) {
+    const int ks = k0 + t;
+    mma::ldsm_x4_trans(a[t], sw_at(bs, 16 * ks + ((j >> 1) << 3) + i, m0 + ((j & 1) << 3)));
     const int s = 16 * ks + 2 * ln.tig;
     const float2 w0 = *reinterpret_cast<const float2*>(ws + s);
     const float2 w8 = *reinterpret_cast<const float2*>(ws + s + 8);
-    a[ks][0] = scale_pair(a[ks][0], w0.x, w0.y);
-    a[ks][1] = scale_pair(a[ks][1], w0.x, w0.y);
-    a[ks][2] = scale_pair(a[ks][2], w8.x, w8.y);
-    a[ks][3] = scale_pair(a[ks][3], w8.x, w8.y);
+    a[t][0] = scale_pair(a[t][0], w0.x, w0.y);
+    a[t][1] = scale_pair(a[t][1], w0.x, w0.y);
+    a[t][2] = scale_pair(a[t][2], w8.x, w8.y);
+    a[t][3] = scale_pair(a[t][3], w8.x, w8.y);
   }
 }
 

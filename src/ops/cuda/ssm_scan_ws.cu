@@ -1,0 +1,431 @@
+// Mamba2 chunked scan (SSD), cuda.ssd_seq's kernel at head_dim 64 with its warpgroups split by
+// role: four per block, two on the state (S_loc^T of the state rows n in [64 q, +64), the
+// entering state written to ss, the hand-over, the loads) and two on the output (the C.B blocks,
+// the decayed scores, Y_off, Y_diag and the y store of the chunk rows l in [64 q, +64)).
+// ssm_scan_seq.cu's two warpgroups each do one state half and one output half in turn, in lock
+// step through the chunk's barriers, two warps per scheduler (docs/BENCHMARKS.md, "tenth
+// session": issue slots ~40% busy). Here the output warpgroups form the chunk's C.B and scores
+// while the state warpgroups form S_loc and take the chain, four warps per scheduler; the one
+// hand-over between the roles inside a chunk is ss (bf16 S_in, Y_off's B operand), published by a
+// named barrier. Every warpgroup keeps at most one half's accumulators, so 128 registers per
+// thread hold them (the eleventh session's `roles11` gave one warpgroup both state halves and
+// spilled).
+// The products are ssm_scan_seq.cu's, issued in the same order into the same accumulators, so
+// its exact-emulation cases (tests/ops/cases_ssd_mma_exact.cpp) pin this kernel too.
+#include <cuda_runtime.h>
+
+#include <atomic>
+#include <cstdlib>
+
+#include "ops/cuda/dsmem_sm90.cuh"
+#include "ops/cuda/ssm_scan_wg_tiles.cuh"
+#include "ops/cuda/tma_map.h"
+
+namespace strata::cuda {
+
+namespace {
+
+using namespace wgscan;
+using scan::fused_scratch_of;
+using scan::FusedScratch;
+
+constexpr int kP = 64, kNT = kP / 8, kR = 4 * kNT;  // head_dim; accumulators of a 64 x P product
+constexpr int kRoleThreads = 512;                   // 2 state + 2 output warpgroups
+// Shared memory as ssm_scan_seq.cu's at head_dim 64 with a cluster: two stages of {C, B
+// swizzled, x cores, the dt rows}, ss [P][N] cores, the state slots [NT][256] float4 (the inbox,
+// with or without a cluster); + 1 KB for the atoms' 1024-byte alignment. 213 KB.
+constexpr int kStageBytes = ((2 * kQ * kN + kQ * kP) * 2 + kDtRow * 4 + 1023) / 1024 * 1024;
+constexpr int kSmem = 2 * kStageBytes + kP * kN * 2 + kP * kN * 4 + 1024;
+
+// Barrier 0 spans the block; 1 and 2 are store_y's per-warpgroup barriers of the output role;
+// 3 publishes ss: the state role arrives once it is written, the output role waits before Y_off.
+__device__ __forceinline__ void block_sync() { asm volatile("bar.sync 0, 512;\n" ::: "memory"); }
+__device__ __forceinline__ void ss_written() { asm volatile("bar.arrive 3, 512;\n" ::: "memory"); }
+__device__ __forceinline__ void ss_wait() { asm volatile("bar.sync 3, 512;\n" ::: "memory"); }
+
+// bf16 of the state in this thread's slots (slots[j][l], S^T rows n_row0 + grp, + 8, columns
+// 8 j + 2 tig, + 1) into ss, as store_ss_trans stores a register copy.
+__device__ __forceinline__ void store_ss_from_slots(bf16* ss, const float4* slots, int n_row0,
+                                                    int lane, int l) {
+  const int m = lane >> 3, r = lane & 7;
+#pragma unroll
+  for (int j = 0; j < kNT; j += 2) {
+    const float4 v0 = slots[j * kThreads + l], v1 = slots[(j + 1) * kThreads + l];
+    const uint32_t at = tma::smem_u32(ss + core_off(8 * (j + (m >> 1)) + r, n_row0 + 8 * (m & 1),
+                                                    kNC));
+    asm volatile(
+        "stmatrix.sync.aligned.m8n8.x4.trans.shared.b16 [%0], {%1, %2, %3, %4};\n" ::"r"(at),
+        "r"(mma::pack_bf16(v0.x, v0.y)), "r"(mma::pack_bf16(v0.z, v0.w)),
+        "r"(mma::pack_bf16(v1.x, v1.y)), "r"(mma::pack_bf16(v1.z, v1.w))
+        : "memory");
+  }
+}
+
+// grid S * Hm * cs (cs consecutive blocks per (sequence b, head h), a cluster when cs > 1),
+// block kRoleThreads, kSmem bytes. Launch order and pdl as ssm_scan_seq.cu's kernel.
+template <bool kCluster>
+__global__ void __launch_bounds__(kRoleThreads, 1)
+    ws_scan_kernel(SsmLaunch p, FusedScratch fs, int* errors,
+                   const __grid_constant__ CUtensorMap tm_c, const __grid_constant__ CUtensorMap tm_b,
+                   const __grid_constant__ CUtensorMap tm_y, int y_tma, int early_rows) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  pdl_trigger();
+  constexpr uint32_t kStateBytes = kP * kN * 4;
+  extern __shared__ __align__(128) unsigned char smem_raw[];
+  __shared__ uint64_t full[2];   // mbarriers of the two stages' bulk loads
+  __shared__ uint64_t received;  // mbarrier of the state sent by the previous block (cluster)
+  const int cs = kCluster ? static_cast<int>(dsmem::size()) : 1;
+  const int rank = kCluster ? static_cast<int>(dsmem::rank()) : 0;
+  const int64_t Hm = p.heads, unit = blockIdx.x / cs;
+  const int64_t b = unit / Hm, h = unit - b * Hm, g = h / (Hm / p.groups);
+  const int l = static_cast<int>(threadIdx.x);
+  const int role_wg = __shfl_sync(0xffffffffu, l >> 7, 0);  // warp-uniform
+  const bool state_role = role_wg < 2;  // threads 0..255: the loads' and the inbox's indices
+  const int q = role_wg & 1;            // state rows n, or chunk rows l, in [64 q, +64)
+  const int warp = (l >> 5) & 3, lane = l & 31;
+  const mma::Lane ln(lane);
+  const int l0 = 64 * q;
+  const int row = l0 + 16 * warp + ln.grp;  // this thread's rows: n (state) or la (output)
+
+  unsigned char* smem = smem_raw + ((1024u - (tma::smem_u32(smem_raw) & 1023u)) & 1023u);
+  const auto cs_of = [&](int st) { return reinterpret_cast<bf16*>(smem + st * kStageBytes); };
+  const auto bs_of = [&](int st) { return cs_of(st) + kQ * kN; };
+  const auto xs_of = [&](int st) { return cs_of(st) + 2 * kQ * kN; };
+  const auto dt_of = [&](int st) { return reinterpret_cast<float*>(xs_of(st) + kQ * kP); };
+  bf16* ss = reinterpret_cast<bf16*>(smem + 2 * kStageBytes);  // [P][N] cores
+  float4* inbox = reinterpret_cast<float4*>(ss + kP * kN);     // [NT][kThreads] f32 state
+  const int32_t* table = fs.ch.table;                          // [nc][seq, t0, len]
+
+  if (l == 0) {
+    tma::bar_init(&full[0]);
+    tma::bar_init(&full[1]);
+    if (kCluster) {
+      tma::bar_init(&received);
+      tma::bar_arrive_expect(&received, kStateBytes);
+    }
+  }
+  if (kCluster)
+    dsmem::sync();
+  else
+    __syncthreads();
+
+  // The sequence's rows and loads as in ssm_scan_seq.cu (its comments say why each is where it
+  // is); x is copied by the state role's 256 threads, C, B and the dt rows by thread 0.
+  const bool early = early_rows != 0;
+  int32_t first = 0, count = 0, seq_start = 0, seq_len = 0;
+  if (early) {
+    const WarpSeq w = warp_seq_chunks(p, fs.ch.max_chunks, lane);
+    first = __shfl_sync(0xffffffffu, w.first, static_cast<int>(b));
+    count = __shfl_sync(0xffffffffu, w.n, static_cast<int>(b));
+    seq_start = __shfl_sync(0xffffffffu, w.start, static_cast<int>(b));
+    seq_len = __shfl_sync(0xffffffffu, w.len, static_cast<int>(b));
+  }
+  const auto issue = [&](int i, int64_t t0, int len, bool with_dt) {
+    const int k = rank + i * cs;
+    if (k < count) {
+      const int64_t c = first + k;
+      const int st = i & 1;
+      if (l == 0) {
+        load_chunk_cb(cs_of(st), bs_of(st), g, t0, &tm_c, &tm_b, &full[st]);
+        if (with_dt) load_chunk_dt(dt_of(st), fs, c, h, Hm, &full[st]);
+      }
+      if (state_role)
+        stage_core<kP>(xs_of(st), static_cast<const bf16*>(p.x.p), p.x.ld, t0, len, h * kP);
+    }
+    if (state_role) scan::cp_async_commit();
+  };
+  const auto load_dt = [&](int i) {
+    const int k = rank + i * cs;
+    if (k < count && l == 0) load_chunk_dt(dt_of(i & 1), fs, first + k, h, Hm, &full[i & 1]);
+  };
+  const auto early_row = [&](int i, int32_t& t0, int32_t& len) {
+    const int k = rank + i * cs;
+    t0 = seq_start + k * kQ;
+    len = min(kQ, seq_len - k * kQ);
+  };
+  int32_t t0_cur = 0, t0_next = 0, len_cur = 0, len_next = 0;
+  if (early) {
+    early_row(0, t0_cur, len_cur);
+    early_row(1, t0_next, len_next);
+    issue(0, t0_cur, len_cur, false);
+    issue(1, t0_next, len_next, false);
+  }
+  const int64_t PN = static_cast<int64_t>(kP) * kN;
+  int32_t has_initial = 0;
+  bool slot_ok = false, from_slot = false;
+  float* slot_state = p.states;
+  const auto read_slot = [&] {
+    const int32_t slot = static_cast<const int32_t*>(p.slots.p)[b];
+    has_initial = static_cast<const int32_t*>(p.has_initial.p)[b];
+    slot_ok = slot >= 0 && slot < p.num_slots;
+    slot_state = p.states + (static_cast<int64_t>(slot_ok ? slot : 0) * Hm + h) * PN;
+    from_slot = slot_ok && has_initial != 0 && rank == 0;
+  };
+  float s_in[kR];  // the state role's: S^T rows row, row + 8 in S_loc^T's accumulator layout
+  const auto load_initial = [&] {
+#pragma unroll
+    for (int j = 0; j < kNT; ++j) {
+      const int pp = 8 * j + 2 * ln.tig;
+      s_in[4 * j + 0] = s_in[4 * j + 1] = s_in[4 * j + 2] = s_in[4 * j + 3] = 0.f;
+      if (from_slot) load_state_quad(s_in + 4 * j, slot_state, pp, row);
+    }
+  };
+  if (early && state_role) {
+    read_slot();
+    load_initial();
+  }
+  const float Dh = state_role ? 0.f : load_param(p.D.p, p.D.dt == DType::BF16, h);
+
+  pdl_wait();
+  if (!early) {
+    first = fs.ch.seq_chunks[2 * b];
+    count = __shfl_sync(0xffffffffu, fs.ch.seq_chunks[2 * b + 1], 0);
+    if (state_role) read_slot();
+  }
+  if (!slot_ok && state_role && h == 0 && rank == 0 && l == 0) atomicAdd(errors, 1);
+  if (count == 0) {  // only the state role has read the slot
+    if (slot_ok && has_initial == 0 && rank == 0)
+      for (int64_t e = l; e < PN; e += kThreads)
+        slot_state[e] = 0.f;
+    return;
+  }
+  const auto row_of = [&](int i, int32_t& t0, int32_t& len) {
+    const int k = rank + i * cs;
+    const int64_t c = first + (k < count ? k : 0);
+    t0 = table[3 * c + 1];
+    len = table[3 * c + 2];
+  };
+  if (early) {
+    load_dt(0);
+    load_dt(1);
+  } else {
+    row_of(0, t0_cur, len_cur);
+    row_of(1, t0_next, len_next);
+    issue(0, t0_cur, len_cur, true);
+    issue(1, t0_next, len_next, true);
+    if (state_role) load_initial();
+  }
+  scan::cp_async_wait_group<1>();  // the first chunk's x (no groups in the output role)
+  wg::fence_proxy_async();
+  __syncthreads();
+
+  if (state_role) {
+    // The state lives in the inbox between chunks, in this thread's slots [j][l] (S_loc^T's
+    // accumulator layout, as a float4 per 8-column group j): sent there by the block of the
+    // previous chunk (cluster), or written back by this block (cs = 1), or the entering state
+    // for the sequence's first chunk. So S_loc's accumulators and fragments are the only large
+    // live ranges of the state role, and 128 registers hold them.
+    uint32_t next_inbox = 0, next_received = 0;
+    if (kCluster) {
+      const uint32_t to = static_cast<uint32_t>((rank + 1) % cs);
+      next_inbox = dsmem::map(inbox, to);
+      next_received = dsmem::map(&received, to);
+    }
+    if (rank == 0)
+#pragma unroll
+      for (int j = 0; j < kNT; ++j)
+        inbox[j * kThreads + l] =
+            make_float4(s_in[4 * j], s_in[4 * j + 1], s_in[4 * j + 2], s_in[4 * j + 3]);
+    int receives = 0;
+    for (int i = 0; rank + i * cs < count; ++i) {
+      const int k = rank + i * cs, st = i & 1;
+      const int len = __shfl_sync(0xffffffffu, len_cur, 0);
+      int32_t t0_after, len_after;
+      row_of(i + 2, t0_after, len_after);
+      bf16* bs = bs_of(st);
+      const bf16* xs = xs_of(st);
+      const float* cum = dt_of(st);
+      const float* ws = cum + 2 * kQ;
+      tma::bar_wait(&full[st], (i >> 1) & 1);
+      if (len < kQ) {  // B rows past the sequence: zeros, for both roles' products
+        clear_b_rows_past(bs, len);
+        wg::fence_proxy_async();
+        block_sync();
+      }
+      // S_loc^T = (B w)^T . x for state rows [64 q, +64), then the entering state.
+      // In two halves of k-steps through the same 16 fragment registers (the first half waited
+      // for): the whole set beside the accumulators did not fit 128 registers.
+      float own[kR];
+#pragma unroll
+      for (int half = 0; half < 2; ++half) {
+        uint32_t a[kQ / 32][4];
+        if (half == 1) {
+          wg::wait_all();
+          wg::fence_regs(own);
+        }
+        s_loc_fragments<kQ / 32>(a, bs, ws, q, warp, lane, half * kQ / 32);
+        wg::wgmma_fence();
+#pragma unroll
+        for (int t = 0; t < kQ / 32; ++t)
+          wg::mma_rs_bmn(own, a[t], x_desc<kP>(xs, half * kQ / 32 + t), half + t > 0 ? 1 : 0);
+        wg::commit();
+      }
+      if (kCluster && k > 0) {
+        tma::bar_wait(&received, receives & 1);
+        ++receives;
+        if (l == 0) tma::bar_arrive_expect(&received, kStateBytes);  // the next state sent here
+      }
+      // bf16(S_in) into ss for the output role's Y_off (ss is free: the output role's previous
+      // Y_off completed before the last chunk's end barrier).
+      store_ss_from_slots(ss, inbox, row - ln.grp, lane, l);
+      wg::fence_proxy_async();
+      ss_written();
+      const float decay = expf(cum[len - 1]);
+      wg::wait_all();
+      wg::fence_regs(own);
+      // S_out = exp(cum_last) S_in + S_loc, to the block of the next chunk, or back into the
+      // slots (cs = 1), or after the sequence's last chunk to the Mamba slot.
+#pragma unroll
+      for (int j = 0; j < kNT; ++j) {
+        const float4 v = inbox[j * kThreads + l];
+        const float4 o = make_float4(decay * v.x + own[4 * j], decay * v.y + own[4 * j + 1],
+                                     decay * v.z + own[4 * j + 2], decay * v.w + own[4 * j + 3]);
+        if (k + 1 < count) {
+          if (kCluster)
+            dsmem::store_async(next_inbox + 16u * static_cast<uint32_t>(j * kThreads + l), o,
+                               next_received);
+          else
+            inbox[j * kThreads + l] = o;
+        } else if (slot_ok) {
+          const float r[4] = {o.x, o.y, o.z, o.w};
+          store_state_quad(slot_state, r, 8 * j + 2 * ln.tig, row);
+        }
+      }
+      // End of the chunk: the next chunk's x landed (the barrier publishes it), and every role
+      // is done with this stage, which takes the chunk after next.
+      scan::cp_async_wait_group<0>();
+      wg::fence_proxy_async();
+      block_sync();
+      issue(i + 2, t0_after, len_after, true);
+      len_cur = len_next;
+      len_next = len_after;
+    }
+  } else {
+    const int la = row, lb = la + 8;
+    for (int i = 0; rank + i * cs < count; ++i) {
+      const int st = i & 1;
+      const int64_t t0 = t0_cur;
+      const int len = __shfl_sync(0xffffffffu, len_cur, 0);
+      int32_t t0_after, len_after;
+      row_of(i + 2, t0_after, len_after);
+      bf16* cs_t = cs_of(st);
+      const bf16* bs = bs_of(st);
+      const bf16* xs = xs_of(st);
+      const float* cum = dt_of(st);
+      const float* dts = cum + kQ;
+      tma::bar_wait(&full[st], (i >> 1) & 1);
+      if (len < kQ) block_sync();  // the state role clears B's rows past the sequence
+      // The first C.B block and its scores, then warpgroup 1's diagonal C.B block, while the
+      // state role forms S_loc and the entering state.
+      float cb[32], acc[kR];
+      uint32_t a0[4][4];
+      wg::wgmma_fence();
+      issue_cb(cb, cs_t, bs, l0, 0);
+      wg::commit();
+      const float cum_a = cum[la], cum_b = cum[lb];
+      wg::wait_all();
+      wg::fence_regs(cb);
+      if (q == 1)  // rows 64.. against positions 0..63: below the diagonal, no mask
+        decayed_scores<false>(a0, cb, 0, cum, dts, la, lb, cum_a, cum_b, ln.tig);
+      else
+        decayed_scores(a0, cb, 0, cum, dts, la, lb, cum_a, cum_b, ln.tig);
+      const bool diag_block = q == 1 && 64 < len;  // warp-uniform
+      if (diag_block) {
+        wg::fence_regs(cb);
+        wg::wgmma_fence();
+        issue_cb(cb, cs_t, bs, 64, 64);
+        wg::commit();
+      }
+      // Y_off = C_l . S_in[p] once ss holds the entering state.
+      ss_wait();
+      wg::wgmma_fence();
+#pragma unroll
+      for (int kk = 0; kk < kN / 16; ++kk)
+        wg::mma_ss(acc, sw_desc(cs_t, l0, kk), kmajor(ss + core_off(0, 16 * kk, kNC)),
+                   kk > 0 ? 1 : 0);
+      wg::commit();
+      wg::wait_all();
+      wg::fence_regs(acc);
+      wg::fence_regs(cb);
+      const float ea = expf(cum_a), eb = expf(cum_b);
+#pragma unroll
+      for (int j = 0; j < kNT; ++j) {
+        acc[4 * j + 0] *= ea;
+        acc[4 * j + 1] *= ea;
+        acc[4 * j + 2] *= eb;
+        acc[4 * j + 3] *= eb;
+      }
+      y_diag_overlapped<kNT>(acc, a0, cb, diag_block, xs, cum, dts, la, lb, cum_a, cum_b, lane);
+      if (y_tma != 0 && len == kQ)
+        store_y_tma(acc, &tm_y, xs, cs_t, t0, h, Dh, q, la, lb, lane);
+      else if (l0 < len)
+        store_y<kNT>(acc, p, xs, cs_t, t0, len, h, Dh, q, la, lb, lane);
+      wg::fence_proxy_async();  // the y tile's st.shared before the stage's next loads
+      block_sync();
+      t0_cur = t0_next;
+      len_cur = len_next;
+      t0_next = t0_after;
+      len_next = len_after;
+    }
+  }
+  if (kCluster) dsmem::sync();
+#else
+  __trap();  // built without sm_90a: supports() refuses every device this could run on
+#endif
+}
+
+// Blocks per (sequence, head): ssm_scan_seq.cu's rule (as many as fit the SMs at one block each,
+// up to 4).
+int ws_cluster_size(const SsmLaunch& p) {
+  const int64_t units = p.slots.n * p.heads, sms = ssm_scan_sm_count();
+  return units * 4 <= sms ? 4 : units * 2 <= sms ? 2 : 1;
+}
+
+template <bool kCluster>
+void launch_ws_kernel(const SsmLaunch& p, const FusedScratch& fs, int* index_errors, int cs,
+                      bool early, cudaStream_t st) {
+  constexpr int smem = kSmem;
+  static_assert(smem <= 227 * 1024, "the stages, ss and the inbox fit one block");
+  static std::atomic<uint64_t> attr{0};
+  scan::allow_smem(ws_scan_kernel<kCluster>, smem, attr);
+  const CUtensorMap tm_c = tma_map_bf16_sw128(p.C, kQ), tm_b = tma_map_bf16_sw128(p.B, kQ);
+  const bool y_tma = (reinterpret_cast<uintptr_t>(p.out.p) & 15u) == 0 && p.out.ld % 8 == 0;
+  const CUtensorMap tm_y = y_tma ? tma_map_bf16_sw128(p.out, 64) : tm_c;  // tm_c: unused
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3(static_cast<unsigned>(p.slots.n * p.heads * cs));
+  cfg.blockDim = dim3(kRoleThreads);
+  cfg.dynamicSmemBytes = smem;
+  cfg.stream = st;
+  cudaLaunchAttribute at[2];
+  at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;  // pdl.cuh
+  at[0].val.programmaticStreamSerializationAllowed = pdl_enabled() ? 1 : 0;
+  at[1].id = cudaLaunchAttributeClusterDimension;
+  at[1].val.clusterDim.x = static_cast<unsigned>(cs);
+  at[1].val.clusterDim.y = 1;
+  at[1].val.clusterDim.z = 1;
+  cfg.attrs = at;
+  cfg.numAttrs = kCluster ? 2 : 1;
+  STRATA_CUDA_CHECK(cudaLaunchKernelEx(&cfg, ws_scan_kernel<kCluster>, p, fs, index_errors, tm_c,
+                                       tm_b, tm_y, y_tma ? 1 : 0, early ? 1 : 0));
+}
+
+}  // namespace
+
+void launch_ssm_scan_ws(const SsmLaunch& p, int* index_errors, void* stream) {
+  auto st = static_cast<cudaStream_t>(stream);
+  if (wg_scan_nt(p, "ssm_scan_ws") != kNT) STRATA_CUDA_FAIL("ssm_scan_ws takes head_dim 64 only");
+  const FusedScratch fs = fused_scratch_of(p);
+  const int cs = ws_cluster_size(p);
+  const bool early =
+      table_dt_rows_step(p, fs) && p.slots.n * p.heads * cs <= ssm_scan_sm_count();
+  if (!start_wg_scan(p, fs, index_errors, st, early)) return;
+  if (cs > 1) {
+    launch_ws_kernel<true>(p, fs, index_errors, cs, early, st);
+    mark_scan_stage("wgmma (roles, cluster)");
+  } else {
+    launch_ws_kernel<false>(p, fs, index_errors, 1, early, st);
+    mark_scan_stage("wgmma (roles)");
+  }
+}
+
+}  // namespace strata::cuda
