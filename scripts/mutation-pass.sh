@@ -121,6 +121,8 @@ cuda-ssd-wg-score-rounded-before-dt ||| src/ops/cuda/ssm_scan_wg_tiles.cuh ||| c
 cuda-ssd-seq-early-row-off-by-one ||| src/ops/cuda/ssm_scan_seq.cu ||| t0 = seq_start + k * kQ; ||| t0 = seq_start + k * kQ + 1; ||| ops:ssm_scan_mma_exact
 cuda-ssd-seq-y-tile-rows-swapped ||| src/ops/cuda/ssm_scan_wg_tiles.cuh ||| return reinterpret_cast<bf16*>(tile + tma::sw128_piece(r, j) + 4 * ln.tig); ||| return reinterpret_cast<bf16*>(tile + tma::sw128_piece(r ^ 8, j) + 4 * ln.tig); ||| ops:ssm_scan_mma_exact
 cuda-ssd-seq-handover-halves-swapped ||| src/ops/cuda/ssm_scan_wg_tiles.cuh ||| n_row0 + 8 * (m & 1), ||| n_row0 + 8 * ((m & 1) ^ 1), ||| ops:ssm_scan_mma_exact
+cuda-ssd-ws-early-row-off-by-one ||| src/ops/cuda/ssm_scan_ws.cu ||| t0 = seq_start + k * kQ; ||| t0 = seq_start + k * kQ + 1; ||| ops:ssm_scan_mma_exact
+cuda-ssd-ws-state-not-kept ||| src/ops/cuda/ssm_scan_ws.cu ||| inbox[j * kThreads + l] = o; ||| (void)o; ||| ops:ssm_scan_mma_exact
 EOF
 }
 

@@ -6,17 +6,14 @@
 // TMA, the dt rows by a bulk copy, x by 16-byte copies) land in a second stage while it
 // computes the current one, and no block polls another.
 //
-// Parallelism is a block per (sequence, head): one Nano-3 sequence (64 heads) would fill 64 of
-// the H200's 132 SMs. So a (sequence, head) may take a cluster of `cs` blocks (2 or 4; head_dim
-// 64): block r takes chunks r, r + cs, ..., and hands the state leaving each chunk to block
-// r + 1 (mod cs) through its shared memory (st.async on its mbarrier, dsmem_sm90.cuh): the
-// serial part between two chunks is that hand-over and one f32 multiply-add per state element,
-// while everything else of a chunk (S_loc, C.B, Y_diag) runs in parallel on the cs SMs.
+// Head_dim 80 (9B-v2) only: head_dim 64 (Nano-3) takes ssm_scan_ws.cu, this kernel's products
+// with the warpgroups split by role and a cluster of blocks per (sequence, head), which did not
+// fit beside head_dim 80's stages (docs/BENCHMARKS.md, "fourteenth session").
 //
 // Per chunk, warpgroup q (rows n and l in [64 q, +64)), with the products of ssm_scan_wg.cu:
 //   S_loc^T = (B w)^T . x and C.B of the first 64 positions issued; the state entering the chunk
 //   (registers, or received) written to ss in bf16; Y_off = C . S_in^T;
-//   S_out = exp(cum_last) S_in + S_loc (f32) kept (cs = 1) or sent (cs > 1);
+//   S_out = exp(cum_last) S_in + S_loc (f32) kept;
 //   Y = exp(cum_l) Y_off + Y_diag (wgscan::y_diag), y stored (wgscan::store_y).
 // Measured (docs/BENCHMARKS.md, "tenth session"): with the scores formed branch-free and the
 // block-0 scores and the diagonal C.B beside Y_off, 14-18% faster than ssm_scan_wg.cu's chain for
@@ -25,21 +22,18 @@
 // defers to it by ssm_scan_seq_preferred (ssm.h). A chunk still takes ~9K cycles at one block
 // per SM, ~1.7K instructions per warp of which the tensor products are a small part.
 // Where every block starts at once, the first two chunks' loads and the slot's state are
-// issued before pdl_wait, while the table / dt rows kernel runs (pdl.cuh's second exception);
-// at head_dim 64 the state hand-over is stored by stmatrix and a full chunk's y by TMA
-// (docs/BENCHMARKS.md, "twelfth session": 1-5% on one-sequence prompts).
+// issued before pdl_wait, while the table / dt rows kernel runs (pdl.cuh's second exception;
+// docs/BENCHMARKS.md, "twelfth session": 1-5% on one-sequence prompts).
 // STRATA_SSD_TRACE=1 prints each phase's cycles per chunk (eager calls).
 // Same math and rounding points as ssm_scan_wg.cu (its header): the exact-emulation cases of
 // tests/ops/cases_ssd_mma_exact.cpp run this kernel too. Shapes: chunk 128, state 128, head_dim
-// 64 or 80, x, B and C views 16-byte aligned (ssm_scan_wg_shape, in supports).
+// 80, x, B and C views 16-byte aligned (ssm_scan_wg_shape, in supports).
 #include <cuda_runtime.h>
 
 #include <atomic>
 #include <cstdio>
-#include <cstdlib>
 #include <vector>
 
-#include "ops/cuda/dsmem_sm90.cuh"
 #include "ops/cuda/ssm_scan_wg_tiles.cuh"
 #include "ops/cuda/tma_map.h"
 
@@ -53,27 +47,21 @@ using scan::FusedScratch;
 
 // Shared memory: two stages of {C [2][Q][64] swizzled, B the same, x [Q][P] cores, the dt rows
 // cum / dt / w [3][Q] f32}, each rounded up to 1 KB (the next stage's atoms stay 1024-byte
-// aligned), then ss [P][N] cores (bf16 S_in, the B operand of Y_off), then with a cluster the
-// received state [NT][kThreads] float4 (f32, in the senders' register order). + 1 KB: the atoms
-// start 1024-byte aligned. P = 64: 181 KB, 213 KB with a cluster; P = 80: 193 KB (no cluster:
-// 233 KB would not fit).
+// aligned), then ss [P][N] cores (bf16 S_in, the B operand of Y_off). + 1 KB: the atoms start
+// 1024-byte aligned. P = 80: 193 KB.
 __host__ __device__ constexpr int stage_bytes(int P) {
   return ((2 * kQ * kN + kQ * P) * 2 + kDtRow * 4 + 1023) / 1024 * 1024;
 }
-__host__ __device__ constexpr int seq_smem(int P, bool cluster) {
-  return 2 * stage_bytes(P) + P * kN * 2 + (cluster ? P * kN * 4 : 0) + 1024;
-}
+__host__ __device__ constexpr int seq_smem(int P) { return 2 * stage_bytes(P) + P * kN * 2 + 1024; }
 constexpr int kMaxSmem = 227 * 1024;  // sm_90's opt-in limit per block
 constexpr int kPhases = 10;           // diagnostic trace entries per warpgroup
 
-// grid S * Hm * cs (cs consecutive blocks per (sequence b, head h), a cluster when cs > 1),
-// block kThreads, seq_smem(P, cs > 1) bytes.
-template <int NT, bool kCluster>  // P = 8 NT
+// grid S * Hm (a block per (sequence b, head h)), block kThreads, seq_smem(P) bytes.
+template <int NT>  // P = 8 NT
 __global__ void __launch_bounds__(kThreads, 1)
     seq_scan_kernel(SsmLaunch p, FusedScratch fs, int* errors, long long* trace,
                     const __grid_constant__ CUtensorMap tm_c,
-                    const __grid_constant__ CUtensorMap tm_b,
-                    const __grid_constant__ CUtensorMap tm_y, int y_tma, int early_rows) {
+                    const __grid_constant__ CUtensorMap tm_b, int early_rows) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   // Launched as a programmatic dependent of the table / dt rows kernel (start_wg_scan). On early
   // steps (early_rows) that kernel lets it be scheduled only once every kernel before that one
@@ -85,13 +73,9 @@ __global__ void __launch_bounds__(kThreads, 1)
   pdl_trigger();
   constexpr int P = 8 * NT, R = 4 * NT;  // R: accumulator registers of a 64 x P product
   constexpr int kStageBytes = stage_bytes(P);
-  constexpr uint32_t kStateBytes = P * kN * 4;
   extern __shared__ __align__(128) unsigned char smem_raw[];
-  __shared__ uint64_t full[2];   // mbarriers of the two stages' bulk loads
-  __shared__ uint64_t received;  // mbarrier of the state sent by the previous block (cluster)
-  const int cs = kCluster ? static_cast<int>(dsmem::size()) : 1;
-  const int rank = kCluster ? static_cast<int>(dsmem::rank()) : 0;
-  const int64_t Hm = p.heads, unit = blockIdx.x / cs;
+  __shared__ uint64_t full[2];  // mbarriers of the two stages' bulk loads
+  const int64_t Hm = p.heads, unit = blockIdx.x;
   const int64_t b = unit / Hm, h = unit - b * Hm, g = h / (Hm / p.groups);
   const int l = static_cast<int>(threadIdx.x);
   const int q = __shfl_sync(0xffffffffu, l >> 7, 0);  // warpgroup (warp-uniform)
@@ -107,21 +91,13 @@ __global__ void __launch_bounds__(kThreads, 1)
   const auto xs_of = [&](int st) { return cs_of(st) + 2 * kQ * kN; };
   const auto dt_of = [&](int st) { return reinterpret_cast<float*>(xs_of(st) + kQ * P); };
   bf16* ss = reinterpret_cast<bf16*>(smem + 2 * kStageBytes);  // [P][N] cores
-  float4* inbox = reinterpret_cast<float4*>(ss + P * kN);      // [NT][kThreads] (cluster)
   const int32_t* table = fs.ch.table;                          // [nc][seq, t0, len]
 
   if (l == 0) {
     tma::bar_init(&full[0]);
     tma::bar_init(&full[1]);
-    if (kCluster) {
-      tma::bar_init(&received);
-      tma::bar_arrive_expect(&received, kStateBytes);  // the first state sent here
-    }
   }
-  if (kCluster)
-    dsmem::sync();  // every block's mbarriers initialized before any block sends
-  else
-    __syncthreads();
+  __syncthreads();
 
   // The sequence's first chunk row and chunk count. For up to kTableSeqs sequences (the table /
   // dt rows kernel's steps) formed here from cu_seqlens as that kernel forms them
@@ -138,13 +114,13 @@ __global__ void __launch_bounds__(kThreads, 1)
     seq_len = __shfl_sync(0xffffffffu, w.len, static_cast<int>(b));
   }
 
-  // The block's i-th chunk (k = rank + i cs of the sequence) into stage i & 1: C, B and the dt
+  // The sequence's chunk i into stage i & 1: C, B and the dt
   // rows by one thread on the stage's mbarrier, x by every thread's 16-byte copies (one commit
   // group per chunk, empty past the last, so the waits below count groups uniformly). Every
   // read of x precedes the stores of its chunk's y: out may alias x (other blocks touch other
   // heads or chunks). `with_dt` false: the dt rows are loaded later (load_dt below).
   const auto issue = [&](int i, int64_t t0, int len, bool with_dt) {
-    const int k = rank + i * cs;
+    const int k = i;
     if (k < count) {
       const int64_t c = first + k;
       const int st = i & 1;
@@ -157,13 +133,13 @@ __global__ void __launch_bounds__(kThreads, 1)
     scan::cp_async_commit();
   };
   const auto load_dt = [&](int i) {
-    const int k = rank + i * cs;
+    const int k = i;
     if (k < count && l == 0) load_chunk_dt(dt_of(i & 1), fs, first + k, h, Hm, &full[i & 1]);
   };
   // The rows of the block's chunks 0 and 1 as the table holds them (start + k Q, the rest of
   // the sequence up to Q).
   const auto early_row = [&](int i, int32_t& t0, int32_t& len) {
-    const int k = rank + i * cs;
+    const int k = i;
     t0 = seq_start + k * kQ;
     len = min(kQ, seq_len - k * kQ);
   };
@@ -187,7 +163,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     has_initial = static_cast<const int32_t*>(p.has_initial.p)[b];
     slot_ok = slot >= 0 && slot < p.num_slots;
     slot_state = p.states + (static_cast<int64_t>(slot_ok ? slot : 0) * Hm + h) * PN;
-    from_slot = slot_ok && has_initial != 0 && rank == 0;  // the others receive it
+    from_slot = slot_ok && has_initial != 0;
   };
   float s_in[R];
   const auto load_initial = [&] {
@@ -210,19 +186,19 @@ __global__ void __launch_bounds__(kThreads, 1)
     count = __shfl_sync(0xffffffffu, fs.ch.seq_chunks[2 * b + 1], 0);
     read_slot();
   }
-  if (!slot_ok && h == 0 && rank == 0 && l == 0) atomicAdd(errors, 1);
+  if (!slot_ok && h == 0 && l == 0) atomicAdd(errors, 1);
   if (count == 0) {  // no tokens (or offsets the chunk table refused): what the state pass does
-    if (slot_ok && has_initial == 0 && rank == 0)
+    if (slot_ok && has_initial == 0)
       for (int64_t e = l; e < PN; e += kThreads)
         slot_state[e] = 0.f;
-    return;  // the whole cluster (count is the sequence's): no block waits on another
+    return;
   }
   // The chunk table rows of the block's chunks i and i + 1 (t0, len), read a chunk ahead of
   // their use (a table read at a chunk's start or at its copies' issue waited one memory latency
   // each time), kept as the table's int32 (a conversion to int64 right after the load waited for
   // it: ncu).
   const auto row_of = [&](int i, int32_t& t0, int32_t& len) {
-    const int k = rank + i * cs;
+    const int k = i;
     const int64_t c = first + (k < count ? k : 0);
     t0 = table[3 * c + 1];
     len = table[3 * c + 2];
@@ -236,12 +212,6 @@ __global__ void __launch_bounds__(kThreads, 1)
     issue(0, t0_cur, len_cur, true);
     issue(1, t0_next, len_next, true);
     load_initial();  // after the first loads are issued: it waits for global memory
-  }
-  uint32_t next_inbox = 0, next_received = 0;  // the next block's, as cluster addresses
-  if (kCluster) {
-    const uint32_t to = static_cast<uint32_t>((rank + 1) % cs);
-    next_inbox = dsmem::map(inbox, to);
-    next_received = dsmem::map(&received, to);
   }
   scan::cp_async_wait_group<1>();  // the first chunk's x (the second's may still be in flight)
   wg::fence_proxy_async();
@@ -259,9 +229,8 @@ __global__ void __launch_bounds__(kThreads, 1)
       tick = now;
     }
   };
-  int receives = 0;
-  for (int i = 0; rank + i * cs < count; ++i) {
-    const int k = rank + i * cs, st = i & 1;
+  for (int i = 0; i < count; ++i) {
+    const int k = i, st = i & 1;
     const int64_t t0 = t0_cur;
     const int len = __shfl_sync(0xffffffffu, len_cur, 0);
     int32_t t0_after, len_after;  // the row of the chunk after next, for its copies' issue below
@@ -292,55 +261,25 @@ __global__ void __launch_bounds__(kThreads, 1)
     issue_cb(cb, cs_t, bs, l0, 0);
     wg::commit();
 
-    // The state entering chunk k: in the registers (cs = 1, or the sequence's first chunk), or
-    // sent by the block of chunk k - 1 (its register order is this block's). The inbox is
-    // re-armed at once: the next state sent here follows the one this block sends below, which
-    // every thread sends after reading its part of the inbox.
+    // The state entering chunk k is in the registers.
     lap(1);
-    if (kCluster && k > 0) {
-      tma::bar_wait(&received, receives & 1);
-      ++receives;
-#pragma unroll
-      for (int j = 0; j < NT; ++j) {
-        const float4 v = inbox[j * kThreads + l];
-        s_in[4 * j + 0] = v.x;
-        s_in[4 * j + 1] = v.y;
-        s_in[4 * j + 2] = v.z;
-        s_in[4 * j + 3] = v.w;
-      }
-      if (l == 0) tma::bar_arrive_expect(&received, kStateBytes);
-    }
     lap(2);
     wg::wait_all();  // S_loc and the C.B block
     wg::fence_regs(own);
     wg::fence_regs(cb);
     lap(3);
     const float decay = expf(cum[len - 1]);
-    // bf16(S_in) [p][n], Y_off's B operand. By stmatrix at head_dim 64; head_dim 80 keeps the
-    // quad stores (9b 1x2048 measured 1% slower with stmatrix and unmasked scores together).
-    if constexpr (NT == 8) {
-      store_ss_trans<NT>(ss, s_in, n - ln.grp, lane);
-    } else {
+    // bf16(S_in) [p][n], Y_off's B operand, by quad stores (9b 1x2048 measured 1% slower with
+    // stmatrix and unmasked scores together, "twelfth session").
 #pragma unroll
-      for (int j = 0; j < NT; ++j)
-        store_ss_quad(ss, s_in + 4 * j, 8 * j + 2 * ln.tig, n);
-    }
-    // The state leaving the chunk: S_out = exp(cum_last) S_in + S_loc, sent to the block of
-    // chunk k + 1 (the next in the cluster) or kept here, or after the last chunk stored to the
-    // slot. This is the whole serial part between two chunks.
+    for (int j = 0; j < NT; ++j)
+      store_ss_quad(ss, s_in + 4 * j, 8 * j + 2 * ln.tig, n);
+    // The state leaving the chunk: S_out = exp(cum_last) S_in + S_loc, kept here, or after the
+    // last chunk stored to the slot. This is the whole serial part between two chunks.
 #pragma unroll
     for (int e = 0; e < R; ++e)
       s_in[e] = decay * s_in[e] + own[e];
-    if (k + 1 < count) {
-      if (kCluster) {
-#pragma unroll
-        for (int j = 0; j < NT; ++j)
-          dsmem::store_async(
-              next_inbox + 16u * static_cast<uint32_t>(j * kThreads + l),
-              make_float4(s_in[4 * j], s_in[4 * j + 1], s_in[4 * j + 2], s_in[4 * j + 3]),
-              next_received);
-      }
-    } else if (slot_ok) {
+    if (k + 1 == count && slot_ok) {
 #pragma unroll
       for (int j = 0; j < NT; ++j)
         store_state_quad(slot_state, s_in + 4 * j, 8 * j + 2 * ln.tig, n);
@@ -360,10 +299,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     // diagonal C.B block into the freed cb, waited for with Y_off.
     const float cum_a = cum[la], cum_b = cum[lb];
     uint32_t a0[4][4];
-    if (NT == 8 && q == 1)  // rows 64.. against positions 0..63: below the diagonal, no mask
-      decayed_scores<false>(a0, cb, 0, cum, dts, la, lb, cum_a, cum_b, ln.tig);
-    else
-      decayed_scores(a0, cb, 0, cum, dts, la, lb, cum_a, cum_b, ln.tig);
+    decayed_scores(a0, cb, 0, cum, dts, la, lb, cum_a, cum_b, ln.tig);
     const bool diag_block = q == 1 && 64 < len;  // warpgroup 1's second C.B block; warp-uniform
     if (diag_block) {
       wg::fence_regs(cb);
@@ -388,14 +324,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     lap(5);
     y_diag_overlapped<NT>(acc, a0, cb, diag_block, xs, cum, dts, la, lb, cum_a, cum_b, lane);
     lap(6);
-    if constexpr (NT == 8) {
-      if (y_tma != 0 && len == kQ)  // a full chunk: every row of both warpgroups is stored
-        store_y_tma(acc, &tm_y, xs, cs_t, t0, h, Dh, q, la, lb, lane);
-      else if (l0 < len)
-        store_y<NT>(acc, p, xs, cs_t, t0, len, h, Dh, q, la, lb, lane);
-    } else if (l0 < len) {
-      store_y<NT>(acc, p, xs, cs_t, t0, len, h, Dh, q, la, lb, lane);
-    }
+    if (l0 < len) store_y<NT>(acc, p, xs, cs_t, t0, len, h, Dh, q, la, lb, lane);
 
     // End of the chunk: its stage is free for the block's chunk after next, and ss for the
     // next chunk's state. The next chunk's x copies (issued a chunk ago) are waited for first,
@@ -416,20 +345,9 @@ __global__ void __launch_bounds__(kThreads, 1)
   if (trace != nullptr && (l & 127) == 0)
     for (int k = 0; k < kPhases; ++k)
       trace[(static_cast<int64_t>(blockIdx.x) * 2 + q) * kPhases + k] = ph[k];
-  // A block may not leave while another of its cluster can still send to it: every state
-  // sent here was waited for above, but the exit waits for the cluster all the same.
-  if (kCluster) dsmem::sync();
 #else
   __trap();  // built without sm_90a: supports() refuses every device this could run on
 #endif
-}
-
-// Blocks per (sequence, head): as many as fit the SMs at one block each, up to 4 (a cluster),
-// head_dim 64 only (the inbox does not fit beside head_dim 80's stages).
-int cluster_size(const SsmLaunch& p) {
-  if (p.head_dim != 64) return 1;
-  const int64_t units = p.slots.n * p.heads, sms = ssm_scan_sm_count();
-  return units * 4 <= sms ? 4 : units * 2 <= sms ? 2 : 1;
 }
 
 // Diagnostic (STRATA_SSD_TRACE set, eager calls only): the mean cycles per chunk of each phase
@@ -457,59 +375,35 @@ void report_trace(long long* trace, int64_t blocks, cudaStream_t st) {
   }
 }
 
-template <int NT, bool kCluster>
-void launch_seq_kernel(const SsmLaunch& p, const FusedScratch& fs, int* index_errors, int cs,
-                       bool early, cudaStream_t st) {
-  constexpr int P = 8 * NT;
-  constexpr int smem = seq_smem(P, kCluster);
-  static_assert(smem <= kMaxSmem, "the stages, ss and the inbox fit one block's shared memory");
-  static std::atomic<uint64_t> attr{0};
-  scan::allow_smem(seq_scan_kernel<NT, kCluster>, smem, attr);
-  const CUtensorMap tm_c = tma_map_bf16_sw128(p.C, kQ), tm_b = tma_map_bf16_sw128(p.B, kQ);
-  // y by TMA (head_dim 64): the map needs a 16-byte aligned view with rows of whole 16 bytes.
-  const bool y_tma = P == 64 && (reinterpret_cast<uintptr_t>(p.out.p) & 15u) == 0 &&
-                     p.out.ld % 8 == 0;
-  const CUtensorMap tm_y = y_tma ? tma_map_bf16_sw128(p.out, 64) : tm_c;  // tm_c: unused
-  cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = dim3(static_cast<unsigned>(p.slots.n * p.heads * cs));
-  cfg.blockDim = dim3(kThreads);
-  cfg.dynamicSmemBytes = smem;
-  cfg.stream = st;
-  cudaLaunchAttribute at[2];
-  at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;  // pdl.cuh
-  at[0].val.programmaticStreamSerializationAllowed = pdl_enabled() ? 1 : 0;
-  at[1].id = cudaLaunchAttributeClusterDimension;
-  at[1].val.clusterDim.x = static_cast<unsigned>(cs);
-  at[1].val.clusterDim.y = 1;
-  at[1].val.clusterDim.z = 1;
-  cfg.attrs = at;
-  cfg.numAttrs = kCluster ? 2 : 1;
-  const int64_t blocks = cfg.gridDim.x;
-  long long* trace = trace_buffer(blocks * 2 * kPhases, st);
-  STRATA_CUDA_CHECK(cudaLaunchKernelEx(&cfg, seq_scan_kernel<NT, kCluster>, p, fs, index_errors,
-                                       trace, tm_c, tm_b, tm_y, y_tma ? 1 : 0,
-                                       early ? 1 : 0));
-  if (trace != nullptr) report_trace(trace, blocks, st);
-}
-
 template <int NT>
 void launch_seq(const SsmLaunch& p, int* index_errors, cudaStream_t st) {
+  constexpr int P = 8 * NT;
+  constexpr int smem = seq_smem(P);
+  static_assert(smem <= kMaxSmem, "the stages and ss fit one block's shared memory");
   const FusedScratch fs = fused_scratch_of(p);
-  const int cs = cluster_size(p);
   // The first loads before the table exists (the kernel's prologue) where every block starts at
   // once (one block per SM): measured 1-5% faster on one sequence, 1-2% slower on grids of
   // several waves (docs/BENCHMARKS.md, "twelfth session").
-  const bool early =
-      table_dt_rows_step(p, fs) && p.slots.n * p.heads * cs <= ssm_scan_sm_count();
+  const bool early = table_dt_rows_step(p, fs) && p.slots.n * p.heads <= ssm_scan_sm_count();
   if (!start_wg_scan(p, fs, index_errors, st, early)) return;
-  if constexpr (NT == 8) {
-    if (cs > 1) {
-      launch_seq_kernel<NT, true>(p, fs, index_errors, cs, early, st);
-      mark_scan_stage("wgmma (per sequence, cluster)");
-      return;
-    }
-  }
-  launch_seq_kernel<NT, false>(p, fs, index_errors, 1, early, st);
+  static std::atomic<uint64_t> attr{0};
+  scan::allow_smem(seq_scan_kernel<NT>, smem, attr);
+  const CUtensorMap tm_c = tma_map_bf16_sw128(p.C, kQ), tm_b = tma_map_bf16_sw128(p.B, kQ);
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3(static_cast<unsigned>(p.slots.n * p.heads));
+  cfg.blockDim = dim3(kThreads);
+  cfg.dynamicSmemBytes = smem;
+  cfg.stream = st;
+  cudaLaunchAttribute at[1];
+  at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;  // pdl.cuh
+  at[0].val.programmaticStreamSerializationAllowed = pdl_enabled() ? 1 : 0;
+  cfg.attrs = at;
+  cfg.numAttrs = 1;
+  const int64_t blocks = cfg.gridDim.x;
+  long long* trace = trace_buffer(blocks * 2 * kPhases, st);
+  STRATA_CUDA_CHECK(cudaLaunchKernelEx(&cfg, seq_scan_kernel<NT>, p, fs, index_errors, trace,
+                                       tm_c, tm_b, early ? 1 : 0));
+  if (trace != nullptr) report_trace(trace, blocks, st);
   mark_scan_stage("wgmma (per sequence)");
 }
 
@@ -529,11 +423,8 @@ int ssm_scan_sm_count() {
 
 void launch_ssm_scan_seq(const SsmLaunch& p, int* index_errors, void* stream) {
   auto st = static_cast<cudaStream_t>(stream);
-  static const bool roles = std::getenv("STRATA_SSD_WS") != nullptr;  // experiment
-  if (wg_scan_nt(p, "ssm_scan_seq") == 8 && roles)
-    launch_ssm_scan_ws(p, index_errors, stream);
-  else if (wg_scan_nt(p, "ssm_scan_seq") == 8)
-    launch_seq<8>(p, index_errors, st);
+  if (wg_scan_nt(p, "ssm_scan_seq") == 8)
+    launch_ssm_scan_ws(p, index_errors, stream);  // head_dim 64: the role-split kernel
   else
     launch_seq<10>(p, index_errors, st);
 }

@@ -324,27 +324,27 @@ __device__ __forceinline__ void store_ss_quad(bf16* ss, const float* r, int pp, 
   ss[core_off(pp + 1, n + 8, kNC)] = __float2bfloat16_rn(r[3]);
 }
 
-// bf16(S_in) of this warp's 16 state rows into ss by stmatrix .trans: the thread's values are
-// the accumulator layout of S^T (rows n = n_row0 + grp, + 8; columns p = 8 j + 2 tig, + 1),
-// i.e. per j two 8 x 8 fragments whose transposes are the [p][n] core matrices (p in [8 j, +8),
-// n in [n_row0, +8) and [n_row0 + 8, +8)) of ss. One .x4 stores two j's: lane 8 m + r gives
-// row p = 8 (j + m / 2) + r of fragment m. 4 stores and 16 packs per thread where the quad
-// stores took 32 two-byte stores and 32 conversions, on the serial path between two chunks.
+// bf16(S_in) of this warp's 16 state rows into ss by stmatrix .trans, from the thread's f32
+// state slots (ssm_scan_ws.cu: slots[j * kThreads + l] = S^T rows n_row0 + grp, + 8, columns
+// 8 j + 2 tig, + 1, the accumulator layout of S_loc^T as a float4 per 8-column group j), i.e.
+// per j two 8 x 8 fragments whose transposes are the [p][n] core matrices (p in [8 j, +8), n in
+// [n_row0, +8) and [n_row0 + 8, +8)) of ss. One .x4 stores two j's: lane 8 m + r gives row
+// p = 8 (j + m / 2) + r of fragment m. 4 stores and 16 packs per thread where quad stores take
+// 32 two-byte stores and 32 conversions, on the serial path between two chunks.
 template <int NT>
-__device__ __forceinline__ void store_ss_trans(bf16* ss, const float (&s)[4 * NT], int n_row0,
-                                               int lane) {
+__device__ __forceinline__ void store_ss_trans(bf16* ss, const float4* slots, int n_row0,
+                                               int lane, int l) {
   static_assert(NT % 2 == 0, "pairs of 8-column groups per store");
   const int m = lane >> 3, r = lane & 7;
 #pragma unroll
   for (int j = 0; j < NT; j += 2) {
+    const float4 v0 = slots[j * kThreads + l], v1 = slots[(j + 1) * kThreads + l];
     const uint32_t at = tma::smem_u32(ss + core_off(8 * (j + (m >> 1)) + r, n_row0 + 8 * (m & 1),
                                                     kNC));
     asm volatile(
         "stmatrix.sync.aligned.m8n8.x4.trans.shared.b16 [%0], {%1, %2, %3, %4};\n" ::"r"(at),
-        "r"(mma::pack_bf16(s[4 * j + 0], s[4 * j + 1])),
-        "r"(mma::pack_bf16(s[4 * j + 2], s[4 * j + 3])),
-        "r"(mma::pack_bf16(s[4 * j + 4], s[4 * j + 5])),
-        "r"(mma::pack_bf16(s[4 * j + 6], s[4 * j + 7]))
+        "r"(mma::pack_bf16(v0.x, v0.y)), "r"(mma::pack_bf16(v0.z, v0.w)),
+        "r"(mma::pack_bf16(v1.x, v1.y)), "r"(mma::pack_bf16(v1.z, v1.w))
         : "memory");
   }
 }

@@ -15,7 +15,9 @@
 #include <cuda_runtime.h>
 
 #include <atomic>
+#include <cstdio>
 #include <cstdlib>
+#include <vector>
 
 #include "ops/cuda/dsmem_sm90.cuh"
 #include "ops/cuda/ssm_scan_wg_tiles.cuh"
@@ -39,33 +41,16 @@ constexpr int kSmem = 2 * kStageBytes + kP * kN * 2 + kP * kN * 4 + 1024;
 
 // Barrier 0 spans the block; 1 and 2 are store_y's per-warpgroup barriers of the output role;
 // 3 publishes ss: the state role arrives once it is written, the output role waits before Y_off.
+constexpr int kWsPhases = 10;  // diagnostic trace entries per warpgroup
 __device__ __forceinline__ void block_sync() { asm volatile("bar.sync 0, 512;\n" ::: "memory"); }
 __device__ __forceinline__ void ss_written() { asm volatile("bar.arrive 3, 512;\n" ::: "memory"); }
 __device__ __forceinline__ void ss_wait() { asm volatile("bar.sync 3, 512;\n" ::: "memory"); }
 
-// bf16 of the state in this thread's slots (slots[j][l], S^T rows n_row0 + grp, + 8, columns
-// 8 j + 2 tig, + 1) into ss, as store_ss_trans stores a register copy.
-__device__ __forceinline__ void store_ss_from_slots(bf16* ss, const float4* slots, int n_row0,
-                                                    int lane, int l) {
-  const int m = lane >> 3, r = lane & 7;
-#pragma unroll
-  for (int j = 0; j < kNT; j += 2) {
-    const float4 v0 = slots[j * kThreads + l], v1 = slots[(j + 1) * kThreads + l];
-    const uint32_t at = tma::smem_u32(ss + core_off(8 * (j + (m >> 1)) + r, n_row0 + 8 * (m & 1),
-                                                    kNC));
-    asm volatile(
-        "stmatrix.sync.aligned.m8n8.x4.trans.shared.b16 [%0], {%1, %2, %3, %4};\n" ::"r"(at),
-        "r"(mma::pack_bf16(v0.x, v0.y)), "r"(mma::pack_bf16(v0.z, v0.w)),
-        "r"(mma::pack_bf16(v1.x, v1.y)), "r"(mma::pack_bf16(v1.z, v1.w))
-        : "memory");
-  }
-}
-
 // grid S * Hm * cs (cs consecutive blocks per (sequence b, head h), a cluster when cs > 1),
 // block kRoleThreads, kSmem bytes. Launch order and pdl as ssm_scan_seq.cu's kernel.
-template <bool kCluster>
+template <bool kCluster, bool kTrace>
 __global__ void __launch_bounds__(kRoleThreads, 1)
-    ws_scan_kernel(SsmLaunch p, FusedScratch fs, int* errors,
+    ws_scan_kernel(SsmLaunch p, FusedScratch fs, int* errors, long long* trace,
                    const __grid_constant__ CUtensorMap tm_c, const __grid_constant__ CUtensorMap tm_b,
                    const __grid_constant__ CUtensorMap tm_y, int y_tma, int early_rows) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -209,6 +194,22 @@ __global__ void __launch_bounds__(kRoleThreads, 1)
   wg::fence_proxy_async();
   __syncthreads();
 
+  // Diagnostic (kTrace: STRATA_SSD_TRACE, eager calls): cycles per phase summed over the block's
+  // chunks by each warpgroup's first thread, in shared memory (registers are the scarce part);
+  // report_ws_trace names the phases; [kWsPhases - 1] counts the chunks.
+  __shared__ long long ph[4][kWsPhases];
+  if (kTrace && l < 4 * kWsPhases) ph[l / kWsPhases][l % kWsPhases] = 0;
+  if (kTrace) __syncthreads();
+  long long tick = kTrace ? clock64() : 0;
+  const bool tracer = kTrace && (l & 127) == 0;
+  const auto lap = [&](int k) {
+    if (tracer) {
+      const long long now = clock64();
+      ph[role_wg][k] += now - tick;
+      tick = now;
+    }
+  };
+
   if (state_role) {
     // The state lives in the inbox between chunks, in this thread's slots [j][l] (S_loc^T's
     // accumulator layout, as a float4 per 8-column group j): sent there by the block of the
@@ -236,12 +237,14 @@ __global__ void __launch_bounds__(kRoleThreads, 1)
       const bf16* xs = xs_of(st);
       const float* cum = dt_of(st);
       const float* ws = cum + 2 * kQ;
+      lap(kWsPhases - 2);
       tma::bar_wait(&full[st], (i >> 1) & 1);
       if (len < kQ) {  // B rows past the sequence: zeros, for both roles' products
         clear_b_rows_past(bs, len);
         wg::fence_proxy_async();
         block_sync();
       }
+      lap(0);
       // S_loc^T = (B w)^T . x for state rows [64 q, +64), then the entering state.
       // In two halves of k-steps through the same 16 fragment registers (the first half waited
       // for): the whole set beside the accumulators did not fit 128 registers.
@@ -260,6 +263,7 @@ __global__ void __launch_bounds__(kRoleThreads, 1)
           wg::mma_rs_bmn(own, a[t], x_desc<kP>(xs, half * kQ / 32 + t), half + t > 0 ? 1 : 0);
         wg::commit();
       }
+      lap(1);
       if (kCluster && k > 0) {
         tma::bar_wait(&received, receives & 1);
         ++receives;
@@ -267,9 +271,11 @@ __global__ void __launch_bounds__(kRoleThreads, 1)
       }
       // bf16(S_in) into ss for the output role's Y_off (ss is free: the output role's previous
       // Y_off completed before the last chunk's end barrier).
-      store_ss_from_slots(ss, inbox, row - ln.grp, lane, l);
+      lap(2);
+      store_ss_trans<kNT>(ss, inbox, row - ln.grp, lane, l);
       wg::fence_proxy_async();
       ss_written();
+      lap(3);
       const float decay = expf(cum[len - 1]);
       wg::wait_all();
       wg::fence_regs(own);
@@ -293,10 +299,13 @@ __global__ void __launch_bounds__(kRoleThreads, 1)
       }
       // End of the chunk: the next chunk's x landed (the barrier publishes it), and every role
       // is done with this stage, which takes the chunk after next.
+      lap(4);
       scan::cp_async_wait_group<0>();
       wg::fence_proxy_async();
       block_sync();
+      lap(5);
       issue(i + 2, t0_after, len_after, true);
+      if (tracer) ++ph[role_wg][kWsPhases - 1];
       len_cur = len_next;
       len_next = len_after;
     }
@@ -313,8 +322,10 @@ __global__ void __launch_bounds__(kRoleThreads, 1)
       const bf16* xs = xs_of(st);
       const float* cum = dt_of(st);
       const float* dts = cum + kQ;
+      lap(kWsPhases - 2);
       tma::bar_wait(&full[st], (i >> 1) & 1);
       if (len < kQ) block_sync();  // the state role clears B's rows past the sequence
+      lap(0);
       // The first C.B block and its scores, then warpgroup 1's diagonal C.B block, while the
       // state role forms S_loc and the entering state.
       float cb[32], acc[kR];
@@ -325,6 +336,7 @@ __global__ void __launch_bounds__(kRoleThreads, 1)
       const float cum_a = cum[la], cum_b = cum[lb];
       wg::wait_all();
       wg::fence_regs(cb);
+      lap(1);
       if (q == 1)  // rows 64.. against positions 0..63: below the diagonal, no mask
         decayed_scores<false>(a0, cb, 0, cum, dts, la, lb, cum_a, cum_b, ln.tig);
       else
@@ -336,8 +348,10 @@ __global__ void __launch_bounds__(kRoleThreads, 1)
         issue_cb(cb, cs_t, bs, 64, 64);
         wg::commit();
       }
+      lap(2);
       // Y_off = C_l . S_in[p] once ss holds the entering state.
       ss_wait();
+      lap(3);
       wg::wgmma_fence();
 #pragma unroll
       for (int kk = 0; kk < kN / 16; ++kk)
@@ -355,23 +369,59 @@ __global__ void __launch_bounds__(kRoleThreads, 1)
         acc[4 * j + 2] *= eb;
         acc[4 * j + 3] *= eb;
       }
+      lap(4);
       y_diag_overlapped<kNT>(acc, a0, cb, diag_block, xs, cum, dts, la, lb, cum_a, cum_b, lane);
+      lap(5);
       if (y_tma != 0 && len == kQ)
         store_y_tma(acc, &tm_y, xs, cs_t, t0, h, Dh, q, la, lb, lane);
       else if (l0 < len)
         store_y<kNT>(acc, p, xs, cs_t, t0, len, h, Dh, q, la, lb, lane);
+      lap(6);
       wg::fence_proxy_async();  // the y tile's st.shared before the stage's next loads
       block_sync();
+      lap(7);
+      if (tracer) ++ph[role_wg][kWsPhases - 1];
       t0_cur = t0_next;
       len_cur = len_next;
       t0_next = t0_after;
       len_next = len_after;
     }
   }
+  if (tracer)
+    for (int k = 0; k < kWsPhases; ++k)
+      trace[(static_cast<int64_t>(blockIdx.x) * 4 + role_wg) * kWsPhases + k] = ph[role_wg][k];
   if (kCluster) dsmem::sync();
 #else
   __trap();  // built without sm_90a: supports() refuses every device this could run on
 #endif
+}
+
+// Diagnostic (STRATA_SSD_TRACE set, eager calls only): the mean cycles per chunk of each phase
+// over the blocks that took chunks, per warpgroup, on stderr.
+void report_ws_trace(long long* trace, int64_t blocks, cudaStream_t st) {
+  std::vector<long long> h(static_cast<size_t>(blocks * 4 * kWsPhases));
+  STRATA_CUDA_CHECK(
+      cudaMemcpyAsync(h.data(), trace, h.size() * sizeof(long long), cudaMemcpyDeviceToHost, st));
+  STRATA_CUDA_CHECK(cudaFreeAsync(trace, st));
+  STRATA_CUDA_CHECK(cudaStreamSynchronize(st));
+  static const char* state_names[] = {"stage wait", "S_loc issue", "received", "ss written",
+                                      "S_loc wait+S_out", "end barrier", "", "", "loop top"};
+  static const char* output_names[] = {"stage wait", "C.B0", "scores0+C.B1 issue", "ss wait",
+                                       "Y_off+scale", "Y_diag", "y store", "end barrier",
+                                       "loop top"};
+  for (int w = 0; w < 4; ++w) {
+    double sum[kWsPhases] = {};
+    for (int64_t b = 0; b < blocks; ++b)
+      for (int k = 0; k < kWsPhases; ++k)
+        sum[k] += static_cast<double>(h[(b * 4 + w) * kWsPhases + k]);
+    if (sum[kWsPhases - 1] == 0) continue;
+    const char** names = w < 2 ? state_names : output_names;
+    std::fprintf(stderr, "ssd_ws trace wg%d (%s) chunks %.0f, cycles per chunk:", w,
+                 w < 2 ? "state" : "output", sum[kWsPhases - 1]);
+    for (int k = 0; k < kWsPhases - 1; ++k)
+      if (names[k][0] != 0) std::fprintf(stderr, " %s %.0f", names[k], sum[k] / sum[kWsPhases - 1]);
+    std::fprintf(stderr, "\n");
+  }
 }
 
 // Blocks per (sequence, head): ssm_scan_seq.cu's rule (as many as fit the SMs at one block each,
@@ -387,7 +437,9 @@ void launch_ws_kernel(const SsmLaunch& p, const FusedScratch& fs, int* index_err
   constexpr int smem = kSmem;
   static_assert(smem <= 227 * 1024, "the stages, ss and the inbox fit one block");
   static std::atomic<uint64_t> attr{0};
-  scan::allow_smem(ws_scan_kernel<kCluster>, smem, attr);
+  scan::allow_smem(ws_scan_kernel<kCluster, false>, smem, attr);
+  static std::atomic<uint64_t> attr_trace{0};
+  scan::allow_smem(ws_scan_kernel<kCluster, true>, smem, attr_trace);
   const CUtensorMap tm_c = tma_map_bf16_sw128(p.C, kQ), tm_b = tma_map_bf16_sw128(p.B, kQ);
   const bool y_tma = (reinterpret_cast<uintptr_t>(p.out.p) & 15u) == 0 && p.out.ld % 8 == 0;
   const CUtensorMap tm_y = y_tma ? tma_map_bf16_sw128(p.out, 64) : tm_c;  // tm_c: unused
@@ -405,8 +457,12 @@ void launch_ws_kernel(const SsmLaunch& p, const FusedScratch& fs, int* index_err
   at[1].val.clusterDim.z = 1;
   cfg.attrs = at;
   cfg.numAttrs = kCluster ? 2 : 1;
-  STRATA_CUDA_CHECK(cudaLaunchKernelEx(&cfg, ws_scan_kernel<kCluster>, p, fs, index_errors, tm_c,
-                                       tm_b, tm_y, y_tma ? 1 : 0, early ? 1 : 0));
+  const int64_t blocks = cfg.gridDim.x;
+  long long* trace = trace_buffer(blocks * 4 * kWsPhases, st);
+  STRATA_CUDA_CHECK(cudaLaunchKernelEx(
+      &cfg, trace != nullptr ? ws_scan_kernel<kCluster, true> : ws_scan_kernel<kCluster, false>,
+      p, fs, index_errors, trace, tm_c, tm_b, tm_y, y_tma ? 1 : 0, early ? 1 : 0));
+  if (trace != nullptr) report_ws_trace(trace, blocks, st);
 }
 
 }  // namespace
