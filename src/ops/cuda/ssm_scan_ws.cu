@@ -1,17 +1,20 @@
-// Mamba2 chunked scan (SSD), cuda.ssd_seq's kernel at head_dim 64 with its warpgroups split by
-// role: four per block, two on the state (S_loc^T of the state rows n in [64 q, +64), the
-// entering state written to ss, the hand-over, the loads) and two on the output (the C.B blocks,
-// the decayed scores, Y_off, Y_diag and the y store of the chunk rows l in [64 q, +64)).
-// ssm_scan_seq.cu's two warpgroups each do one state half and one output half in turn, in lock
-// step through the chunk's barriers, two warps per scheduler (docs/BENCHMARKS.md, "tenth
-// session": issue slots ~40% busy). Here the output warpgroups form the chunk's C.B and scores
-// while the state warpgroups form S_loc and take the chain, four warps per scheduler; the one
-// hand-over between the roles inside a chunk is ss (bf16 S_in, Y_off's B operand), published by a
-// named barrier. Every warpgroup keeps at most one half's accumulators, so 128 registers per
-// thread hold them (the eleventh session's `roles11` gave one warpgroup both state halves and
-// spilled).
+// Mamba2 chunked scan (SSD), cuda.ssd_seq at head_dim 64 (Nano-3): a block per (sequence,
+// head), or a cluster of 2-4 taking its chunks in turn, with its warpgroups split by role: four
+// per block, two on the state (S_loc^T of the state rows n in [64 q, +64), the entering state
+// written to ss, the hand-over, the x loads) and two on the output (the C.B blocks, the decayed
+// scores, Y_off, Y_diag and the y store of the chunk rows l in [64 q, +64)).
+// ssm_scan_seq.cu's two warpgroups (head_dim 80) each do one state half and one output half in
+// turn, in lock step through the chunk's barriers, two warps per scheduler (docs/BENCHMARKS.md,
+// "tenth session": issue slots ~40% busy). Here the output warpgroups form the chunk's C.B and
+// scores while the state warpgroups form S_loc and take the chain, four warps per scheduler; the
+// one hand-over between the roles inside a chunk is ss (bf16 S_in, Y_off's B operand),
+// published by a named barrier. Every warpgroup keeps at most one half's accumulators and the
+// state waits in f32 shared-memory slots, so 128 registers per thread hold them (the eleventh
+// session's `roles11` gave one warpgroup both state halves and spilled). Measured against the
+// lock-step form at head_dim 64: nano3 1x2048 46.2-46.7 us against 54.2-54.6, 1x4096 -19%
+// (docs/BENCHMARKS.md, "fourteenth session").
 // The products are ssm_scan_seq.cu's, issued in the same order into the same accumulators, so
-// its exact-emulation cases (tests/ops/cases_ssd_mma_exact.cpp) pin this kernel too.
+// the exact-emulation cases (tests/ops/cases_ssd_mma_exact.cpp) pin this kernel too.
 #include <cuda_runtime.h>
 
 #include <atomic>
