@@ -63,11 +63,12 @@ inline bool ssm_scan_wg_shape(int64_t chunk, int64_t N, int64_t P) {
   return chunk == 128 && N == 128 && (P == 64 || P == 80);
 }
 bool ssm_scan_wg_device();  // the current device is sm_90 (what the wgmma code is built for)
-// The per-sequence wgmma scan (ssm_scan_seq.cu): a block per (sequence, head) walking its chunks,
-// the state kept in registers, or a cluster of 2-4 blocks per (sequence, head) taking its chunks
-// in turn when the blocks would leave SMs idle; the wgmma scan's shapes and scratch.
+// The per-sequence wgmma scan (cuda.ssd_seq): a block per (sequence, head) walking its chunks;
+// the wgmma scan's shapes and scratch. Head_dim 80 in ssm_scan_seq.cu (two warpgroups, the state
+// in registers); head_dim 64 passed on to launch_ssm_scan_ws.
 void launch_ssm_scan_seq(const SsmLaunch& p, int* index_errors, void* stream);
-// The same scan at head_dim 64 with its warpgroups split by role (ssm_scan_ws.cu).
+// Head_dim 64 (ssm_scan_ws.cu): four warpgroups split by role, and a cluster of 2-4 blocks per
+// (sequence, head) taking its chunks in turn when the blocks would leave SMs idle.
 void launch_ssm_scan_ws(const SsmLaunch& p, int* index_errors, void* stream);
 // Where the per-sequence scan beats the chunk chain (ssm_scan_wg.cu) on the H200
 // (docs/BENCHMARKS.md, "tenth session"): at most 4 (sequence, head) blocks per SM, so its one

@@ -36,9 +36,9 @@ using scan::FusedScratch;
 
 constexpr int kP = 64, kNT = kP / 8, kR = 4 * kNT;  // head_dim; accumulators of a 64 x P product
 constexpr int kRoleThreads = 512;                   // 2 state + 2 output warpgroups
-// Shared memory as ssm_scan_seq.cu's at head_dim 64 with a cluster: two stages of {C, B
-// swizzled, x cores, the dt rows}, ss [P][N] cores, the state slots [NT][256] float4 (the inbox,
-// with or without a cluster); + 1 KB for the atoms' 1024-byte alignment. 213 KB.
+// Shared memory: two stages of {C, B swizzled, x cores, the dt rows} (ssm_scan_seq.cu's stages),
+// ss [P][N] cores, the state slots [NT][256] float4 (the inbox, with or without a cluster);
+// + 1 KB for the atoms' 1024-byte alignment. 213 KB.
 constexpr int kStageBytes = ((2 * kQ * kN + kQ * kP) * 2 + kDtRow * 4 + 1023) / 1024 * 1024;
 constexpr int kSmem = 2 * kStageBytes + kP * kN * 2 + kP * kN * 4 + 1024;
 
@@ -427,8 +427,7 @@ void report_ws_trace(long long* trace, int64_t blocks, cudaStream_t st) {
   }
 }
 
-// Blocks per (sequence, head): ssm_scan_seq.cu's rule (as many as fit the SMs at one block each,
-// up to 4).
+// Blocks per (sequence, head): as many as fit the SMs at one block each, up to 4.
 int ws_cluster_size(const SsmLaunch& p) {
   const int64_t units = p.slots.n * p.heads, sms = ssm_scan_sm_count();
   return units * 4 <= sms ? 4 : units * 2 <= sms ? 2 : 1;
