@@ -577,11 +577,13 @@ __device__ __forceinline__ void store_y(const float (&acc)[4 * NT], const SsmLau
 // written in the swizzled layout into the warpgroup's rows of C's first atom (only its own
 // products read them, all waited for), then stored by one TMA from thread 128 q, which waits
 // for the tile to be read (tma::wait_store_read) before the end-of-chunk barrier frees the
-// stage. Replaces store_y's copy-out loop (a shared load, an address and a 16-byte global store
-// per piece) with one instruction.
+// stage, unless `wait_read` is false (the caller waits before those rows are loaded again).
+// Replaces store_y's copy-out loop (a shared load, an address and a 16-byte global store per
+// piece) with one instruction.
 __device__ __forceinline__ void store_y_tma(const float (&acc)[32], const CUtensorMap* tm_y,
                                             const bf16* xs, bf16* cs, int64_t t0, int64_t h,
-                                            float Dh, int q, int la, int lb, int lane) {
+                                            float Dh, int q, int la, int lb, int lane,
+                                            bool wait_read = true) {
   constexpr int P = 64;
   const mma::Lane ln(lane);
   const int l0 = 64 * q;
@@ -594,7 +596,7 @@ __device__ __forceinline__ void store_y_tma(const float (&acc)[32], const CUtens
   warpgroup_sync(q);
   if ((threadIdx.x & 127) == 0) {
     tma::store_2d(tm_y, static_cast<int>(h * P), static_cast<int>(t0 + l0), tile);
-    tma::wait_store_read();
+    if (wait_read) tma::wait_store_read();
   }
 }
 

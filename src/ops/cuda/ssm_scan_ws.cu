@@ -43,11 +43,36 @@ constexpr int kStageBytes = ((2 * kQ * kN + kQ * kP) * 2 + kDtRow * 4 + 1023) / 
 constexpr int kSmem = 2 * kStageBytes + kP * kN * 2 + kP * kN * 4 + 1024;
 
 // Barrier 0 spans the block; 1 and 2 are store_y's per-warpgroup barriers of the output role;
-// 3 publishes ss: the state role arrives once it is written, the output role waits before Y_off.
+// 3 publishes ss: the state role arrives once it is written, the output role waits before Y_off;
+// 4 (below) lets the state role's first warp load C's first atom over read y tiles.
 constexpr int kWsPhases = 10;  // diagnostic trace entries per warpgroup
 __device__ __forceinline__ void block_sync() { asm volatile("bar.sync 0, 512;\n" ::: "memory"); }
 __device__ __forceinline__ void ss_written() { asm volatile("bar.arrive 3, 512;\n" ::: "memory"); }
 __device__ __forceinline__ void ss_wait() { asm volatile("bar.sync 3, 512;\n" ::: "memory"); }
+// Barrier 4: the output warpgroups' y tiles of the chunk before were read (their first warps
+// arrive), so the state role's first warp may load C's first atom over them.
+__device__ __forceinline__ void y_tiles_read() {
+  if ((threadIdx.x & 127) < 32) asm volatile("bar.arrive 4, 96;\n" ::: "memory");
+}
+__device__ __forceinline__ void y_tiles_read_wait() { asm volatile("bar.sync 4, 96;\n" ::: "memory"); }
+
+// A chunk's C and B as load_chunk_cb loads them, but for C's first atom (columns 0..63), loaded
+// later (load_chunk_c0): its rows hold the y tiles of the chunk two before, whose stores may
+// still be reading them. Every byte is armed here.
+__device__ __forceinline__ void load_chunk_cb_but_c0(bf16* cs, bf16* bs, int64_t g, int64_t t0,
+                                                     const CUtensorMap* tm_c,
+                                                     const CUtensorMap* tm_b, uint64_t* bar) {
+  tma::bar_arrive_expect(bar, kTmaBytes + kDtRowBytes);
+  const int col = static_cast<int>(g * kN), row = static_cast<int>(t0);
+  tma::load_2d(cs + kAtom, tm_c, col + 64, row, bar);
+  tma::load_2d(bs, tm_b, col, row, bar);
+  tma::load_2d(bs + kAtom, tm_b, col + 64, row, bar);
+}
+// C's first atom, the rest of a chunk load_chunk_cb_but_c0 began.
+__device__ __forceinline__ void load_chunk_c0(bf16* cs, int64_t g, int64_t t0,
+                                              const CUtensorMap* tm_c, uint64_t* bar) {
+  tma::load_2d(cs, tm_c, static_cast<int>(g * kN), static_cast<int>(t0), bar);
+}
 
 // grid S * Hm * cs (cs consecutive blocks per (sequence b, head h), a cluster when cs > 1),
 // block kRoleThreads, kSmem bytes. Launch order and pdl as ssm_scan_seq.cu's kernel.
@@ -114,7 +139,10 @@ __global__ void __launch_bounds__(kRoleThreads, 1)
       const int64_t c = first + k;
       const int st = i & 1;
       if (l == 0) {
-        load_chunk_cb(cs_of(st), bs_of(st), g, t0, &tm_c, &tm_b, &full[st]);
+        if (i < 2)
+          load_chunk_cb(cs_of(st), bs_of(st), g, t0, &tm_c, &tm_b, &full[st]);
+        else  // C's first atom from the output role once the y stores of chunk i - 2 read it
+          load_chunk_cb_but_c0(cs_of(st), bs_of(st), g, t0, &tm_c, &tm_b, &full[st]);
         if (with_dt) load_chunk_dt(dt_of(st), fs, c, h, Hm, &full[st]);
       }
       if (state_role)
@@ -219,18 +247,12 @@ __global__ void __launch_bounds__(kRoleThreads, 1)
     // previous chunk (cluster), or written back by this block (cs = 1), or the entering state
     // for the sequence's first chunk. So S_loc's accumulators and fragments are the only large
     // live ranges of the state role, and 128 registers hold them.
-    uint32_t next_inbox = 0, next_received = 0;
-    if (kCluster) {
-      const uint32_t to = static_cast<uint32_t>((rank + 1) % cs);
-      next_inbox = dsmem::map(inbox, to);
-      next_received = dsmem::map(&received, to);
-    }
+    const uint32_t to = static_cast<uint32_t>((rank + 1) % cs);  // the next chunk's block
     if (rank == 0)
 #pragma unroll
       for (int j = 0; j < kNT; ++j)
         inbox[j * kThreads + l] =
             make_float4(s_in[4 * j], s_in[4 * j + 1], s_in[4 * j + 2], s_in[4 * j + 3]);
-    int receives = 0;
     for (int i = 0; rank + i * cs < count; ++i) {
       const int k = rank + i * cs, st = i & 1;
       const int len = __shfl_sync(0xffffffffu, len_cur, 0);
@@ -266,10 +288,16 @@ __global__ void __launch_bounds__(kRoleThreads, 1)
           wg::mma_rs_bmn(own, a[t], x_desc<kP>(xs, half * kQ / 32 + t), half + t > 0 ? 1 : 0);
         wg::commit();
       }
+      // C's first atom of the next chunk once the output role's y stores of the chunk before
+      // this one have read it (the loads of chunks 0 and 1 took it whole).
+      if (l < 32) {
+        y_tiles_read_wait();
+        if (l == 0 && i >= 1 && rank + (i + 1) * cs < count)
+          load_chunk_c0(cs_of((i + 1) & 1), g, t0_next, &tm_c, &full[(i + 1) & 1]);
+      }
       lap(1);
       if (kCluster && k > 0) {
-        tma::bar_wait(&received, receives & 1);
-        ++receives;
+        tma::bar_wait(&received, (rank == 0 ? i - 1 : i) & 1);  // the k > 0 chunks before
         if (l == 0) tma::bar_arrive_expect(&received, kStateBytes);  // the next state sent here
       }
       // bf16(S_in) into ss for the output role's Y_off (ss is free: the output role's previous
@@ -290,9 +318,9 @@ __global__ void __launch_bounds__(kRoleThreads, 1)
         const float4 o = make_float4(decay * v.x + own[4 * j], decay * v.y + own[4 * j + 1],
                                      decay * v.z + own[4 * j + 2], decay * v.w + own[4 * j + 3]);
         if (k + 1 < count) {
-          if (kCluster)
-            dsmem::store_async(next_inbox + 16u * static_cast<uint32_t>(j * kThreads + l), o,
-                               next_received);
+          if (kCluster)  // mapped here: the addresses held across the chunk spilled
+            dsmem::store_async(dsmem::map(inbox + j * kThreads + l, to), o,
+                               dsmem::map(&received, to));
           else
             inbox[j * kThreads + l] = o;
         } else if (slot_ok) {
@@ -311,6 +339,7 @@ __global__ void __launch_bounds__(kRoleThreads, 1)
       if (tracer) ++ph[role_wg][kWsPhases - 1];
       len_cur = len_next;
       len_next = len_after;
+      t0_next = t0_after;
     }
   } else {
     const int la = row, lb = la + 8;
@@ -339,6 +368,12 @@ __global__ void __launch_bounds__(kRoleThreads, 1)
       const float cum_a = cum[la], cum_b = cum[lb];
       wg::wait_all();
       wg::fence_regs(cb);
+      // The y tile this warpgroup stored from the next chunk's stage (its chunk before this one)
+      // has long been read by now: the state role's first warp then loads the next chunk's C
+      // first atom there. Waited here, not before the chunk's end, the read is off the chunk's
+      // path.
+      if ((l & 127) == 0) tma::wait_store_read();
+      y_tiles_read();
       lap(1);
       if (q == 1)  // rows 64.. against positions 0..63: below the diagonal, no mask
         decayed_scores<false>(a0, cb, 0, cum, dts, la, lb, cum_a, cum_b, ln.tig);
@@ -376,7 +411,7 @@ __global__ void __launch_bounds__(kRoleThreads, 1)
       y_diag_overlapped<kNT>(acc, a0, cb, diag_block, xs, cum, dts, la, lb, cum_a, cum_b, lane);
       lap(5);
       if (y_tma != 0 && len == kQ)
-        store_y_tma(acc, &tm_y, xs, cs_t, t0, h, Dh, q, la, lb, lane);
+        store_y_tma(acc, &tm_y, xs, cs_t, t0, h, Dh, q, la, lb, lane, /*wait_read=*/false);
       else if (l0 < len)
         store_y<kNT>(acc, p, xs, cs_t, t0, len, h, Dh, q, la, lb, lane);
       lap(6);
@@ -389,6 +424,7 @@ __global__ void __launch_bounds__(kRoleThreads, 1)
       t0_next = t0_after;
       len_next = len_after;
     }
+    if ((l & 127) == 0) tma::wait_store_read();  // the last y tile read before the block exits
   }
   if (tracer)
     for (int k = 0; k < kWsPhases; ++k)
