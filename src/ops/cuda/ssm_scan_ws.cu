@@ -54,7 +54,9 @@ __device__ __forceinline__ void ss_wait() { asm volatile("bar.sync 3, 512;\n" ::
 __device__ __forceinline__ void y_tiles_read() {
   if ((threadIdx.x & 127) < 32) asm volatile("bar.arrive 4, 96;\n" ::: "memory");
 }
-__device__ __forceinline__ void y_tiles_read_wait() { asm volatile("bar.sync 4, 96;\n" ::: "memory"); }
+__device__ __forceinline__ void y_tiles_read_wait() {
+  asm volatile("bar.sync 4, 96;\n" ::: "memory");
+}
 
 // A chunk's C and B as load_chunk_cb loads them, but for C's first atom (columns 0..63), loaded
 // later (load_chunk_c0): its rows hold the y tiles of the chunk two before, whose stores may
@@ -141,7 +143,7 @@ __global__ void __launch_bounds__(kRoleThreads, 1)
       if (l == 0) {
         if (i < 2)
           load_chunk_cb(cs_of(st), bs_of(st), g, t0, &tm_c, &tm_b, &full[st]);
-        else  // C's first atom from the output role once the y stores of chunk i - 2 read it
+        else  // C's first atom later (load_chunk_c0), once chunk i - 2's y tiles there are read
           load_chunk_cb_but_c0(cs_of(st), bs_of(st), g, t0, &tm_c, &tm_b, &full[st]);
         if (with_dt) load_chunk_dt(dt_of(st), fs, c, h, Hm, &full[st]);
       }
