@@ -49,9 +49,6 @@ using scan::FusedScratch;
 // cum / dt / w [3][Q] f32}, each rounded up to 1 KB (the next stage's atoms stay 1024-byte
 // aligned), then ss [P][N] cores (bf16 S_in, the B operand of Y_off). + 1 KB: the atoms start
 // 1024-byte aligned. P = 80: 193 KB.
-__host__ __device__ constexpr int stage_bytes(int P) {
-  return ((2 * kQ * kN + kQ * P) * 2 + kDtRow * 4 + 1023) / 1024 * 1024;
-}
 __host__ __device__ constexpr int seq_smem(int P) { return 2 * stage_bytes(P) + P * kN * 2 + 1024; }
 constexpr int kMaxSmem = 227 * 1024;  // sm_90's opt-in limit per block
 constexpr int kPhases = 10;           // diagnostic trace entries per warpgroup
@@ -101,17 +98,16 @@ __global__ void __launch_bounds__(kThreads, 1)
 
   // The sequence's first chunk row and chunk count. For up to kTableSeqs sequences (the table /
   // dt rows kernel's steps) formed here from cu_seqlens as that kernel forms them
-  // (warp_seq_chunks), so the first loads need not wait for it; else read from its table after
-  // pdl_wait. Warp-uniform through a shuffle, so ptxas keeps the wgmma under conditions on them
-  // pipelined.
+  // (block_seq_chunks), so the first loads need not wait for it; else read from its table after
+  // pdl_wait.
   const bool early = early_rows != 0;
   int32_t first = 0, count = 0, seq_start = 0, seq_len = 0;
   if (early) {
-    const WarpSeq w = warp_seq_chunks(p, fs.ch.max_chunks, lane);
-    first = __shfl_sync(0xffffffffu, w.first, static_cast<int>(b));
-    count = __shfl_sync(0xffffffffu, w.n, static_cast<int>(b));
-    seq_start = __shfl_sync(0xffffffffu, w.start, static_cast<int>(b));
-    seq_len = __shfl_sync(0xffffffffu, w.len, static_cast<int>(b));
+    const BlockSeq s = block_seq_chunks(p, fs.ch.max_chunks, lane, b);
+    first = s.first;
+    count = s.count;
+    seq_start = s.start;
+    seq_len = s.len;
   }
 
   // The sequence's chunk i into stage i & 1: C, B and the dt
@@ -159,10 +155,10 @@ __global__ void __launch_bounds__(kThreads, 1)
   bool slot_ok = false, from_slot = false;
   float* slot_state = p.states;
   const auto read_slot = [&] {
-    const int32_t slot = static_cast<const int32_t*>(p.slots.p)[b];
-    has_initial = static_cast<const int32_t*>(p.has_initial.p)[b];
-    slot_ok = slot >= 0 && slot < p.num_slots;
-    slot_state = p.states + (static_cast<int64_t>(slot_ok ? slot : 0) * Hm + h) * PN;
+    const SeqSlot s = read_seq_slot(p, b, h, PN);
+    has_initial = s.has_initial;
+    slot_ok = s.ok;
+    slot_state = s.state;
     from_slot = slot_ok && has_initial != 0;
   };
   float s_in[R];

@@ -78,6 +78,11 @@ constexpr uint32_t kTmaBytes = 4 * kAtom * sizeof(bf16);
 // shared arrays), in FusedScratch::aggregate (which only the look-back kernel uses otherwise).
 constexpr int kDtRow = 3 * kQ;
 constexpr uint32_t kDtRowBytes = kDtRow * sizeof(float);
+// One stage of the per-sequence kernels: C, B (swizzled), x [Q][P] cores and the dt rows,
+// rounded up to the atoms' 1024-byte alignment.
+__host__ __device__ constexpr int stage_bytes(int P) {
+  return ((2 * kQ * kN + kQ * P) * 2 + kDtRow * 4 + 1023) / 1024 * 1024;
+}
 // The 16-byte piece of rows r, columns [n0, n0 + 8) (n0 a multiple of 8) of a swizzled C or B
 // tile.
 __device__ __forceinline__ const bf16* sw_at(const bf16* tile, int r, int n0) {
@@ -157,6 +162,41 @@ __device__ __forceinline__ WarpSeq warp_seq_chunks(const SsmLaunch& p, int64_t m
   w.first = static_cast<int32_t>(min(static_cast<int64_t>(incl - w.n), max_chunks));
   w.n = scan::fit_chunks(w.n, w.first, max_chunks, &w.cut);
   return w;
+}
+
+// The per-sequence kernels' (ssm_scan_seq.cu, ssm_scan_ws.cu) view of block b's sequence on an
+// early step: warp_seq_chunks' values of lane b, warp-uniform through shuffles (so ptxas keeps
+// the wgmma under conditions on them pipelined).
+struct BlockSeq {
+  int32_t first = 0, count = 0, start = 0, len = 0;
+};
+__device__ __forceinline__ BlockSeq block_seq_chunks(const SsmLaunch& p, int64_t max_chunks,
+                                                     int lane, int64_t b) {
+  const WarpSeq w = warp_seq_chunks(p, max_chunks, lane);
+  BlockSeq s;
+  s.first = __shfl_sync(0xffffffffu, w.first, static_cast<int>(b));
+  s.count = __shfl_sync(0xffffffffu, w.n, static_cast<int>(b));
+  s.start = __shfl_sync(0xffffffffu, w.start, static_cast<int>(b));
+  s.len = __shfl_sync(0xffffffffu, w.len, static_cast<int>(b));
+  return s;
+}
+
+// Sequence b's Mamba slot as the per-sequence kernels read it: its state of head h (slot 0's
+// when the index is out of range: `ok` false, the caller counts it) and whether the sequence
+// continues from it.
+struct SeqSlot {
+  float* state = nullptr;
+  int32_t has_initial = 0;
+  bool ok = false;
+};
+__device__ __forceinline__ SeqSlot read_seq_slot(const SsmLaunch& p, int64_t b, int64_t h,
+                                                 int64_t PN) {
+  SeqSlot s;
+  const int32_t slot = static_cast<const int32_t*>(p.slots.p)[b];
+  s.has_initial = static_cast<const int32_t*>(p.has_initial.p)[b];
+  s.ok = slot >= 0 && slot < p.num_slots;
+  s.state = p.states + (static_cast<int64_t>(s.ok ? slot : 0) * p.heads + h) * PN;
+  return s;
 }
 
 // `early` (ssm_scan_seq.cu's one-wave grids): this kernel waits for the op's producer kernels
@@ -270,15 +310,21 @@ inline int wg_scan_nt(const SsmLaunch& p, const char* kernel) {
 // (clear_b_rows_past) once they landed.
 // In two parts for ssm_scan_seq.cu, which may issue C and B before the dt rows exist: the
 // barrier is armed with every byte by the first, so it completes once both have landed.
+// `c_first_atom` false: C's first atom (columns 0..63) is left to load_chunk_c_first_atom, on
+// the same barrier (ssm_scan_ws.cu: those rows may still hold y tiles being stored).
 __device__ __forceinline__ void load_chunk_cb(bf16* cs, bf16* bs, int64_t g, int64_t t0,
                                               const CUtensorMap* tm_c, const CUtensorMap* tm_b,
-                                              uint64_t* bar) {
+                                              uint64_t* bar, bool c_first_atom = true) {
   tma::bar_arrive_expect(bar, kTmaBytes + kDtRowBytes);
   const int col = static_cast<int>(g * kN), row = static_cast<int>(t0);
-  tma::load_2d(cs, tm_c, col, row, bar);
+  if (c_first_atom) tma::load_2d(cs, tm_c, col, row, bar);
   tma::load_2d(cs + kAtom, tm_c, col + 64, row, bar);
   tma::load_2d(bs, tm_b, col, row, bar);
   tma::load_2d(bs + kAtom, tm_b, col + 64, row, bar);
+}
+__device__ __forceinline__ void load_chunk_c_first_atom(bf16* cs, int64_t g, int64_t t0,
+                                                        const CUtensorMap* tm_c, uint64_t* bar) {
+  tma::load_2d(cs, tm_c, static_cast<int>(g * kN), static_cast<int>(t0), bar);
 }
 __device__ __forceinline__ void load_chunk_dt(float* dt_rows, const FusedScratch& fs, int64_t c,
                                               int64_t h, int64_t heads, uint64_t* bar) {
@@ -575,15 +621,13 @@ __device__ __forceinline__ void store_y(const float (&acc)[4 * NT], const SsmLau
 // store_y for head_dim 64 and a full chunk (every row of the warpgroup's 64 is the sequence's)
 // with a y tensor map (tm_y: boxes of 64 rows x 64 columns, 128-byte swizzle): the tile is
 // written in the swizzled layout into the warpgroup's rows of C's first atom (only its own
-// products read them, all waited for), then stored by one TMA from thread 128 q, which waits
-// for the tile to be read (tma::wait_store_read) before the end-of-chunk barrier frees the
-// stage, unless `wait_read` is false (the caller waits before those rows are loaded again).
-// Replaces store_y's copy-out loop (a shared load, an address and a 16-byte global store per
-// piece) with one instruction.
+// products read them, all waited for), then stored by one TMA from thread 128 q. That thread
+// waits for the tile to be read (tma::wait_store_read) before the rows are loaded again: the
+// caller's part (ssm_scan_ws.cu waits in the next chunk). Replaces store_y's copy-out loop (a
+// shared load, an address and a 16-byte global store per piece) with one instruction.
 __device__ __forceinline__ void store_y_tma(const float (&acc)[32], const CUtensorMap* tm_y,
                                             const bf16* xs, bf16* cs, int64_t t0, int64_t h,
-                                            float Dh, int q, int la, int lb, int lane,
-                                            bool wait_read = true) {
+                                            float Dh, int q, int la, int lb, int lane) {
   constexpr int P = 64;
   const mma::Lane ln(lane);
   const int l0 = 64 * q;
@@ -596,7 +640,6 @@ __device__ __forceinline__ void store_y_tma(const float (&acc)[32], const CUtens
   warpgroup_sync(q);
   if ((threadIdx.x & 127) == 0) {
     tma::store_2d(tm_y, static_cast<int>(h * P), static_cast<int>(t0 + l0), tile);
-    if (wait_read) tma::wait_store_read();
   }
 }
 

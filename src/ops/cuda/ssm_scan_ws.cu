@@ -39,7 +39,7 @@ constexpr int kRoleThreads = 512;                   // 2 state + 2 output warpgr
 // Shared memory: two stages of {C, B swizzled, x cores, the dt rows} (ssm_scan_seq.cu's stages),
 // ss [P][N] cores, the state slots [NT][256] float4 (the inbox, with or without a cluster);
 // + 1 KB for the atoms' 1024-byte alignment. 213 KB.
-constexpr int kStageBytes = ((2 * kQ * kN + kQ * kP) * 2 + kDtRow * 4 + 1023) / 1024 * 1024;
+constexpr int kStageBytes = stage_bytes(kP);
 constexpr int kSmem = 2 * kStageBytes + kP * kN * 2 + kP * kN * 4 + 1024;
 
 // Barrier 0 spans the block; 1 and 2 are store_y's per-warpgroup barriers of the output role;
@@ -56,24 +56,6 @@ __device__ __forceinline__ void y_tiles_read() {
 }
 __device__ __forceinline__ void y_tiles_read_wait() {
   asm volatile("bar.sync 4, 96;\n" ::: "memory");
-}
-
-// A chunk's C and B as load_chunk_cb loads them, but for C's first atom (columns 0..63), loaded
-// later (load_chunk_c0): its rows hold the y tiles of the chunk two before, whose stores may
-// still be reading them. Every byte is armed here.
-__device__ __forceinline__ void load_chunk_cb_but_c0(bf16* cs, bf16* bs, int64_t g, int64_t t0,
-                                                     const CUtensorMap* tm_c,
-                                                     const CUtensorMap* tm_b, uint64_t* bar) {
-  tma::bar_arrive_expect(bar, kTmaBytes + kDtRowBytes);
-  const int col = static_cast<int>(g * kN), row = static_cast<int>(t0);
-  tma::load_2d(cs + kAtom, tm_c, col + 64, row, bar);
-  tma::load_2d(bs, tm_b, col, row, bar);
-  tma::load_2d(bs + kAtom, tm_b, col + 64, row, bar);
-}
-// C's first atom, the rest of a chunk load_chunk_cb_but_c0 began.
-__device__ __forceinline__ void load_chunk_c0(bf16* cs, int64_t g, int64_t t0,
-                                              const CUtensorMap* tm_c, uint64_t* bar) {
-  tma::load_2d(cs, tm_c, static_cast<int>(g * kN), static_cast<int>(t0), bar);
 }
 
 // grid S * Hm * cs (cs consecutive blocks per (sequence b, head h), a cluster when cs > 1),
@@ -129,11 +111,11 @@ __global__ void __launch_bounds__(kRoleThreads, 1)
   const bool early = early_rows != 0;
   int32_t first = 0, count = 0, seq_start = 0, seq_len = 0;
   if (early) {
-    const WarpSeq w = warp_seq_chunks(p, fs.ch.max_chunks, lane);
-    first = __shfl_sync(0xffffffffu, w.first, static_cast<int>(b));
-    count = __shfl_sync(0xffffffffu, w.n, static_cast<int>(b));
-    seq_start = __shfl_sync(0xffffffffu, w.start, static_cast<int>(b));
-    seq_len = __shfl_sync(0xffffffffu, w.len, static_cast<int>(b));
+    const BlockSeq s = block_seq_chunks(p, fs.ch.max_chunks, lane, b);
+    first = s.first;
+    count = s.count;
+    seq_start = s.start;
+    seq_len = s.len;
   }
   const auto issue = [&](int i, int64_t t0, int len, bool with_dt) {
     const int k = rank + i * cs;
@@ -141,10 +123,9 @@ __global__ void __launch_bounds__(kRoleThreads, 1)
       const int64_t c = first + k;
       const int st = i & 1;
       if (l == 0) {
-        if (i < 2)
-          load_chunk_cb(cs_of(st), bs_of(st), g, t0, &tm_c, &tm_b, &full[st]);
-        else  // C's first atom later (load_chunk_c0), once chunk i - 2's y tiles there are read
-          load_chunk_cb_but_c0(cs_of(st), bs_of(st), g, t0, &tm_c, &tm_b, &full[st]);
+        // From chunk 2 on, C's first atom comes later (load_chunk_c_first_atom, below), once
+        // the y tiles of chunk i - 2 there have been read.
+        load_chunk_cb(cs_of(st), bs_of(st), g, t0, &tm_c, &tm_b, &full[st], i < 2);
         if (with_dt) load_chunk_dt(dt_of(st), fs, c, h, Hm, &full[st]);
       }
       if (state_role)
@@ -173,10 +154,10 @@ __global__ void __launch_bounds__(kRoleThreads, 1)
   bool slot_ok = false, from_slot = false;
   float* slot_state = p.states;
   const auto read_slot = [&] {
-    const int32_t slot = static_cast<const int32_t*>(p.slots.p)[b];
-    has_initial = static_cast<const int32_t*>(p.has_initial.p)[b];
-    slot_ok = slot >= 0 && slot < p.num_slots;
-    slot_state = p.states + (static_cast<int64_t>(slot_ok ? slot : 0) * Hm + h) * PN;
+    const SeqSlot s = read_seq_slot(p, b, h, PN);
+    has_initial = s.has_initial;
+    slot_ok = s.ok;
+    slot_state = s.state;
     from_slot = slot_ok && has_initial != 0 && rank == 0;
   };
   float s_in[kR];  // the state role's: S^T rows row, row + 8 in S_loc^T's accumulator layout
@@ -295,7 +276,7 @@ __global__ void __launch_bounds__(kRoleThreads, 1)
       if (l < 32) {
         y_tiles_read_wait();
         if (l == 0 && i >= 1 && rank + (i + 1) * cs < count)
-          load_chunk_c0(cs_of((i + 1) & 1), g, t0_next, &tm_c, &full[(i + 1) & 1]);
+          load_chunk_c_first_atom(cs_of((i + 1) & 1), g, t0_next, &tm_c, &full[(i + 1) & 1]);
       }
       lap(1);
       if (kCluster && k > 0) {
@@ -413,7 +394,7 @@ __global__ void __launch_bounds__(kRoleThreads, 1)
       y_diag_overlapped<kNT>(acc, a0, cb, diag_block, xs, cum, dts, la, lb, cum_a, cum_b, lane);
       lap(5);
       if (y_tma != 0 && len == kQ)
-        store_y_tma(acc, &tm_y, xs, cs_t, t0, h, Dh, q, la, lb, lane, /*wait_read=*/false);
+        store_y_tma(acc, &tm_y, xs, cs_t, t0, h, Dh, q, la, lb, lane);  // read waited: next C.B
       else if (l0 < len)
         store_y<kNT>(acc, p, xs, cs_t, t0, len, h, Dh, q, la, lb, lane);
       lap(6);
