@@ -17,6 +17,7 @@
 // the exact-emulation cases (tests/ops/cases_ssd_mma_exact.cpp) pin this kernel too.
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
@@ -46,6 +47,15 @@ constexpr int kSmem = 2 * kStageBytes + kP * kN * 2 + kP * kN * 4 + 1024;
 // 3 publishes ss: the state role arrives once it is written, the output role waits before Y_off;
 // 4 (below) lets the state role's first warp load C's first atom over read y tiles.
 constexpr int kWsPhases = 10;  // diagnostic trace entries per warpgroup
+// Diagnostic global-timer stamps per block (ns, kTrace only): [0] entry, [1] after pdl_wait,
+// [2] the output role's first stage landed, [3] the state role's first entering state taken,
+// [4] the output role's loop end, [5] the state role's loop end.
+constexpr int kWsStamps = 6;
+__device__ __forceinline__ long long global_ns() {
+  long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
 __device__ __forceinline__ void block_sync() { asm volatile("bar.sync 0, 512;\n" ::: "memory"); }
 __device__ __forceinline__ void ss_written() { asm volatile("bar.arrive 3, 512;\n" ::: "memory"); }
 __device__ __forceinline__ void ss_wait() { asm volatile("bar.sync 3, 512;\n" ::: "memory"); }
@@ -67,6 +77,10 @@ __global__ void __launch_bounds__(kRoleThreads, 1)
                    const __grid_constant__ CUtensorMap tm_y, int y_tma, int early_rows) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   pdl_trigger();
+  long long* stamps = kTrace ? trace + static_cast<int64_t>(gridDim.x) * 4 * kWsPhases +
+                                   static_cast<int64_t>(blockIdx.x) * kWsStamps
+                             : nullptr;
+  if (kTrace && threadIdx.x == 0) stamps[0] = global_ns();
   constexpr uint32_t kStateBytes = kP * kN * 4;
   extern __shared__ __align__(128) unsigned char smem_raw[];
   __shared__ uint64_t full[2];   // mbarriers of the two stages' bulk loads
@@ -176,6 +190,7 @@ __global__ void __launch_bounds__(kRoleThreads, 1)
   const float Dh = state_role ? 0.f : load_param(p.D.p, p.D.dt == DType::BF16, h);
 
   pdl_wait();
+  if (kTrace && l == 0) stamps[1] = global_ns();
   if (!early) {
     first = fs.ch.seq_chunks[2 * b];
     count = __shfl_sync(0xffffffffu, fs.ch.seq_chunks[2 * b + 1], 0);
@@ -286,6 +301,7 @@ __global__ void __launch_bounds__(kRoleThreads, 1)
       // bf16(S_in) into ss for the output role's Y_off (ss is free: the output role's previous
       // Y_off completed before the last chunk's end barrier).
       lap(2);
+      if (kTrace && l == 0 && i == 0) stamps[3] = global_ns();
       store_ss_trans<kNT>(ss, inbox, row - ln.grp, lane, l);
       wg::fence_proxy_async();
       ss_written();
@@ -324,6 +340,7 @@ __global__ void __launch_bounds__(kRoleThreads, 1)
       len_next = len_after;
       t0_next = t0_after;
     }
+    if (kTrace && l == 0) stamps[5] = global_ns();
   } else {
     const int la = row, lb = la + 8;
     for (int i = 0; rank + i * cs < count; ++i) {
@@ -339,6 +356,7 @@ __global__ void __launch_bounds__(kRoleThreads, 1)
       const float* dts = cum + kQ;
       lap(kWsPhases - 2);
       tma::bar_wait(&full[st], (i >> 1) & 1);
+      if (kTrace && l == 256 && i == 0) stamps[2] = global_ns();
       if (len < kQ) block_sync();  // the state role clears B's rows past the sequence
       lap(0);
       // The first C.B block and its scores, then warpgroup 1's diagonal C.B block, while the
@@ -407,6 +425,7 @@ __global__ void __launch_bounds__(kRoleThreads, 1)
       t0_next = t0_after;
       len_next = len_after;
     }
+    if (kTrace && l == 256) stamps[4] = global_ns();
     if ((l & 127) == 0) tma::wait_store_read();  // the last y tile read before the block exits
   }
   if (tracer)
@@ -420,8 +439,8 @@ __global__ void __launch_bounds__(kRoleThreads, 1)
 
 // Diagnostic (STRATA_SSD_TRACE set, eager calls only): the mean cycles per chunk of each phase
 // over the blocks that took chunks, per warpgroup, on stderr.
-void report_ws_trace(long long* trace, int64_t blocks, cudaStream_t st) {
-  std::vector<long long> h(static_cast<size_t>(blocks * 4 * kWsPhases));
+void report_ws_trace(long long* trace, int64_t blocks, int cs, cudaStream_t st) {
+  std::vector<long long> h(static_cast<size_t>(blocks * (4 * kWsPhases + kWsStamps)));
   STRATA_CUDA_CHECK(
       cudaMemcpyAsync(h.data(), trace, h.size() * sizeof(long long), cudaMemcpyDeviceToHost, st));
   STRATA_CUDA_CHECK(cudaFreeAsync(trace, st));
@@ -442,6 +461,30 @@ void report_ws_trace(long long* trace, int64_t blocks, cudaStream_t st) {
                  w < 2 ? "state" : "output", sum[kWsPhases - 1]);
     for (int k = 0; k < kWsPhases - 1; ++k)
       if (names[k][0] != 0) std::fprintf(stderr, " %s %.0f", names[k], sum[k] / sum[kWsPhases - 1]);
+    std::fprintf(stderr, "\n");
+  }
+  // The stamps against the earliest entry, in us: mean (min, max) over the blocks, per rank.
+  const long long* stamp = h.data() + blocks * 4 * kWsPhases;
+  long long t0 = stamp[0];
+  for (int64_t b = 0; b < blocks; ++b) t0 = std::min(t0, stamp[b * kWsStamps]);
+  static const char* stamp_names[] = {"entry", "pdl_wait done", "out: stage 0 landed",
+                                      "state: S_in taken", "out: loop end", "state: loop end"};
+  for (int r = 0; r < cs; ++r) {
+    std::fprintf(stderr, "ssd_ws stamps rank %d (us from the first entry):", r);
+    for (int k = 0; k < kWsStamps; ++k) {
+      double sum = 0, lo = 1e30, hi = -1e30;
+      int n = 0;
+      for (int64_t b = r; b < blocks; b += cs) {
+        const long long v = stamp[b * kWsStamps + k];
+        if (v == 0) continue;
+        const double us = static_cast<double>(v - t0) * 1e-3;
+        sum += us;
+        lo = std::min(lo, us);
+        hi = std::max(hi, us);
+        ++n;
+      }
+      if (n > 0) std::fprintf(stderr, " | %s %.2f (%.2f, %.2f)", stamp_names[k], sum / n, lo, hi);
+    }
     std::fprintf(stderr, "\n");
   }
 }
@@ -479,11 +522,11 @@ void launch_ws_kernel(const SsmLaunch& p, const FusedScratch& fs, int* index_err
   cfg.attrs = at;
   cfg.numAttrs = kCluster ? 2 : 1;
   const int64_t blocks = cfg.gridDim.x;
-  long long* trace = trace_buffer(blocks * 4 * kWsPhases, st);
+  long long* trace = trace_buffer(blocks * (4 * kWsPhases + kWsStamps), st);
   STRATA_CUDA_CHECK(cudaLaunchKernelEx(
       &cfg, trace != nullptr ? ws_scan_kernel<kCluster, true> : ws_scan_kernel<kCluster, false>,
       p, fs, index_errors, trace, tm_c, tm_b, tm_y, y_tma ? 1 : 0, early ? 1 : 0));
-  if (trace != nullptr) report_ws_trace(trace, blocks, st);
+  if (trace != nullptr) report_ws_trace(trace, blocks, cs, st);
 }
 
 }  // namespace
