@@ -309,6 +309,7 @@ __global__ void __launch_bounds__(kRoleThreads, 1)
       const float decay = expf(cum[len - 1]);
       wg::wait_all();
       wg::fence_regs(own);
+      lap(7);
       // S_out = exp(cum_last) S_in + S_loc, to the block of the next chunk, or back into the
       // slots (cs = 1), or after the sequence's last chunk to the Mamba slot.
 #pragma unroll
@@ -335,6 +336,7 @@ __global__ void __launch_bounds__(kRoleThreads, 1)
       block_sync();
       lap(5);
       issue(i + 2, t0_after, len_after, true);
+      lap(6);
       if (tracer) ++ph[role_wg][kWsPhases - 1];
       len_cur = len_next;
       len_next = len_after;
@@ -446,7 +448,8 @@ void report_ws_trace(long long* trace, int64_t blocks, int cs, cudaStream_t st) 
   STRATA_CUDA_CHECK(cudaFreeAsync(trace, st));
   STRATA_CUDA_CHECK(cudaStreamSynchronize(st));
   static const char* state_names[] = {"stage wait", "S_loc issue", "received", "ss written",
-                                      "S_loc wait+S_out", "end barrier", "", "", "loop top"};
+                                      "S_out+send", "end barrier", "issue next", "S_loc wait",
+                                      "loop top"};
   static const char* output_names[] = {"stage wait", "C.B0", "scores0+C.B1 issue", "ss wait",
                                        "Y_off+scale", "Y_diag", "y store", "end barrier",
                                        "loop top"};
