@@ -160,8 +160,7 @@ __global__ void __launch_bounds__(kRoleThreads, 1)
   if (early) {
     early_row(0, t0_cur, len_cur);
     early_row(1, t0_next, len_next);
-    issue(0, t0_cur, len_cur, false);
-    issue(1, t0_next, len_next, false);
+    issue(0, t0_cur, len_cur, false);  // the second chunk's loads once these landed (below)
   }
   const int64_t PN = static_cast<int64_t>(kP) * kN;
   int32_t has_initial = 0;
@@ -211,15 +210,13 @@ __global__ void __launch_bounds__(kRoleThreads, 1)
   };
   if (early) {
     load_dt(0);
-    load_dt(1);
   } else {
     row_of(0, t0_cur, len_cur);
     row_of(1, t0_next, len_next);
     issue(0, t0_cur, len_cur, true);
-    issue(1, t0_next, len_next, true);
     if (state_role) load_initial();
   }
-  scan::cp_async_wait_group<1>();  // the first chunk's x (no groups in the output role)
+  scan::cp_async_wait_group<0>();  // the first chunk's x (no groups in the output role)
   wg::fence_proxy_async();
   __syncthreads();
 
@@ -262,6 +259,9 @@ __global__ void __launch_bounds__(kRoleThreads, 1)
       const float* ws = cum + 2 * kQ;
       lap(kWsPhases - 2);
       tma::bar_wait(&full[st], (i >> 1) & 1);
+      // The second chunk's loads once the first chunk's landed: the first chunk's bytes then
+      // take the whole bandwidth while every block fills at once.
+      if (i == 0) issue(1, t0_next, len_next, true);
       if (len < kQ) {  // B rows past the sequence: zeros, for both roles' products
         clear_b_rows_past(bs, len);
         wg::fence_proxy_async();
