@@ -49,6 +49,27 @@ template <int P>
 __device__ __forceinline__ uint64_t x_desc(const bf16* xs, int ks) {  // rows s in [16 ks, +16)
   return wg::desc(xs + 16 * ks * P, (P / 8) * 128, 128);
 }
+// The x tile [Q][P] in either of two layouts: core matrices (stage_core's copies, any P; kXSw
+// false) or, at P = 64, one 128-byte-swizzled atom loaded by TMA (ssm_scan_ws.cu; kXSw true):
+// the B descriptor of k-step ks, and element (r, p).
+template <int P, bool kXSw>
+__device__ __forceinline__ uint64_t x_desc_of(const bf16* xs, int ks) {
+  if constexpr (kXSw) {
+    static_assert(P == 64, "a swizzled x tile is one atom of 64 columns");
+    return tma::desc_sw128_mn(xs, 16 * ks);
+  } else {
+    return x_desc<P>(xs, ks);
+  }
+}
+template <int P, bool kXSw>
+__device__ __forceinline__ const bf16* x_at(const bf16* xs, int r, int p) {
+  if constexpr (kXSw)
+    return reinterpret_cast<const bf16*>(reinterpret_cast<const char*>(xs) +
+                                         tma::sw128_piece(r, p >> 3)) +
+           (p & 7);
+  else
+    return xs + core_off(r, p, P / 8);
+}
 
 // tile(r, k) = src[(t0 + r) ld + col0 + k] for r < valid, 0 for valid <= r < kQ, k < W; left in
 // flight (the caller commits, waits, fences and synchronizes). Lanes 8 apart take 8 consecutive
@@ -312,10 +333,12 @@ inline int wg_scan_nt(const SsmLaunch& p, const char* kernel) {
 // barrier is armed with every byte by the first, so it completes once both have landed.
 // `c_first_atom` false: C's first atom (columns 0..63) is left to load_chunk_c_first_atom, on
 // the same barrier (ssm_scan_ws.cu: those rows may still hold y tiles being stored).
+// `extra_bytes`: what the caller loads on the same barrier besides (ssm_scan_ws.cu: the x tile).
 __device__ __forceinline__ void load_chunk_cb(bf16* cs, bf16* bs, int64_t g, int64_t t0,
                                               const CUtensorMap* tm_c, const CUtensorMap* tm_b,
-                                              uint64_t* bar, bool c_first_atom = true) {
-  tma::bar_arrive_expect(bar, kTmaBytes + kDtRowBytes);
+                                              uint64_t* bar, bool c_first_atom = true,
+                                              uint32_t extra_bytes = 0) {
+  tma::bar_arrive_expect(bar, kTmaBytes + kDtRowBytes + extra_bytes);
   const int col = static_cast<int>(g * kN), row = static_cast<int>(t0);
   if (c_first_atom) tma::load_2d(cs, tm_c, col, row, bar);
   tma::load_2d(cs + kAtom, tm_c, col + 64, row, bar);
@@ -513,7 +536,7 @@ __device__ __forceinline__ void y_diag(float (&acc)[4 * NT], float (&cb)[32], co
 // scores are formed from cb while that product runs.
 // (Reading cb after a partial wait instead, wgmma.wait_group 1, makes ptxas serialize every
 // wgmma of the kernel: its C7514.)
-template <int NT>
+template <int NT, bool kXSw = false>
 __device__ __forceinline__ void y_diag_overlapped(float (&acc)[4 * NT], const uint32_t (&a0)[4][4],
                                                   const float (&cb)[32], bool diag_block,
                                                   const bf16* xs, const float* cum,
@@ -525,7 +548,7 @@ __device__ __forceinline__ void y_diag_overlapped(float (&acc)[4 * NT], const ui
   wg::wgmma_fence();
 #pragma unroll
   for (int t = 0; t < 4; ++t)
-    wg::mma_rs_bmn(acc, a0[t], x_desc<P>(xs, t), 1);
+    wg::mma_rs_bmn(acc, a0[t], x_desc_of<P, kXSw>(xs, t), 1);
   wg::commit();
   if (diag_block) {
     uint32_t a1[4][4];
@@ -533,7 +556,7 @@ __device__ __forceinline__ void y_diag_overlapped(float (&acc)[4 * NT], const ui
     wg::wgmma_fence();
 #pragma unroll
     for (int t = 0; t < 4; ++t)
-      wg::mma_rs_bmn(acc, a1[t], x_desc<P>(xs, 4 + t), 1);
+      wg::mma_rs_bmn(acc, a1[t], x_desc_of<P, kXSw>(xs, 4 + t), 1);
     wg::commit();
   }
   wg::wait_all();
@@ -543,17 +566,17 @@ __device__ __forceinline__ void y_diag_overlapped(float (&acc)[4 * NT], const ui
 // y = bf16(acc + Dh x) of this thread's pairs (rows la, lb of the chunk; columns pp, pp + 1 of
 // every 8-column group j, pp = 8 j + 2 tig) into a shared tile at at(r, j, pp), r the row within
 // the warpgroup's 64 (l0 ..). x[l][pp], x[l][pp + 1] are adjacent in a core row: one load.
-template <int NT, class At>
+template <int NT, bool kXSw = false, class At>
 __device__ __forceinline__ void y_pairs_to_tile(const float (&acc)[4 * NT], const bf16* xs,
                                                 float Dh, int l0, int la, int lb, int tig, At at) {
-  constexpr int PC = NT;  // core matrices per row of x
+  constexpr int P = 8 * NT;
 #pragma unroll
   for (int j = 0; j < NT; ++j) {
     const int pp = 8 * j + 2 * tig;
     const float2 xa =
-        __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(xs + core_off(la, pp, PC)));
+        __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(x_at<P, kXSw>(xs, la, pp)));
     const float2 xb =
-        __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(xs + core_off(lb, pp, PC)));
+        __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(x_at<P, kXSw>(xs, lb, pp)));
     *reinterpret_cast<__nv_bfloat162*>(at(la - l0, j, pp)) =
         __floats2bfloat162_rn(acc[4 * j + 0] + Dh * xa.x, acc[4 * j + 1] + Dh * xa.y);
     *reinterpret_cast<__nv_bfloat162*>(at(lb - l0, j, pp)) =
@@ -575,7 +598,7 @@ __device__ __forceinline__ void warpgroup_sync(int q) {
 // products read, all waited for by the caller; rows 0..31 in the first atom's rows l0.., 32..63
 // in the second's (8 KB each); rows P + 8 apart keep the pair stores conflict-free.
 // warpgroup_sync orders the warpgroup's tile writes before its reads.
-template <int NT>
+template <int NT, bool kXSw = false>
 __device__ __forceinline__ void store_y(const float (&acc)[4 * NT], const SsmLaunch& p,
                                         const bf16* xs, bf16* cs, int64_t t0, int len, int64_t h,
                                         float Dh, int q, int la, int lb, int lane) {
@@ -588,8 +611,8 @@ __device__ __forceinline__ void store_y(const float (&acc)[4 * NT], const SsmLau
     constexpr int LY = P + 8;
     static_assert(32 * LY <= 64 * 64, "half the y tile fits in 64 rows of one atom");
     const auto yt = [&](int r) { return cs + (r < 32 ? 0 : kAtom) + l0 * 64 + (r & 31) * LY; };
-    y_pairs_to_tile<NT>(acc, xs, Dh, l0, la, lb, ln.tig,
-                        [&](int r, int, int pp) { return yt(r) + pp; });
+    y_pairs_to_tile<NT, kXSw>(acc, xs, Dh, l0, la, lb, ln.tig,
+                              [&](int r, int, int pp) { return yt(r) + pp; });
     warpgroup_sync(q);
     const int rows = min(64, len - l0);
     const int t = static_cast<int>(threadIdx.x) & 127;
@@ -608,12 +631,12 @@ __device__ __forceinline__ void store_y(const float (&acc)[4 * NT], const SsmLau
       const int pp = 8 * j + 2 * ln.tig;
       if (la < len)
         scan::store_y_pair(ym + (t0 + la) * p.out.ld + h * P + pp, pairs,
-                           acc[4 * j + 0] + Dh * __bfloat162float(xs[core_off(la, pp, PC)]),
-                           acc[4 * j + 1] + Dh * __bfloat162float(xs[core_off(la, pp + 1, PC)]));
+                           acc[4 * j + 0] + Dh * __bfloat162float(*x_at<P, kXSw>(xs, la, pp)),
+                           acc[4 * j + 1] + Dh * __bfloat162float(*x_at<P, kXSw>(xs, la, pp + 1)));
       if (lb < len)
         scan::store_y_pair(ym + (t0 + lb) * p.out.ld + h * P + pp, pairs,
-                           acc[4 * j + 2] + Dh * __bfloat162float(xs[core_off(lb, pp, PC)]),
-                           acc[4 * j + 3] + Dh * __bfloat162float(xs[core_off(lb, pp + 1, PC)]));
+                           acc[4 * j + 2] + Dh * __bfloat162float(*x_at<P, kXSw>(xs, lb, pp)),
+                           acc[4 * j + 3] + Dh * __bfloat162float(*x_at<P, kXSw>(xs, lb, pp + 1)));
     }
   }
 }
@@ -625,6 +648,7 @@ __device__ __forceinline__ void store_y(const float (&acc)[4 * NT], const SsmLau
 // waits for the tile to be read (tma::wait_store_read) before the rows are loaded again: the
 // caller's part (ssm_scan_ws.cu waits in the next chunk). Replaces store_y's copy-out loop (a
 // shared load, an address and a 16-byte global store per piece) with one instruction.
+template <bool kXSw>
 __device__ __forceinline__ void store_y_tma(const float (&acc)[32], const CUtensorMap* tm_y,
                                             const bf16* xs, bf16* cs, int64_t t0, int64_t h,
                                             float Dh, int q, int la, int lb, int lane) {
@@ -633,7 +657,7 @@ __device__ __forceinline__ void store_y_tma(const float (&acc)[32], const CUtens
   const int l0 = 64 * q;
   unsigned char* tile = reinterpret_cast<unsigned char*>(cs + l0 * 64);  // 1024-byte aligned
   // Pair (r, pp) in the swizzled tile: its 16-byte piece j, then 2 tig elements (4 tig bytes).
-  y_pairs_to_tile<8>(acc, xs, Dh, l0, la, lb, ln.tig, [&](int r, int j, int) {
+  y_pairs_to_tile<8, kXSw>(acc, xs, Dh, l0, la, lb, ln.tig, [&](int r, int j, int) {
     return reinterpret_cast<bf16*>(tile + tma::sw128_piece(r, j) + 4 * ln.tig);
   });
   wg::fence_proxy_async();  // the tile's st.shared before the async proxy reads it

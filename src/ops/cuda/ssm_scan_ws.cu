@@ -41,6 +41,7 @@ constexpr int kRoleThreads = 512;                   // 2 state + 2 output warpgr
 // ss [P][N] cores, the state slots [NT][256] float4 (the inbox, with or without a cluster);
 // + 1 KB for the atoms' 1024-byte alignment. 213 KB.
 constexpr int kStageBytes = stage_bytes(kP);
+constexpr uint32_t kXBytes = kQ * kP * sizeof(bf16);  // the x tile: one swizzled atom
 constexpr int kSmem = 2 * kStageBytes + kP * kN * 2 + kP * kN * 4 + 1024;
 
 // Barrier 0 spans the block; 1 and 2 are store_y's per-warpgroup barriers of the output role;
@@ -68,13 +69,24 @@ __device__ __forceinline__ void y_tiles_read_wait() {
   asm volatile("bar.sync 4, 96;\n" ::: "memory");
 }
 
+// x rows len .. Q - 1 of a loaded x atom hold the next sequence (or zeros): cleared, so that its
+// non-finite values cannot reach this one through the zero products of the masked scores and of
+// the cleared B rows. The state role's 256 threads; the caller fences (generic -> async proxy)
+// and synchronizes. A swizzle permutes pieces within a row only: row r is bytes [128 r, +128).
+__device__ __forceinline__ void clear_x_rows_past(bf16* xs, int len) {
+  const uint4 zero = make_uint4(0, 0, 0, 0);
+  for (int i = static_cast<int>(threadIdx.x) + 8 * len; i < 8 * kQ; i += kThreads)
+    reinterpret_cast<uint4*>(xs)[i] = zero;
+}
+
 // grid S * Hm * cs (cs consecutive blocks per (sequence b, head h), a cluster when cs > 1),
 // block kRoleThreads, kSmem bytes. Launch order and pdl as ssm_scan_seq.cu's kernel.
 template <bool kCluster, bool kTrace>
 __global__ void __launch_bounds__(kRoleThreads, 1)
     ws_scan_kernel(SsmLaunch p, FusedScratch fs, int* errors, long long* trace,
                    const __grid_constant__ CUtensorMap tm_c, const __grid_constant__ CUtensorMap tm_b,
-                   const __grid_constant__ CUtensorMap tm_y, int y_tma, int early_rows) {
+                   const __grid_constant__ CUtensorMap tm_y,
+                   const __grid_constant__ CUtensorMap tm_x, int y_tma, int early_rows) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   pdl_trigger();
   long long* stamps = kTrace ? trace + static_cast<int64_t>(gridDim.x) * 4 * kWsPhases +
@@ -131,21 +143,20 @@ __global__ void __launch_bounds__(kRoleThreads, 1)
     seq_start = s.start;
     seq_len = s.len;
   }
-  const auto issue = [&](int i, int64_t t0, int len, bool with_dt) {
+  // Chunk i's loads into stage i & 1, by thread 0: C, B and x (one swizzled atom, the head's 64
+  // columns; rows past the tensor arrive as zeros, rows of a following sequence are cleared
+  // once landed) by TMA, and the dt rows.
+  const auto issue = [&](int i, int64_t t0, bool with_dt) {
     const int k = rank + i * cs;
-    if (k < count) {
+    if (k < count && l == 0) {
       const int64_t c = first + k;
       const int st = i & 1;
-      if (l == 0) {
-        // From chunk 2 on, C's first atom comes later (load_chunk_c_first_atom, below), once
-        // the y tiles of chunk i - 2 there have been read.
-        load_chunk_cb(cs_of(st), bs_of(st), g, t0, &tm_c, &tm_b, &full[st], i < 2);
-        if (with_dt) load_chunk_dt(dt_of(st), fs, c, h, Hm, &full[st]);
-      }
-      if (state_role)
-        stage_core<kP>(xs_of(st), static_cast<const bf16*>(p.x.p), p.x.ld, t0, len, h * kP);
+      // From chunk 2 on, C's first atom comes later (load_chunk_c_first_atom, below), once the
+      // y tiles of chunk i - 2 there have been read.
+      load_chunk_cb(cs_of(st), bs_of(st), g, t0, &tm_c, &tm_b, &full[st], i < 2, kXBytes);
+      tma::load_2d(xs_of(st), &tm_x, static_cast<int>(h * kP), static_cast<int>(t0), &full[st]);
+      if (with_dt) load_chunk_dt(dt_of(st), fs, c, h, Hm, &full[st]);
     }
-    if (state_role) scan::cp_async_commit();
   };
   const auto load_dt = [&](int i) {
     const int k = rank + i * cs;
@@ -160,7 +171,7 @@ __global__ void __launch_bounds__(kRoleThreads, 1)
   if (early) {
     early_row(0, t0_cur, len_cur);
     early_row(1, t0_next, len_next);
-    issue(0, t0_cur, len_cur, false);  // the second chunk's loads once these landed (below)
+    issue(0, t0_cur, false);  // the second chunk's loads once these landed (below)
   }
   const int64_t PN = static_cast<int64_t>(kP) * kN;
   int32_t has_initial = 0;
@@ -213,11 +224,9 @@ __global__ void __launch_bounds__(kRoleThreads, 1)
   } else {
     row_of(0, t0_cur, len_cur);
     row_of(1, t0_next, len_next);
-    issue(0, t0_cur, len_cur, true);
+    issue(0, t0_cur, true);
     if (state_role) load_initial();
   }
-  scan::cp_async_wait_group<0>();  // the first chunk's x (no groups in the output role)
-  wg::fence_proxy_async();
   __syncthreads();
 
   // Diagnostic (kTrace: STRATA_SSD_TRACE, eager calls): cycles per phase summed over the block's
@@ -254,16 +263,17 @@ __global__ void __launch_bounds__(kRoleThreads, 1)
       int32_t t0_after, len_after;
       row_of(i + 2, t0_after, len_after);
       bf16* bs = bs_of(st);
-      const bf16* xs = xs_of(st);
+      bf16* xs = xs_of(st);
       const float* cum = dt_of(st);
       const float* ws = cum + 2 * kQ;
       lap(kWsPhases - 2);
       tma::bar_wait(&full[st], (i >> 1) & 1);
       // The second chunk's loads once the first chunk's landed: the first chunk's bytes then
       // take the whole bandwidth while every block fills at once.
-      if (i == 0) issue(1, t0_next, len_next, true);
-      if (len < kQ) {  // B rows past the sequence: zeros, for both roles' products
+      if (i == 0) issue(1, t0_next, true);
+      if (len < kQ) {  // B and x rows past the sequence: zeros, for both roles' products
         clear_b_rows_past(bs, len);
+        clear_x_rows_past(xs, len);
         wg::fence_proxy_async();
         block_sync();
       }
@@ -283,9 +293,14 @@ __global__ void __launch_bounds__(kRoleThreads, 1)
         wg::wgmma_fence();
 #pragma unroll
         for (int t = 0; t < kQ / 32; ++t)
-          wg::mma_rs_bmn(own, a[t], x_desc<kP>(xs, half * kQ / 32 + t), half + t > 0 ? 1 : 0);
+          wg::mma_rs_bmn(own, a[t], x_desc_of<kP, true>(xs, half * kQ / 32 + t),
+                         half + t > 0 ? 1 : 0);
         wg::commit();
       }
+      // The next chunk's loads into the other stage (free since the last chunk's end barrier),
+      // here and not after this chunk's end barrier: the issue, ~2K cycles when x was copied by
+      // every thread of this role, then lies off the chunk's path, before the state's wait.
+      if (i >= 1) issue(i + 1, t0_next, true);
       // C's first atom of the next chunk once the output role's y stores of the chunk before
       // this one have read it (the loads of chunks 0 and 1 took it whole).
       if (l < 32) {
@@ -328,14 +343,11 @@ __global__ void __launch_bounds__(kRoleThreads, 1)
           store_state_quad(slot_state, r, 8 * j + 2 * ln.tig, row);
         }
       }
-      // End of the chunk: the next chunk's x landed (the barrier publishes it), and every role
-      // is done with this stage, which takes the chunk after next.
+      // End of the chunk: every role is done with this stage, which takes the chunk after next
+      // (issued in the next chunk).
       lap(4);
-      scan::cp_async_wait_group<0>();
-      wg::fence_proxy_async();
       block_sync();
       lap(5);
-      issue(i + 2, t0_after, len_after, true);
       lap(6);
       if (tracer) ++ph[role_wg][kWsPhases - 1];
       len_cur = len_next;
@@ -411,12 +423,13 @@ __global__ void __launch_bounds__(kRoleThreads, 1)
         acc[4 * j + 3] *= eb;
       }
       lap(4);
-      y_diag_overlapped<kNT>(acc, a0, cb, diag_block, xs, cum, dts, la, lb, cum_a, cum_b, lane);
+      y_diag_overlapped<kNT, true>(acc, a0, cb, diag_block, xs, cum, dts, la, lb, cum_a, cum_b,
+                                   lane);
       lap(5);
       if (y_tma != 0 && len == kQ)
-        store_y_tma(acc, &tm_y, xs, cs_t, t0, h, Dh, q, la, lb, lane);  // read waited: next C.B
+        store_y_tma<true>(acc, &tm_y, xs, cs_t, t0, h, Dh, q, la, lb, lane);  // read: next C.B
       else if (l0 < len)
-        store_y<kNT>(acc, p, xs, cs_t, t0, len, h, Dh, q, la, lb, lane);
+        store_y<kNT, true>(acc, p, xs, cs_t, t0, len, h, Dh, q, la, lb, lane);
       lap(6);
       wg::fence_proxy_async();  // the y tile's st.shared before the stage's next loads
       block_sync();
@@ -508,6 +521,7 @@ void launch_ws_kernel(const SsmLaunch& p, const FusedScratch& fs, int* index_err
   static std::atomic<uint64_t> attr_trace{0};
   scan::allow_smem(ws_scan_kernel<kCluster, true>, smem, attr_trace);
   const CUtensorMap tm_c = tma_map_bf16_sw128(p.C, kQ), tm_b = tma_map_bf16_sw128(p.B, kQ);
+  const CUtensorMap tm_x = tma_map_bf16_sw128(p.x, kQ);
   const bool y_tma = (reinterpret_cast<uintptr_t>(p.out.p) & 15u) == 0 && p.out.ld % 8 == 0;
   const CUtensorMap tm_y = y_tma ? tma_map_bf16_sw128(p.out, 64) : tm_c;  // tm_c: unused
   cudaLaunchConfig_t cfg = {};
@@ -528,7 +542,7 @@ void launch_ws_kernel(const SsmLaunch& p, const FusedScratch& fs, int* index_err
   long long* trace = trace_buffer(blocks * (4 * kWsPhases + kWsStamps), st);
   STRATA_CUDA_CHECK(cudaLaunchKernelEx(
       &cfg, trace != nullptr ? ws_scan_kernel<kCluster, true> : ws_scan_kernel<kCluster, false>,
-      p, fs, index_errors, trace, tm_c, tm_b, tm_y, y_tma ? 1 : 0, early ? 1 : 0));
+      p, fs, index_errors, trace, tm_c, tm_b, tm_y, tm_x, y_tma ? 1 : 0, early ? 1 : 0));
   if (trace != nullptr) report_ws_trace(trace, blocks, cs, st);
 }
 

@@ -31,6 +31,17 @@ __device__ __forceinline__ uint64_t desc_sw128(const void* atom, int row0, int k
          (static_cast<uint64_t>(1024 >> 4) << 32) | (static_cast<uint64_t>(1) << 62);
 }
 
+// wgmma descriptor of an MN-major SW128 operand of 64 MN-columns (one atom wide): K-rows from
+// `row0` (a multiple of 8) of the atom at `atom` (1024-byte aligned), each row the 64 MN-values
+// in 128 bytes. SBO = 1024 bytes (the next 8 K-rows); LBO (the next atom along MN) is unused at
+// 64 columns; layout type 1 = 128-byte swizzle. CUTLASS's canonical MN-major SW128 form
+// ((8,8,m),(8,k)):((1,8,LBO),(64,SBO)) in elements.
+__device__ __forceinline__ uint64_t desc_sw128_mn(const void* atom, int row0) {
+  const uint32_t a = static_cast<uint32_t>(__cvta_generic_to_shared(atom)) + row0 * 128;
+  return static_cast<uint64_t>((a & 0x3FFFF) >> 4) | (static_cast<uint64_t>(1) << 16) |
+         (static_cast<uint64_t>(1024 >> 4) << 32) | (static_cast<uint64_t>(1) << 62);
+}
+
 __device__ __forceinline__ uint32_t smem_u32(const void* p) {
   return static_cast<uint32_t>(__cvta_generic_to_shared(p));
 }
