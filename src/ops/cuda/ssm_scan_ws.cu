@@ -158,6 +158,26 @@ __global__ void __launch_bounds__(kRoleThreads, 1)
       if (with_dt) load_chunk_dt(dt_of(st), fs, c, h, Hm, &full[st]);
     }
   };
+  // issue's loads of chunk i >= 2 (C's first atom left to load_chunk_c_first_atom) spread over
+  // the first lanes of state warpgroup 1's four warps, in the chunk before (below): one thread
+  // issuing all five took ~0.4K cycles on the state role's path to ss.
+  const auto issue_spread = [&](int i, int64_t t0) {
+    const int k = rank + i * cs, w = (l >> 5) & 3;
+    if (k < count && (l >> 7) == 1 && (l & 31) == 0) {
+      const int st = i & 1, col = static_cast<int>(g * kN), row = static_cast<int>(t0);
+      if (w == 0) {
+        tma::bar_arrive_expect(&full[st], kTmaBytes + kDtRowBytes + kXBytes);
+        tma::load_2d(cs_of(st) + kAtom, &tm_c, col + 64, row, &full[st]);
+      } else if (w == 1) {
+        tma::load_2d(bs_of(st), &tm_b, col, row, &full[st]);
+      } else if (w == 2) {
+        tma::load_2d(bs_of(st) + kAtom, &tm_b, col + 64, row, &full[st]);
+      } else {
+        tma::load_2d(xs_of(st), &tm_x, static_cast<int>(h * kP), row, &full[st]);
+        load_chunk_dt(dt_of(st), fs, first + k, h, Hm, &full[st]);
+      }
+    }
+  };
   const auto load_dt = [&](int i) {
     const int k = rank + i * cs;
     if (k < count && l == 0) load_chunk_dt(dt_of(i & 1), fs, first + k, h, Hm, &full[i & 1]);
@@ -300,7 +320,7 @@ __global__ void __launch_bounds__(kRoleThreads, 1)
       // The next chunk's loads into the other stage (free since the last chunk's end barrier),
       // here and not after this chunk's end barrier: the issue, ~2K cycles when x was copied by
       // every thread of this role, then lies off the chunk's path, before the state's wait.
-      if (i >= 1) issue(i + 1, t0_next, true);
+      if (i >= 1) issue_spread(i + 1, t0_next);
       // C's first atom of the next chunk once the output role's y stores of the chunk before
       // this one have read it (the loads of chunks 0 and 1 took it whole).
       if (l < 32) {
