@@ -1,8 +1,8 @@
 // Mamba2 chunked scan (SSD), cuda.ssd_seq at head_dim 64 (Nano-3): a block per (sequence,
 // head), or a cluster of 2-4 taking its chunks in turn, with its warpgroups split by role: four
 // per block, two on the state (S_loc^T of the state rows n in [64 q, +64), the entering state
-// written to ss, the hand-over, the x loads) and two on the output (the C.B blocks, the decayed
-// scores, Y_off, Y_diag and the y store of the chunk rows l in [64 q, +64)).
+// written to ss, the hand-over, the next stage's loads) and two on the output (the C.B blocks,
+// the decayed scores, Y_off, Y_diag and the y store of the chunk rows l in [64 q, +64)).
 // ssm_scan_seq.cu's two warpgroups (head_dim 80) each do one state half and one output half in
 // turn, in lock step through the chunk's barriers, two warps per scheduler (docs/BENCHMARKS.md,
 // "tenth session": issue slots ~40% busy). Here the output warpgroups form the chunk's C.B and
@@ -13,6 +13,11 @@
 // session's `roles11` gave one warpgroup both state halves and spilled). Measured against the
 // lock-step form at head_dim 64: nano3 1x2048 46.2-46.7 us against 54.2-54.6, 1x4096 -19%
 // (docs/BENCHMARKS.md, "fourteenth session").
+// Every load of a stage (C, B and x by TMA, x as one 128-byte-swizzled atom read through an
+// MN-major descriptor, and the dt rows) is a handful of instructions from single threads, issued
+// in the chunk before: x copied by the state role's 256 threads after the end-of-chunk barrier
+// put ~2K cycles per chunk on that role's path to ss (docs/BENCHMARKS.md, "sixteenth session":
+// nano3 1x2048 46.0 -> 40.7 us).
 // The products are ssm_scan_seq.cu's, issued in the same order into the same accumulators, so
 // the exact-emulation cases (tests/ops/cases_ssd_mma_exact.cpp) pin this kernel too.
 #include <cuda_runtime.h>
@@ -143,9 +148,9 @@ __global__ void __launch_bounds__(kRoleThreads, 1)
     seq_start = s.start;
     seq_len = s.len;
   }
-  // Chunk i's loads into stage i & 1, by thread 0: C, B and x (one swizzled atom, the head's 64
-  // columns; rows past the tensor arrive as zeros, rows of a following sequence are cleared
-  // once landed) by TMA, and the dt rows.
+  // Chunk i's loads into stage i & 1 for the first two chunks (i < 2), by thread 0: C, B and x
+  // (one swizzled atom, the head's 64 columns; rows past the tensor arrive as zeros, rows of a
+  // following sequence are cleared once landed) by TMA, and the dt rows.
   const auto issue = [&](int i, int64_t t0, bool with_dt) {
     const int k = rank + i * cs;
     if (k < count && l == 0) {
@@ -158,9 +163,9 @@ __global__ void __launch_bounds__(kRoleThreads, 1)
       if (with_dt) load_chunk_dt(dt_of(st), fs, c, h, Hm, &full[st]);
     }
   };
-  // issue's loads of chunk i >= 2 (C's first atom left to load_chunk_c_first_atom) spread over
-  // the first lanes of state warpgroup 1's four warps, in the chunk before (below): one thread
-  // issuing all five took ~0.4K cycles on the state role's path to ss.
+  // The same loads for chunk i >= 2 (C's first atom left to load_chunk_c_first_atom), spread
+  // over the first lanes of state warpgroup 1's four warps, in the chunk before (below): one
+  // thread issuing them all took ~0.4K cycles on the state role's path to ss.
   const auto issue_spread = [&](int i, int64_t t0) {
     const int k = rank + i * cs, w = (l >> 5) & 3;
     if (k < count && (l >> 7) == 1 && (l & 31) == 0) {
@@ -317,9 +322,9 @@ __global__ void __launch_bounds__(kRoleThreads, 1)
                          half + t > 0 ? 1 : 0);
         wg::commit();
       }
-      // The next chunk's loads into the other stage (free since the last chunk's end barrier),
-      // here and not after this chunk's end barrier: the issue, ~2K cycles when x was copied by
-      // every thread of this role, then lies off the chunk's path, before the state's wait.
+      // The next chunk's loads into the other stage (free since the last chunk's end barrier,
+      // but for C's first atom, below), here and not after this chunk's end barrier, where
+      // they delayed the state role's next S_loc and so ss.
       if (i >= 1) issue_spread(i + 1, t0_next);
       // C's first atom of the next chunk once the output role's y stores of the chunk before
       // this one have read it (the loads of chunks 0 and 1 took it whole).
@@ -368,7 +373,6 @@ __global__ void __launch_bounds__(kRoleThreads, 1)
       lap(4);
       block_sync();
       lap(5);
-      lap(6);
       if (tracer) ++ph[role_wg][kWsPhases - 1];
       len_cur = len_next;
       len_next = len_after;
@@ -481,7 +485,7 @@ void report_ws_trace(long long* trace, int64_t blocks, int cs, cudaStream_t st) 
   STRATA_CUDA_CHECK(cudaFreeAsync(trace, st));
   STRATA_CUDA_CHECK(cudaStreamSynchronize(st));
   static const char* state_names[] = {"stage wait", "S_loc issue", "received", "ss written",
-                                      "S_out+send", "end barrier", "issue next", "S_loc wait",
+                                      "S_out+send", "end barrier", "", "S_loc wait",
                                       "loop top"};
   static const char* output_names[] = {"stage wait", "C.B0", "scores0+C.B1 issue", "ss wait",
                                        "Y_off+scale", "Y_diag", "y store", "end barrier",
