@@ -156,29 +156,28 @@ __global__ void __launch_bounds__(kRoleThreads, 1)
     if (k < count && l == 0) {
       const int64_t c = first + k;
       const int st = i & 1;
-      // From chunk 2 on, C's first atom comes later (load_chunk_c_first_atom, below), once the
-      // y tiles of chunk i - 2 there have been read.
-      load_chunk_cb(cs_of(st), bs_of(st), g, t0, &tm_c, &tm_b, &full[st], i < 2, kXBytes);
+      load_chunk_cb(cs_of(st), bs_of(st), g, t0, &tm_c, &tm_b, &full[st], true, kXBytes);
       tma::load_2d(xs_of(st), &tm_x, static_cast<int>(h * kP), static_cast<int>(t0), &full[st]);
       if (with_dt) load_chunk_dt(dt_of(st), fs, c, h, Hm, &full[st]);
     }
   };
-  // The same loads for chunk i >= 2 (C's first atom left to load_chunk_c_first_atom), spread
-  // over the first lanes of state warpgroup 1's four warps, in the chunk before (below): one
-  // thread issuing them all took ~0.4K cycles on the state role's path to ss.
+  // The same loads for chunk i >= 2, spread over the first lanes of state warpgroup 1's four
+  // warps, in the chunk before (below): one thread issuing them all took ~0.4K cycles on the
+  // state role's path to ss. C's first atom is left to load_chunk_c_first_atom, once the y
+  // tiles of chunk i - 2 there have been read.
   const auto issue_spread = [&](int i, int64_t t0) {
     const int k = rank + i * cs, w = (l >> 5) & 3;
     if (k < count && (l >> 7) == 1 && (l & 31) == 0) {
-      const int st = i & 1, col = static_cast<int>(g * kN), row = static_cast<int>(t0);
+      const int st = i & 1, col = static_cast<int>(g * kN), tok = static_cast<int>(t0);
       if (w == 0) {
         tma::bar_arrive_expect(&full[st], kTmaBytes + kDtRowBytes + kXBytes);
-        tma::load_2d(cs_of(st) + kAtom, &tm_c, col + 64, row, &full[st]);
+        tma::load_2d(cs_of(st) + kAtom, &tm_c, col + 64, tok, &full[st]);
       } else if (w == 1) {
-        tma::load_2d(bs_of(st), &tm_b, col, row, &full[st]);
+        tma::load_2d(bs_of(st), &tm_b, col, tok, &full[st]);
       } else if (w == 2) {
-        tma::load_2d(bs_of(st) + kAtom, &tm_b, col + 64, row, &full[st]);
+        tma::load_2d(bs_of(st) + kAtom, &tm_b, col + 64, tok, &full[st]);
       } else {
-        tma::load_2d(xs_of(st), &tm_x, static_cast<int>(h * kP), row, &full[st]);
+        tma::load_2d(xs_of(st), &tm_x, static_cast<int>(h * kP), tok, &full[st]);
         load_chunk_dt(dt_of(st), fs, first + k, h, Hm, &full[st]);
       }
     }
