@@ -99,8 +99,9 @@ constexpr uint32_t kTmaBytes = 4 * kAtom * sizeof(bf16);
 // shared arrays), in FusedScratch::aggregate (which only the look-back kernel uses otherwise).
 constexpr int kDtRow = 3 * kQ;
 constexpr uint32_t kDtRowBytes = kDtRow * sizeof(float);
-// One stage of the per-sequence kernels: C, B (swizzled), x [Q][P] cores and the dt rows,
-// rounded up to the atoms' 1024-byte alignment.
+// One stage of the per-sequence kernels: C, B (swizzled), x [Q][P] (cores, or in
+// ssm_scan_ws.cu one swizzled atom) and the dt rows, rounded up to the atoms' 1024-byte
+// alignment.
 __host__ __device__ constexpr int stage_bytes(int P) {
   return ((2 * kQ * kN + kQ * P) * 2 + kDtRow * 4 + 1023) / 1024 * 1024;
 }
@@ -331,20 +332,19 @@ inline int wg_scan_nt(const SsmLaunch& p, const char* kernel) {
 // (clear_b_rows_past) once they landed.
 // In two parts for ssm_scan_seq.cu, which may issue C and B before the dt rows exist: the
 // barrier is armed with every byte by the first, so it completes once both have landed.
-// `c_first_atom` false: C's first atom (columns 0..63) is left to load_chunk_c_first_atom, on
-// the same barrier (ssm_scan_ws.cu: those rows may still hold y tiles being stored).
 // `extra_bytes`: what the caller loads on the same barrier besides (ssm_scan_ws.cu: the x tile).
 __device__ __forceinline__ void load_chunk_cb(bf16* cs, bf16* bs, int64_t g, int64_t t0,
                                               const CUtensorMap* tm_c, const CUtensorMap* tm_b,
-                                              uint64_t* bar, bool c_first_atom = true,
-                                              uint32_t extra_bytes = 0) {
+                                              uint64_t* bar, uint32_t extra_bytes = 0) {
   tma::bar_arrive_expect(bar, kTmaBytes + kDtRowBytes + extra_bytes);
   const int col = static_cast<int>(g * kN), row = static_cast<int>(t0);
-  if (c_first_atom) tma::load_2d(cs, tm_c, col, row, bar);
+  tma::load_2d(cs, tm_c, col, row, bar);
   tma::load_2d(cs + kAtom, tm_c, col + 64, row, bar);
   tma::load_2d(bs, tm_b, col, row, bar);
   tma::load_2d(bs + kAtom, tm_b, col + 64, row, bar);
 }
+// C's first atom (columns 0..63) alone (ssm_scan_ws.cu from its third chunk on: those rows may
+// still hold y tiles being stored when the rest of the stage is loaded).
 __device__ __forceinline__ void load_chunk_c_first_atom(bf16* cs, int64_t g, int64_t t0,
                                                         const CUtensorMap* tm_c, uint64_t* bar) {
   tma::load_2d(cs, tm_c, static_cast<int>(g * kN), static_cast<int>(t0), bar);
@@ -641,14 +641,14 @@ __device__ __forceinline__ void store_y(const float (&acc)[4 * NT], const SsmLau
   }
 }
 
-// store_y for head_dim 64 and a full chunk (every row of the warpgroup's 64 is the sequence's)
+// store_y for head_dim 64, x one swizzled atom (ssm_scan_ws.cu, the one caller) and a full
+// chunk (every row of the warpgroup's 64 is the sequence's)
 // with a y tensor map (tm_y: boxes of 64 rows x 64 columns, 128-byte swizzle): the tile is
 // written in the swizzled layout into the warpgroup's rows of C's first atom (only its own
 // products read them, all waited for), then stored by one TMA from thread 128 q. That thread
 // waits for the tile to be read (tma::wait_store_read) before the rows are loaded again: the
 // caller's part (ssm_scan_ws.cu waits in the next chunk). Replaces store_y's copy-out loop (a
 // shared load, an address and a 16-byte global store per piece) with one instruction.
-template <bool kXSw>
 __device__ __forceinline__ void store_y_tma(const float (&acc)[32], const CUtensorMap* tm_y,
                                             const bf16* xs, bf16* cs, int64_t t0, int64_t h,
                                             float Dh, int q, int la, int lb, int lane) {
@@ -657,7 +657,7 @@ __device__ __forceinline__ void store_y_tma(const float (&acc)[32], const CUtens
   const int l0 = 64 * q;
   unsigned char* tile = reinterpret_cast<unsigned char*>(cs + l0 * 64);  // 1024-byte aligned
   // Pair (r, pp) in the swizzled tile: its 16-byte piece j, then 2 tig elements (4 tig bytes).
-  y_pairs_to_tile<8, kXSw>(acc, xs, Dh, l0, la, lb, ln.tig, [&](int r, int j, int) {
+  y_pairs_to_tile<8, true>(acc, xs, Dh, l0, la, lb, ln.tig, [&](int r, int j, int) {
     return reinterpret_cast<bf16*>(tile + tma::sw128_piece(r, j) + 4 * ln.tig);
   });
   wg::fence_proxy_async();  // the tile's st.shared before the async proxy reads it

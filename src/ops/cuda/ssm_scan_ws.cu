@@ -42,7 +42,8 @@ using scan::FusedScratch;
 
 constexpr int kP = 64, kNT = kP / 8, kR = 4 * kNT;  // head_dim; accumulators of a 64 x P product
 constexpr int kRoleThreads = 512;                   // 2 state + 2 output warpgroups
-// Shared memory: two stages of {C, B swizzled, x cores, the dt rows} (ssm_scan_seq.cu's stages),
+// Shared memory: two stages of {C, B swizzled, x (one swizzled atom), the dt rows} (the size of
+// ssm_scan_seq.cu's stages),
 // ss [P][N] cores, the state slots [NT][256] float4 (the inbox, with or without a cluster);
 // + 1 KB for the atoms' 1024-byte alignment. 213 KB.
 constexpr int kStageBytes = stage_bytes(kP);
@@ -156,7 +157,7 @@ __global__ void __launch_bounds__(kRoleThreads, 1)
     if (k < count && l == 0) {
       const int64_t c = first + k;
       const int st = i & 1;
-      load_chunk_cb(cs_of(st), bs_of(st), g, t0, &tm_c, &tm_b, &full[st], true, kXBytes);
+      load_chunk_cb(cs_of(st), bs_of(st), g, t0, &tm_c, &tm_b, &full[st], kXBytes);
       tma::load_2d(xs_of(st), &tm_x, static_cast<int>(h * kP), static_cast<int>(t0), &full[st]);
       if (with_dt) load_chunk_dt(dt_of(st), fs, c, h, Hm, &full[st]);
     }
@@ -450,7 +451,7 @@ __global__ void __launch_bounds__(kRoleThreads, 1)
                                    lane);
       lap(5);
       if (y_tma != 0 && len == kQ)
-        store_y_tma<true>(acc, &tm_y, xs, cs_t, t0, h, Dh, q, la, lb, lane);  // read: next C.B
+        store_y_tma(acc, &tm_y, xs, cs_t, t0, h, Dh, q, la, lb, lane);  // read: next C.B
       else if (l0 < len)
         store_y<kNT, true>(acc, p, xs, cs_t, t0, len, h, Dh, q, la, lb, lane);
       lap(6);
