@@ -124,6 +124,7 @@ cuda-ssd-seq-handover-halves-swapped ||| src/ops/cuda/ssm_scan_wg_tiles.cuh ||| 
 cuda-ssd-ws-early-row-off-by-one ||| src/ops/cuda/ssm_scan_ws.cu ||| t0 = seq_start + k * kQ; ||| t0 = seq_start + k * kQ + 1; ||| ops:ssm_scan_mma_exact
 cuda-ssd-ws-state-not-kept ||| src/ops/cuda/ssm_scan_ws.cu ||| inbox[j * kThreads + l] = o; ||| (void)o; ||| ops:ssm_scan_mma_exact
 cuda-ssd-ws-x-rows-not-cleared ||| src/ops/cuda/ssm_scan_ws.cu ||| clear_x_rows_past(xs, len); ||| (void)xs; ||| ops:isolation
+cuda-ssd-ws-final-state-by-block-1-only ||| src/ops/cuda/ssm_scan_ws.cu ||| } else if (slot_ok) { ||| } else if (slot_ok && (cs == 1 || rank == 1)) { ||| ops:ssm_scan_mma_exact
 cuda-ssd-ws-x-swizzle-dropped ||| src/ops/cuda/ssm_scan_wg_tiles.cuh ||| tma::sw128_piece(r, p >> 3) ||| static_cast<uint32_t>(r * 128 + ((p >> 3) << 4)) ||| ops:ssm_scan_mma_exact
 cuda-ssd-ws-x-desc-row-late ||| src/ops/cuda/tma_sm90.cuh ||| row0 * 128; ||| row0 * 128 + 128; ||| ops:ssm_scan_mma_exact
 EOF
