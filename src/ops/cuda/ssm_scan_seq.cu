@@ -310,13 +310,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     // Y = exp(cum_l) Y_off + Y_diag + D x; a warpgroup with no rows in the chunk computes them
     // anyway and stores none (a wgmma under a condition makes ptxas wait for it at the join).
     const float ea = expf(cum_a), eb = expf(cum_b);
-#pragma unroll
-    for (int j = 0; j < NT; ++j) {
-      acc[4 * j + 0] *= ea;
-      acc[4 * j + 1] *= ea;
-      acc[4 * j + 2] *= eb;
-      acc[4 * j + 3] *= eb;
-    }
+    scale_rows<NT>(acc, ea, eb);
     lap(5);
     y_diag_overlapped<NT>(acc, a0, cb, diag_block, xs, cum, dts, la, lb, cum_a, cum_b, lane);
     lap(6);

@@ -273,13 +273,7 @@ __global__ void __launch_bounds__(kThreads, 2)
   STAMP(9);
   const float cum_a = cum[la], cum_b = cum[lb];
   const float ea = expf(cum_a), eb = expf(cum_b);
-#pragma unroll
-  for (int j = 0; j < NT; ++j) {
-    acc[4 * j + 0] *= ea;
-    acc[4 * j + 1] *= ea;
-    acc[4 * j + 2] *= eb;
-    acc[4 * j + 3] *= eb;
-  }
+  scale_rows<NT>(acc, ea, eb);
 
   // Y_diag per 64-position block up to the diagonal one (the first C.B block issued above).
   y_diag<NT>(acc, cb, cs, bs, xs, cum, dts, len, q, la, lb, cum_a, cum_b, lane);

@@ -498,6 +498,19 @@ __device__ __forceinline__ void decayed_scores(uint32_t (&a)[4][4], const float 
   }
 }
 
+// exp(cum_l) Y_off: the thread's accumulators of row la (4 j, 4 j + 1) times ea, of row lb
+// (4 j + 2, 4 j + 3) times eb.
+template <int NT>
+__device__ __forceinline__ void scale_rows(float (&acc)[4 * NT], float ea, float eb) {
+#pragma unroll
+  for (int j = 0; j < NT; ++j) {
+    acc[4 * j + 0] *= ea;
+    acc[4 * j + 1] *= ea;
+    acc[4 * j + 2] *= eb;
+    acc[4 * j + 3] *= eb;
+  }
+}
+
 // Y_diag into acc for the warpgroup's rows la, lb (this thread's two), per 64-position block
 // s in [64 hb, +64) up to the diagonal block q: the C.B block in cb (issued by the caller for
 // hb = 0, committed and waited for) turned into the decayed scores' A fragments, then

@@ -439,13 +439,7 @@ __global__ void __launch_bounds__(kRoleThreads, 1)
       wg::fence_regs(acc);
       wg::fence_regs(cb);
       const float ea = expf(cum_a), eb = expf(cum_b);
-#pragma unroll
-      for (int j = 0; j < kNT; ++j) {
-        acc[4 * j + 0] *= ea;
-        acc[4 * j + 1] *= ea;
-        acc[4 * j + 2] *= eb;
-        acc[4 * j + 3] *= eb;
-      }
+      scale_rows<kNT>(acc, ea, eb);
       lap(4);
       y_diag_overlapped<kNT, true>(acc, a0, cb, diag_block, xs, cum, dts, la, lb, cum_a, cum_b,
                                    lane);
