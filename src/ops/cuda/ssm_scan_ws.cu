@@ -139,7 +139,7 @@ __global__ void __launch_bounds__(kRoleThreads, 1)
     __syncthreads();
 
   // The sequence's rows and loads as in ssm_scan_seq.cu (its comments say why each is where it
-  // is); x is copied by the state role's 256 threads, C, B and the dt rows by thread 0.
+  // is); here x arrives by TMA too, and every load is issued by single threads.
   const bool early = early_rows != 0;
   int32_t first = 0, count = 0, seq_start = 0, seq_len = 0;
   if (early) {
