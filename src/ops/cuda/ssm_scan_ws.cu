@@ -395,7 +395,7 @@ __global__ void __launch_bounds__(kRoleThreads, 1)
       lap(kWsPhases - 2);
       tma::bar_wait(&full[st], (i >> 1) & 1);
       if (kTrace && l == 256 && i == 0) stamps[2] = global_ns();
-      if (len < kQ) block_sync();  // the state role clears B's rows past the sequence
+      if (len < kQ) block_sync();  // the state role clears B's and x's rows past the sequence
       lap(0);
       // The first C.B block and its scores, then warpgroup 1's diagonal C.B block, while the
       // state role forms S_loc and the entering state.
