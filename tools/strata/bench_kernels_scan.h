@@ -1,5 +1,6 @@
 // `strata bench-kernels` scan rows: the chunked SSD scan (ssm_scan) per kernel, with its
-// minimum-bytes ceilings and the per-kernel split of one call.
+// minimum-bytes ceilings and the per-kernel split of one call; and, asked for by name
+// (--only "ssm_scan floor"), the io floor: one device-to-device copy of the io bytes, timed alike.
 // One ssm_scan call per row: bf16 activations, f32 state, chunk 128, every sequence continuing
 // from an initial state, inputs laid out as column ranges of one row (the model's layout), A and
 // dt_bias drawn like Mamba2's init (A in [-16, -1], dt ~ 1e-3..1e-1). The working set (x, B, C,
