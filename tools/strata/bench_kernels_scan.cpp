@@ -1,6 +1,7 @@
 #include "bench_kernels_scan.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <functional>
@@ -15,6 +16,14 @@ namespace strata::cli::bench_kernels {
 namespace {
 
 using namespace strata::ops;
+
+// The models whose scan shapes the rows take: (name, Mamba heads, head_dim); G = 8, N = 128.
+constexpr std::array kScanModels = {std::tuple{"nano3", 64, 64}, std::tuple{"9b", 128, 80}};
+
+std::string scan_shape(const char* what, int64_t Hm, int64_t P, int64_t G, int64_t N, int64_t seqs,
+                       int64_t len) {
+  return fmt::format("{} {}x{} tokens heads {}x{} G={} N={}", what, seqs, len, Hm, P, G, N);
+}
 
 // The minimum-bytes ceiling of a scan call: x, B, C, dt read once, y written once, the initial
 // and final states (no intermediate state traffic at all).
@@ -133,7 +142,7 @@ ScanRow bench_ssm_scan(const char* kernel, const char* what, int64_t Hm, int64_t
   if (!k.supports(a, &why)) fail("bench ssm_scan {}: {}", kernel, why);
   ScanRow r;
   r.kernel = fmt::format("ssm_scan {} (bf16)", kernel);
-  r.shape = fmt::format("{} {}x{} tokens heads {}x{} G={} N={}", what, seqs, len, Hm, P, G, N);
+  r.shape = scan_shape(what, Hm, P, G, N, seqs, len);
   r.tokens = static_cast<double>(T);
   r.flops = scan_flops(Hm, P, G, N, Q, seqs, len);
   r.bytes = scan_min_bytes(Hm, P, G, N, Q, seqs, len);
@@ -152,7 +161,7 @@ ScanRow bench_io_floor(const char* what, int64_t Hm, int64_t P, int64_t G, int64
                        int64_t len) {
   ScanRow r;
   r.kernel = "ssm_scan io floor (d2d copy)";
-  r.shape = fmt::format("{} {}x{} tokens heads {}x{} G={} N={}", what, seqs, len, Hm, P, G, N);
+  r.shape = scan_shape(what, Hm, P, G, N, seqs, len);
   r.tokens = static_cast<double>(seqs * len);
   r.io_bytes = r.bytes = scan_io_bytes(Hm, P, G, N, seqs, len);
   const int64_t half = static_cast<int64_t>(r.io_bytes / 2 / 4);  // f32 elements
@@ -166,7 +175,7 @@ ScanRow bench_io_floor(const char* what, int64_t Hm, int64_t P, int64_t G, int64
 
 std::vector<ScanRow> run_scan_rows(const std::string& only) {
   std::vector<ScanRow> rows;
-  for (const auto& [what, Hm, P] : {std::tuple{"nano3", 64, 64}, std::tuple{"9b", 128, 80}})
+  for (const auto& [what, Hm, P] : kScanModels)
     for (const auto& [seqs, len] : {std::pair{1, 512}, std::pair{1, 2048}, std::pair{1, 4096}}) {
       const std::string label = fmt::format("ssm_scan floor {} {}x{}", what, seqs, len);
       if (only.empty() || label.find(only) == std::string::npos) continue;  // asked for by name
@@ -179,7 +188,7 @@ std::vector<ScanRow> run_scan_rows(const std::string& only) {
     }
   for (const char* kernel :
        {"cuda.ssd_wg", "cuda.ssd_seq", "cuda.ssd_fused", "cuda.ssd_chain", "cuda.ssd_mma", "cuda"})
-    for (const auto& [what, Hm, P] : {std::tuple{"nano3", 64, 64}, std::tuple{"9b", 128, 80}})
+    for (const auto& [what, Hm, P] : kScanModels)
       for (const auto& [seqs, len] :
            {std::pair{1, 512}, std::pair{1, 2048}, std::pair{1, 4096}, std::pair{8, 512},
             std::pair{16, 128}}) {  // 16x128: 1x2048's blocks with no chunk chained to another
